@@ -1,0 +1,130 @@
+// buildPlatform(config): the Wharf platform as a Fastify app, not yet listening, so tests can start it
+// on port 0 and the CLI on its configured port. Everything under /api/v1 is authenticated by the
+// onRequest hook (before any body is read) unless its route is `public`, and every error leaves as
+// problem+json through one handler.
+import './fastify-types.js';
+import { join } from 'node:path';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { LIMITS } from '../shared/api/projects.js';
+import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
+import { accountRoutes } from './accounts/routes.js';
+import { Authenticator, assertScope } from './auth/authenticate.js';
+import { loadOrCreateSecret } from './auth/secret.js';
+import { type PlatformConfig, resolveConfig } from './config.js';
+import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
+import { ProjectService } from './projects/projects.js';
+import { projectRoutes } from './projects/routes.js';
+import { type Store, openStore } from './store/open.js';
+
+export const API_PREFIX = '/api/v1';
+
+export interface Platform {
+  app: FastifyInstance;
+  config: PlatformConfig;
+  db: Store;
+  /** Where the local account's key was written, when this start created it. */
+  localAccountFile: string | null;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    platform: { config: PlatformConfig; db: Store };
+  }
+}
+
+export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Promise<Platform> {
+  const config = resolveConfig(partial);
+  const db = await openStore(join(config.dataDir, 'platform.db'));
+  const auth = new Authenticator(
+    db,
+    loadOrCreateSecret(config.dataDir, config.secret),
+    config.tokenTtlSeconds,
+  );
+  const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
+  const projects = new ProjectService(db, config);
+
+  const app = Fastify({
+    logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
+    bodyLimit: LIMITS.jsonBodyBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.decorate('platform', { config, db });
+  app.decorateRequest('caller', null as never);
+  app.setValidatorCompiler(zodValidatorCompiler);
+  // Responses are plain JSON: the schemas document them (and the tests check them against the
+  // schemas) without paying for validation on every reply.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.setErrorHandler(problemHandler);
+  // Only JSON (and, on the upload route, archives) is accepted: text bodies get a clear 400.
+  app.removeContentTypeParser(['text/plain']);
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      new ApiError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+  app.addHook('onClose', async () => db.destroy());
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Wharf platform API',
+        version: '1.0.0',
+        description:
+          'Projects, deploys, tunnels, domains, email verification and the AI builder. See API.md.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        },
+      },
+      security: [{ apiKey: [] }, { bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  await app.register(
+    async (api) => {
+      api.addHook('onRequest', async (request) => {
+        const scope = request.routeOptions.config.scope ?? 'full';
+        if (scope === 'public') return;
+        request.caller = await auth.authenticate(request);
+        assertScope(request.caller, scope);
+      });
+
+      api.get('/openapi.json', {
+        config: { scope: 'public' },
+        schema: { hide: true },
+        handler: async () => app.swagger(),
+      });
+      api.get('/health', {
+        config: { scope: 'public' },
+        schema: { summary: 'Liveness probe', tags: ['platform'] },
+        handler: async () => ({ ok: true }),
+      });
+
+      await api.register(accountRoutes, { db, config, auth });
+      await api.register(projectRoutes, { db, config, projects });
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return {
+    app,
+    config,
+    db,
+    localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
+  };
+}

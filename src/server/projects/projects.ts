@@ -1,0 +1,231 @@
+// Projects of API.md §4: the rules the schema cannot see (reserved and taken host names, service host
+// lengths), storage, and the project object with its URLs. Every query is scoped to the calling
+// account; another account's project is simply not found.
+import type { Transaction } from 'kysely';
+import {
+  BuildConfig,
+  type BuildConfig as BuildConfigType,
+  type CreateProjectRequest,
+  type DeploySource,
+  EMPTY_BUILD_CONFIG,
+  type EnvVars,
+  type LogLine,
+  type Project,
+  type ProjectStatus,
+} from '../../shared/api/projects.js';
+import { DNS_LABEL_MAX, RESERVED_SUBDOMAINS, serviceLabel } from '../../shared/dns-label.js';
+import { type PlatformConfig, edgeUrl } from '../config.js';
+import { ApiError, notFound, validationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Store } from '../store/open.js';
+import type { Database, ProjectsTable } from '../store/schema.js';
+import type { FieldError } from '../../shared/errors.js';
+
+export class ProjectService {
+  constructor(
+    private readonly db: Store,
+    private readonly config: PlatformConfig,
+  ) {}
+
+  async list(accountId: string): Promise<Project[]> {
+    const rows = await this.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'desc')
+      .execute();
+    return rows.map((row) => this.toProject(row));
+  }
+
+  async get(accountId: string, id: string): Promise<Project> {
+    return this.toProject(await this.row(accountId, id));
+  }
+
+  async row(accountId: string, id: string): Promise<ProjectsTable> {
+    const row = await this.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (!row) throw notFound(`project ${id}`);
+    return row;
+  }
+
+  async recentLogs(projectId: string, limit: number): Promise<LogLine[]> {
+    const rows = await this.db
+      .selectFrom('project_logs')
+      .select(['ts', 'stream', 'service', 'line'])
+      .where('project_id', '=', projectId)
+      .orderBy('seq', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.reverse().map((r) => ({ ...r, stream: r.stream as LogLine['stream'] }));
+  }
+
+  async create(accountId: string, body: CreateProjectRequest): Promise<Project> {
+    const buildConfig = body.build_config ?? EMPTY_BUILD_CONFIG;
+    this.checkSubdomain(body.subdomain);
+    this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
+    const source: DeploySource =
+      body.image !== undefined ? 'image' : body.deploy_source === 'upload' ? 'upload' : 'git';
+    const now = new Date().toISOString();
+    const row: ProjectsTable = {
+      id: newId('prj'),
+      account_id: accountId,
+      name: body.name,
+      subdomain: body.subdomain,
+      deploy_source: source,
+      repo_url: body.repo_url ?? null,
+      git_host_repo: body.git_host_repo ?? null,
+      branch: source === 'git' ? (body.branch ?? 'main') : null,
+      image: body.image ?? null,
+      env_vars: JSON.stringify(body.env_vars ?? {}),
+      build_config: JSON.stringify(buildConfig),
+      status: 'created' satisfies ProjectStatus,
+      created_at: now,
+      updated_at: now,
+      last_deploy_at: null,
+    };
+    await this.db.transaction().execute(async (trx) => {
+      await assertHostFree(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
+      await trx.insertInto('projects').values(row).execute();
+      await claimHost(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
+      await this.claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
+    });
+    return this.toProject(row);
+  }
+
+  async setEnvVars(accountId: string, id: string, envVars: EnvVars): Promise<Project> {
+    const row = await this.row(accountId, id);
+    const updated = { ...row, env_vars: JSON.stringify(envVars), updated_at: new Date().toISOString() };
+    await this.db
+      .updateTable('projects')
+      .set({ env_vars: updated.env_vars, updated_at: updated.updated_at })
+      .where('id', '=', id)
+      .execute();
+    return this.toProject(updated);
+  }
+
+  async setBuildConfig(accountId: string, id: string, config: BuildConfigType): Promise<Project> {
+    const row = await this.row(accountId, id);
+    this.checkServiceHosts(row.subdomain, config, []);
+    const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .deleteFrom('project_hosts')
+        .where('project_id', '=', id)
+        .where('label', '!=', row.subdomain)
+        .execute();
+      await this.claimServiceHosts(trx, id, row.subdomain, config);
+      await trx
+        .updateTable('projects')
+        .set({ build_config: updated.build_config, updated_at: updated.updated_at })
+        .where('id', '=', id)
+        .execute();
+    });
+    return this.toProject(updated);
+  }
+
+  /** Deletes the project's rows; the caller removes its files. */
+  async delete(accountId: string, id: string): Promise<ProjectsTable> {
+    const row = await this.row(accountId, id);
+    await this.db.deleteFrom('projects').where('id', '=', id).execute();
+    return row;
+  }
+
+  toProject(row: ProjectsTable): Project {
+    const buildConfig = BuildConfig.parse(JSON.parse(row.build_config));
+    const host = (label: string) => `${label}.${this.config.baseDomain}`;
+    return {
+      id: row.id,
+      name: row.name,
+      subdomain: row.subdomain,
+      repo_url: row.repo_url,
+      git_host_repo: row.git_host_repo,
+      branch: row.branch,
+      image: row.image,
+      deploy_source: row.deploy_source as DeploySource,
+      env_vars: JSON.parse(row.env_vars) as Record<string, string>,
+      build_config: buildConfig,
+      status: row.status as ProjectStatus,
+      url: edgeUrl(this.config, host(row.subdomain)),
+      service_urls: Object.fromEntries(
+        buildConfig.services.map((s) => [
+          s.name,
+          edgeUrl(this.config, host(serviceLabel(row.subdomain, s.name))),
+        ]),
+      ),
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      last_deploy_at: row.last_deploy_at,
+    };
+  }
+
+  private checkSubdomain(subdomain: string): void {
+    const tunnelLabel = this.config.tunnelDomain.endsWith(`.${this.config.baseDomain}`)
+      ? this.config.tunnelDomain.slice(0, -this.config.baseDomain.length - 1)
+      : null;
+    if (RESERVED_SUBDOMAINS.has(subdomain) || subdomain === tunnelLabel) {
+      throw validationError([{ path: 'subdomain', message: `"${subdomain}" is reserved for the platform` }]);
+    }
+  }
+
+  private checkServiceHosts(subdomain: string, config: BuildConfigType, prefix: string[]): void {
+    const errors: FieldError[] = [];
+    config.services.forEach((service, i) => {
+      const label = serviceLabel(subdomain, service.name);
+      if (label.length > DNS_LABEL_MAX) {
+        errors.push({
+          path: [...prefix, `services[${i}].name`].join('.'),
+          message: `makes the host label "${label}" ${label.length} characters long; "<subdomain>-<name>" must be at most ${DNS_LABEL_MAX}`,
+        });
+      }
+    });
+    if (errors.length > 0) throw validationError(errors);
+  }
+
+  private async claimServiceHosts(
+    trx: Transaction<Database>,
+    projectId: string,
+    subdomain: string,
+    config: BuildConfigType,
+  ) {
+    for (const service of config.services) {
+      const label = serviceLabel(subdomain, service.name);
+      await claimHost(
+        trx,
+        label,
+        projectId,
+        `the host "${label}" of service "${service.name}" is taken by another project`,
+      );
+    }
+  }
+}
+
+/** Throws 409 when another project answers at `label`; returns whether this project already does. */
+async function assertHostFree(
+  trx: Transaction<Database>,
+  label: string,
+  projectId: string,
+  message: string,
+): Promise<boolean> {
+  const taken = await trx
+    .selectFrom('project_hosts')
+    .select('project_id')
+    .where('label', '=', label)
+    .executeTakeFirst();
+  if (taken && taken.project_id !== projectId) throw new ApiError('conflict', message);
+  return taken !== undefined;
+}
+
+async function claimHost(
+  trx: Transaction<Database>,
+  label: string,
+  projectId: string,
+  message: string,
+): Promise<void> {
+  if (!(await assertHostFree(trx, label, projectId, message))) {
+    await trx.insertInto('project_hosts').values({ label, project_id: projectId }).execute();
+  }
+}

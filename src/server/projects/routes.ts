@@ -1,0 +1,205 @@
+// Routes of API.md §4 that exist so far: create, list, get, env vars, build config, upload, delete.
+// Deploy, stop and logs arrive with the runtime.
+import { mkdirSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { Deleted, IdParams } from '../../shared/api/common.js';
+import {
+  BuildConfig,
+  CreateProjectRequest,
+  LIMITS,
+  Project,
+  ProjectDetail,
+  UpdateProjectRequest,
+  Upload,
+} from '../../shared/api/projects.js';
+import type { PlatformConfig } from '../config.js';
+import { ApiError, validationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Store } from '../store/open.js';
+import { inspectArchive, saveStream } from './archive.js';
+import type { ProjectService } from './projects.js';
+
+export interface ProjectRoutesOptions {
+  db: Store;
+  config: PlatformConfig;
+  projects: ProjectService;
+}
+
+const RAW_ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
+
+export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async (
+  app,
+  { db, config, projects },
+) => {
+  const uploadsDir = join(config.dataDir, 'uploads');
+  const tmpDir = join(config.dataDir, 'tmp');
+  mkdirSync(uploadsDir, { recursive: true });
+  mkdirSync(tmpDir, { recursive: true });
+
+  const tags = ['projects'];
+
+  app.get('/projects', {
+    config: { scope: 'deploy' },
+    schema: { summary: 'List projects, newest first', tags, response: { 200: z.array(Project) } },
+    handler: async (request) => projects.list(request.caller.accountId),
+  });
+
+  app.post('/projects', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Create a project from git, a git host repo, an image or an upload',
+      tags,
+      body: CreateProjectRequest,
+      response: { 201: Project },
+    },
+    handler: async (request, reply) =>
+      reply.code(201).send(await projects.create(request.caller.accountId, request.body)),
+  });
+
+  app.get('/projects/:id', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'A project and its last 500 log lines',
+      tags,
+      params: IdParams,
+      response: { 200: ProjectDetail },
+    },
+    handler: async (request) => {
+      const project = await projects.get(request.caller.accountId, request.params.id);
+      return { project, logs: await projects.recentLogs(project.id, LIMITS.logLines) };
+    },
+  });
+
+  app.put('/projects/:id', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Replace the environment variables',
+      tags,
+      params: IdParams,
+      body: UpdateProjectRequest,
+      response: { 200: Project },
+    },
+    handler: async (request) =>
+      projects.setEnvVars(request.caller.accountId, request.params.id, request.body.env_vars),
+  });
+
+  app.put('/projects/:id/build-config', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Replace the build configuration',
+      tags,
+      params: IdParams,
+      body: BuildConfig,
+      response: { 200: Project },
+    },
+    handler: async (request) =>
+      projects.setBuildConfig(request.caller.accountId, request.params.id, request.body),
+  });
+
+  app.delete('/projects/:id', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Delete a project and its uploads',
+      tags,
+      params: IdParams,
+      response: { 200: Deleted('prj') },
+    },
+    handler: async (request) => {
+      const row = await projects.delete(request.caller.accountId, request.params.id);
+      await rm(join(uploadsDir, row.id), { recursive: true, force: true });
+      return { id: row.id, deleted: true as const };
+    },
+  });
+
+  // Uploads live in their own scope: its content-type parsers and multipart support apply here only.
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(RAW_ARCHIVE_TYPES, (_request, payload, done) => done(null, payload));
+    await scope.register(multipart, {
+      limits: { fileSize: LIMITS.uploadBytes, files: 1, fields: 10, parts: 20, fieldSize: 1024 },
+    });
+
+    const receive = async (request: FastifyRequest, file: string): Promise<number> => {
+      const declared = Number(request.headers['content-length'] ?? 0);
+      if (declared > LIMITS.uploadBytes + 64 * 1024)
+        throw new ApiError('payload_too_large', 'the upload is over 100 MiB');
+      if (request.isMultipart()) {
+        const part = await request.file();
+        if (!part)
+          throw validationError([
+            { path: 'file', message: 'is required: send the archive in the multipart field "file"' },
+          ]);
+        if (part.fieldname !== 'file') {
+          part.file.resume();
+          throw validationError([
+            { path: 'file', message: `is required: the archive came in field "${part.fieldname}"` },
+          ]);
+        }
+        return saveStream(part.file, file, LIMITS.uploadBytes);
+      }
+      return saveStream(request.body as Readable, file, LIMITS.uploadBytes);
+    };
+
+    scope.withTypeProvider<ZodTypeProvider>().post('/projects/:id/upload', {
+      bodyLimit: LIMITS.uploadBytes,
+      config: { scope: 'deploy', acceptsUploads: true },
+      schema: {
+        summary: 'Upload the source archive (.tar.gz) of an upload project',
+        description:
+          'Raw body (application/gzip, application/x-gzip, application/octet-stream) or multipart/form-data field "file".',
+        tags,
+        params: IdParams,
+        response: { 200: Upload },
+      },
+      handler: async (request) => {
+        const row = await projects.row(request.caller.accountId, request.params.id);
+        if (row.deploy_source !== 'upload') {
+          throw new ApiError(
+            'conflict',
+            `project ${row.id} deploys from ${row.deploy_source}; uploads are for projects created with deploy_source "upload"`,
+          );
+        }
+        const uploadId = newId('upl');
+        const tmpFile = join(tmpDir, `${uploadId}.tar.gz`);
+        const size = await receive(request, tmpFile);
+        try {
+          const summary = await inspectArchive(tmpFile);
+          const projectDir = join(uploadsDir, row.id);
+          mkdirSync(projectDir, { recursive: true });
+          const finalPath = join(projectDir, `${uploadId}.tar.gz`);
+          await rename(tmpFile, finalPath);
+          const uploadedAt = new Date().toISOString();
+          const previous = await db.transaction().execute(async (trx) => {
+            const old = await trx
+              .selectFrom('uploads')
+              .select('path')
+              .where('project_id', '=', row.id)
+              .executeTakeFirst();
+            await trx.deleteFrom('uploads').where('project_id', '=', row.id).execute();
+            await trx
+              .insertInto('uploads')
+              .values({
+                id: uploadId,
+                project_id: row.id,
+                size_bytes: size,
+                files: summary.files,
+                path: finalPath,
+                uploaded_at: uploadedAt,
+              })
+              .execute();
+            return old?.path;
+          });
+          if (previous) await rm(previous, { force: true });
+          return { id: uploadId, size_bytes: size, files: summary.files, uploaded_at: uploadedAt };
+        } finally {
+          await rm(tmpFile, { force: true });
+        }
+      },
+    });
+  });
+};

@@ -1,0 +1,74 @@
+// The platform database's tables as Kysely sees them. JSON columns are TEXT holding JSON; booleans are
+// 0/1 integers; times are ISO 8601 strings (they sort as they should).
+import type { Generated } from 'kysely';
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  email_verified: number;
+  plan: string;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  scopes: string;
+  hash: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface ProjectsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  subdomain: string;
+  deploy_source: string;
+  repo_url: string | null;
+  git_host_repo: string | null;
+  branch: string | null;
+  image: string | null;
+  env_vars: string;
+  build_config: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+  last_deploy_at: string | null;
+}
+
+/** Every host label a project answers at (its subdomain and `<subdomain>-<service>`), unique platform-wide. */
+export interface ProjectHostsTable {
+  label: string;
+  project_id: string;
+}
+
+export interface UploadsTable {
+  id: string;
+  project_id: string;
+  size_bytes: number;
+  files: number;
+  path: string;
+  uploaded_at: string;
+}
+
+export interface ProjectLogsTable {
+  seq: Generated<number>;
+  project_id: string;
+  ts: string;
+  stream: string;
+  service: string | null;
+  line: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  projects: ProjectsTable;
+  project_hosts: ProjectHostsTable;
+  uploads: UploadsTable;
+  project_logs: ProjectLogsTable;
+}

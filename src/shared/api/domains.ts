@@ -1,0 +1,57 @@
+// API.md §5: custom domains verified by CNAME and routed to a project.
+import { z } from 'zod';
+import { Timestamp, idOf } from './common.js';
+
+/** A fully qualified host name of at least two labels, lowercase ASCII (IDNs in their xn-- form). */
+export const DomainName = z
+  .string()
+  .max(253, 'must be at most 253 characters')
+  .transform((v) => v.trim().toLowerCase().replace(/\.$/, ''))
+  .pipe(
+    z
+      .string()
+      .regex(
+        /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
+        'must be a domain name such as app.example.com',
+      ),
+  );
+
+export const Domain = z
+  .object({
+    id: idOf('dom'),
+    domain: z.string(),
+    verified: z.boolean(),
+    cname_target: z.string(),
+    project_id: idOf('prj').nullable(),
+    created_at: Timestamp,
+    verified_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'Domain' });
+export type Domain = z.infer<typeof Domain>;
+
+export const CreateDomainRequest = z
+  .strictObject({ domain: DomainName, project_id: idOf('prj').optional() })
+  .meta({ id: 'CreateDomainRequest' });
+export type CreateDomainRequest = z.infer<typeof CreateDomainRequest>;
+
+export const DnsInstructions = z.object({ type: z.literal('CNAME'), name: z.string(), target: z.string() });
+
+export const CreatedDomain = z
+  .object({ domain: Domain, instructions: DnsInstructions })
+  .meta({ id: 'CreatedDomain' });
+export type CreatedDomain = z.infer<typeof CreatedDomain>;
+
+export const DomainVerification = z
+  .object({
+    id: idOf('dom'),
+    domain: z.string(),
+    verified: z.boolean(),
+    cname_target: z.string(),
+    found: z
+      .array(z.string())
+      .meta({ description: 'The records found: CNAME targets, else A/AAAA addresses' }),
+    checked_at: Timestamp,
+    detail: z.string(),
+  })
+  .meta({ id: 'DomainVerification' });
+export type DomainVerification = z.infer<typeof DomainVerification>;

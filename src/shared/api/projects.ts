@@ -1,0 +1,287 @@
+// API.md §4: projects, their sources, env vars, build configuration, uploads and logs.
+import { z } from 'zod';
+import { DnsLabel, PlainText, Timestamp, idOf } from './common.js';
+
+export const DEPLOY_SOURCES = ['git', 'image', 'upload'] as const;
+export const DeploySource = z.enum(DEPLOY_SOURCES);
+export type DeploySource = z.infer<typeof DeploySource>;
+
+export const PROJECT_STATUSES = ['created', 'building', 'running', 'failed', 'stopped'] as const;
+export const ProjectStatus = z.enum(PROJECT_STATUSES);
+export type ProjectStatus = z.infer<typeof ProjectStatus>;
+
+export const LIMITS = {
+  envVars: 200,
+  envValueBytes: 32 * 1024,
+  services: 5,
+  jsonBodyBytes: 1024 * 1024,
+  uploadBytes: 100 * 1024 * 1024,
+  uploadEntries: 10_000,
+  uploadUnpackedBytes: 1024 * 1024 * 1024,
+  logLines: 500,
+} as const;
+
+const utf8Length = (value: string) => new TextEncoder().encode(value).length;
+
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const EnvVars = z
+  .record(
+    z.string().regex(ENV_NAME_PATTERN, 'names must match ^[A-Za-z_][A-Za-z0-9_]*$').max(256),
+    z
+      .string({ error: 'must be a string' })
+      .refine((v) => utf8Length(v) <= LIMITS.envValueBytes, 'must be at most 32 KiB')
+      .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters'),
+  )
+  .refine(
+    (vars) => Object.keys(vars).length <= LIMITS.envVars,
+    `must have at most ${LIMITS.envVars} variables`,
+  )
+  .meta({ id: 'EnvVars' });
+export type EnvVars = z.infer<typeof EnvVars>;
+
+/** A directory inside the project: relative, no `..`, no backslashes. */
+export const RelativeDir = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((v) => !v.startsWith('/') && !/^[A-Za-z]:/.test(v), 'must be a relative path')
+  .refine((v) => !v.split('/').includes('..'), 'must not contain ".."')
+  // eslint-disable-next-line no-control-regex
+  .refine((v) => !/[\\\u0000-\u001f]/.test(v), 'must not contain backslashes or control characters');
+
+const Command = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(4096, 'must be at most 4096 characters')
+  .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
+
+export const Port = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1, 'must be between 1 and 65535')
+  .max(65535, 'must be between 1 and 65535');
+
+export const SERVICE_KINDS = ['web', 'worker'] as const;
+
+export const ServiceConfig = z
+  .strictObject({
+    name: DnsLabel,
+    kind: z
+      .enum(SERVICE_KINDS)
+      .default('web')
+      .meta({ description: 'web services listen on a port; workers do not' }),
+    root_dir: RelativeDir.nullable().default(null),
+    install_cmd: Command.nullable().default(null),
+    build_cmd: Command.nullable().default(null),
+    start_cmd: Command,
+    port: Port.nullable()
+      .default(null)
+      .meta({ description: 'Fixed port; null lets the runtime assign PORT' }),
+    env_overrides: EnvVars.default({}),
+  })
+  .meta({ id: 'ServiceConfig' });
+export type ServiceConfig = z.infer<typeof ServiceConfig>;
+
+export const BuildConfig = z
+  .strictObject({
+    root_dir: RelativeDir.default('.'),
+    install_cmd: Command.nullable().default(null),
+    build_cmd: Command.nullable().default(null),
+    start_cmd: Command.nullable().default(null),
+    services: z
+      .array(ServiceConfig)
+      .max(LIMITS.services, `must have at most ${LIMITS.services} services`)
+      .default([]),
+  })
+  .superRefine((config, ctx) => {
+    const names = new Set<string>();
+    const ports = new Set<number>();
+    config.services.forEach((service, i) => {
+      if (names.has(service.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['services', i, 'name'],
+          message: `"${service.name}" is used by another service`,
+        });
+      }
+      names.add(service.name);
+      if (service.port !== null) {
+        if (ports.has(service.port)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['services', i, 'port'],
+            message: `port ${service.port} is used by another service`,
+          });
+        }
+        ports.add(service.port);
+      }
+    });
+  })
+  .meta({ id: 'BuildConfig' });
+export type BuildConfig = z.infer<typeof BuildConfig>;
+export type BuildConfigInput = z.input<typeof BuildConfig>;
+
+export const EMPTY_BUILD_CONFIG: BuildConfig = BuildConfig.parse({});
+
+/** `https://…`, `http://…`, `ssh://…`, `git://…`, `file://…` or scp-like `user@host:path`. */
+export const RepoUrl = z
+  .string()
+  .max(2048, 'must be at most 2048 characters')
+  .refine((value) => {
+    if (/^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(value)) return true;
+    try {
+      const url = new URL(value);
+      return ['https:', 'http:', 'ssh:', 'git:', 'file:'].includes(url.protocol) && !/\s/.test(value);
+    } catch {
+      return false;
+    }
+  }, 'must be a git URL: https://, http://, ssh://, git://, file:// or user@host:path');
+
+export const GitHostRepo = z
+  .string()
+  .max(201)
+  .regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, 'must be "owner/repo"')
+  .refine((v) => !v.split('/').some((part) => part === '.' || part === '..'), 'must be "owner/repo"');
+
+/** A git branch name (the parts of git-check-ref-format that matter here). */
+export const Branch = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(255, 'must be at most 255 characters')
+  .regex(/^[A-Za-z0-9._/+-]+$/, 'may contain only letters, digits and . _ / + -')
+  .refine(
+    (v) =>
+      !v.startsWith('-') &&
+      !v.startsWith('/') &&
+      !v.endsWith('/') &&
+      !v.endsWith('.lock') &&
+      !v.includes('..') &&
+      !v.includes('//'),
+    'is not a valid branch name',
+  );
+
+/** A container image reference: `[registry[:port]/]name[/name…][:tag][@sha256:digest]`. */
+export const ImageRef = z
+  .string()
+  .max(512, 'must be at most 512 characters')
+  .regex(
+    /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
+    'must be an image reference such as "nginx:1.27" or "ghcr.io/owner/app:tag"',
+  );
+
+export const CreateProjectRequest = z
+  .strictObject({
+    name: PlainText(1, 64),
+    subdomain: DnsLabel,
+    repo_url: RepoUrl.optional(),
+    git_host_repo: GitHostRepo.optional(),
+    branch: Branch.optional(),
+    image: ImageRef.optional(),
+    deploy_source: DeploySource.optional(),
+    env_vars: EnvVars.optional(),
+    build_config: BuildConfig.optional(),
+  })
+  .superRefine((body, ctx) => {
+    const given: Array<[string, DeploySource]> = [];
+    if (body.repo_url !== undefined) given.push(['repo_url', 'git']);
+    if (body.git_host_repo !== undefined) given.push(['git_host_repo', 'git']);
+    if (body.image !== undefined) given.push(['image', 'image']);
+    if (body.deploy_source === 'upload') given.push(['deploy_source', 'upload']);
+    if (given.length === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: body.deploy_source ? ['deploy_source'] : [],
+        message: body.deploy_source
+          ? `deploy_source "${body.deploy_source}" needs its field: ${body.deploy_source === 'git' ? 'repo_url or git_host_repo' : 'image'}`
+          : 'exactly one source is required: repo_url, git_host_repo, image, or deploy_source "upload"',
+      });
+      return;
+    }
+    if (given.length > 1) {
+      for (const [field] of given.slice(1)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `only one source is allowed, but ${given.map(([f]) => f).join(' and ')} were given`,
+        });
+      }
+      return;
+    }
+    const [field, source] = given[0]!;
+    if (body.deploy_source !== undefined && body.deploy_source !== source) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['deploy_source'],
+        message: `must be "${source}" for a project with ${field}`,
+      });
+    }
+    if (body.branch !== undefined && source !== 'git') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['branch'],
+        message: 'applies only to git sources (repo_url or git_host_repo)',
+      });
+    }
+  })
+  .meta({ id: 'CreateProjectRequest' });
+export type CreateProjectRequest = z.infer<typeof CreateProjectRequest>;
+
+export const UpdateProjectRequest = z
+  .strictObject({ env_vars: EnvVars })
+  .meta({ id: 'UpdateProjectRequest' });
+export type UpdateProjectRequest = z.infer<typeof UpdateProjectRequest>;
+
+export const Project = z
+  .object({
+    id: idOf('prj'),
+    name: z.string(),
+    subdomain: z.string(),
+    repo_url: z.string().nullable(),
+    git_host_repo: z.string().nullable(),
+    branch: z.string().nullable(),
+    image: z.string().nullable(),
+    deploy_source: DeploySource,
+    env_vars: z.record(z.string(), z.string()),
+    build_config: BuildConfig,
+    status: ProjectStatus,
+    url: z.string(),
+    service_urls: z.record(z.string(), z.string()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    last_deploy_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'Project' });
+export type Project = z.infer<typeof Project>;
+
+export const LOG_STREAMS = ['build', 'runtime', 'system'] as const;
+export const LogLine = z
+  .object({
+    ts: Timestamp,
+    stream: z.enum(LOG_STREAMS),
+    service: z.string().nullable(),
+    line: z.string(),
+  })
+  .meta({ id: 'LogLine' });
+export type LogLine = z.infer<typeof LogLine>;
+
+export const ProjectDetail = z
+  .object({ project: Project, logs: z.array(LogLine) })
+  .meta({ id: 'ProjectDetail' });
+export type ProjectDetail = z.infer<typeof ProjectDetail>;
+
+export const LogsQuery = z.object({
+  since: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time' }).optional(),
+  limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  follow: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+
+export const Upload = z
+  .object({
+    id: idOf('upl'),
+    size_bytes: z.number().int().nonnegative(),
+    files: z.number().int().nonnegative(),
+    uploaded_at: Timestamp,
+  })
+  .meta({ id: 'Upload' });
+export type Upload = z.infer<typeof Upload>;

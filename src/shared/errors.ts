@@ -1,0 +1,64 @@
+// The problem+json error codes of API.md §1, with the HTTP status each one is sent with. Both the
+// server (to answer) and the clients (to tell errors apart) use this table.
+
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_json: 400,
+  unauthorized: 401,
+  insufficient_balance: 402,
+  forbidden: 403,
+  email_not_verified: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  upload_required: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  rate_limited: 429,
+  daily_cap_reached: 429,
+  internal: 500,
+  tunnel_unavailable: 502,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+
+export const ERROR_TITLES: Record<ErrorCode, string> = {
+  bad_request: 'Bad request',
+  invalid_json: 'Invalid JSON',
+  unauthorized: 'Unauthorized',
+  insufficient_balance: 'Insufficient balance',
+  forbidden: 'Forbidden',
+  email_not_verified: 'Email not verified',
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  conflict: 'Conflict',
+  upload_required: 'Upload required',
+  payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
+  validation_failed: 'Validation failed',
+  rate_limited: 'Rate limited',
+  daily_cap_reached: 'Daily cap reached',
+  internal: 'Internal server error',
+  tunnel_unavailable: 'Tunnel unavailable',
+  unavailable: 'Service unavailable',
+};
+
+/** One failed rule of a request body, with the path in `services[2].name` form. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** Formats a schema path (`['services', 2, 'name']`) the way API.md writes it: `services[2].name`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}

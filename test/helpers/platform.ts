@@ -1,0 +1,95 @@
+// Starts a real platform on 127.0.0.1:0 with a temporary data dir, and gives tests a small fetch
+// wrapper. Each test file starts its own and closes it in afterAll.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { buildPlatform, type Platform } from '../../src/server/app.js';
+import { createAccount } from '../../src/server/accounts/accounts.js';
+import type { PlatformConfig } from '../../src/server/config.js';
+import type { Scope } from '../../src/shared/api/account.js';
+
+export interface TestPlatform {
+  platform: Platform;
+  /** `http://127.0.0.1:<port>/api/v1` */
+  api: string;
+  dataDir: string;
+  /** The local account's full key, from local-account.json. */
+  key: string;
+  accountId: string;
+  /** Creates another account directly in the store; returns its id and key. */
+  newAccount(options?: {
+    scopes?: Scope[];
+    verified?: boolean;
+    email?: string;
+  }): Promise<{ accountId: string; key: string }>;
+  close(): Promise<void>;
+}
+
+let accounts = 0;
+
+export async function startPlatform(config: Partial<PlatformConfig> = {}): Promise<TestPlatform> {
+  const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
+  const platform = await buildPlatform({ ...config, dataDir });
+  await platform.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = platform.app.server.address() as AddressInfo;
+  const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')) as {
+    account_id: string;
+    api_key: string;
+  };
+  return {
+    platform,
+    api: `http://127.0.0.1:${port}/api/v1`,
+    dataDir,
+    key: local.api_key,
+    accountId: local.account_id,
+    async newAccount(options = {}) {
+      accounts += 1;
+      const created = await createAccount(platform.db, {
+        email: options.email ?? `user${accounts}-${Date.now()}@example.com`,
+        verified: options.verified ?? true,
+        plan: 'free',
+        scopes: options.scopes ?? ['full'],
+      });
+      return { accountId: created.accountId, key: created.key.key };
+    },
+    async close() {
+      await platform.app.close();
+      if (config.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface CallResult<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** One request with an API key (or none); JSON bodies are sent as JSON, strings and Buffers as given. */
+export async function call<T = any>(
+  url: string,
+  options: { method?: string; key?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<CallResult<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers['x-api-key'] = options.key;
+  let body: BodyInit | undefined;
+  if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) body = options.body as BodyInit;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(url, {
+    method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    body,
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
