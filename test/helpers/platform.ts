@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { buildPlatform, type Platform } from '../../src/server/app.js';
 import { createAccount } from '../../src/server/accounts/accounts.js';
 import type { PlatformConfig } from '../../src/server/config.js';
@@ -73,8 +74,9 @@ export async function call<T = any>(
 ): Promise<CallResult<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers['x-api-key'] = options.key;
-  let body: BodyInit | undefined;
-  if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) body = options.body as BodyInit;
+  let body: string | Buffer | undefined;
+  if (typeof options.body === 'string' || Buffer.isBuffer(options.body))
+    body = options.body as string | Buffer;
   else if (options.body !== undefined) {
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
@@ -92,4 +94,33 @@ export async function call<T = any>(
     // not JSON: keep the text
   }
   return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+/**
+ * Asserts that a response is an RFC 9457 problem of API.md §1 with this status and code: content-type
+ * `application/problem+json`, and type/title/status/code/detail, the status matching the HTTP one.
+ */
+export function expectProblem(result: CallResult, status: number, code: string): ProblemBody {
+  expect(result.status, JSON.stringify(result.body)).toBe(status);
+  expect(result.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json(;|$)/);
+  const body = result.body as ProblemBody;
+  expect(body).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    code,
+    detail: expect.any(String),
+  });
+  expect(body.title).not.toBe('');
+  expect(body.detail).not.toBe('');
+  return body;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  errors?: Array<{ path: string; message: string }>;
 }

@@ -15,7 +15,7 @@ export function loadOrCreateSecret(dataDir: string, configured?: string): Uint8A
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const secret = randomBytes(48);
   try {
     writeFileSync(file, secret.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });

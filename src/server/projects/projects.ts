@@ -1,9 +1,13 @@
 // Projects of API.md §4: the rules the schema cannot see (reserved and taken host names, service host
 // lengths), storage, and the project object with its URLs. Every query is scoped to the calling
 // account; another account's project is simply not found.
+//
+// Every write to a project goes through this class: it keeps each account's serialized project list
+// (with its ETag) so that the list, which the app polls for live status, costs no query or JSON work
+// until something changes.
 import type { Transaction } from 'kysely';
+import { createHash } from 'node:crypto';
 import {
-  BuildConfig,
   type BuildConfig as BuildConfigType,
   type CreateProjectRequest,
   type DeploySource,
@@ -21,11 +25,28 @@ import type { Store } from '../store/open.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
 import type { FieldError } from '../../shared/errors.js';
 
+export interface SerializedList {
+  json: string;
+  etag: string;
+}
+
 export class ProjectService {
+  private readonly listCache = new Map<string, SerializedList>();
+
   constructor(
     private readonly db: Store,
     private readonly config: PlatformConfig,
   ) {}
+
+  /** The account's project list as JSON, newest first, with a strong ETag. */
+  async listJson(accountId: string): Promise<SerializedList> {
+    const cached = this.listCache.get(accountId);
+    if (cached) return cached;
+    const json = JSON.stringify(await this.list(accountId));
+    const entry = { json, etag: `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"` };
+    this.listCache.set(accountId, entry);
+    return entry;
+  }
 
   async list(accountId: string): Promise<Project[]> {
     const rows = await this.db
@@ -87,6 +108,7 @@ export class ProjectService {
       updated_at: now,
       last_deploy_at: null,
     };
+    this.listCache.delete(accountId);
     await this.db.transaction().execute(async (trx) => {
       await assertHostFree(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
       await trx.insertInto('projects').values(row).execute();
@@ -99,6 +121,7 @@ export class ProjectService {
   async setEnvVars(accountId: string, id: string, envVars: EnvVars): Promise<Project> {
     const row = await this.row(accountId, id);
     const updated = { ...row, env_vars: JSON.stringify(envVars), updated_at: new Date().toISOString() };
+    this.listCache.delete(accountId);
     await this.db
       .updateTable('projects')
       .set({ env_vars: updated.env_vars, updated_at: updated.updated_at })
@@ -111,6 +134,7 @@ export class ProjectService {
     const row = await this.row(accountId, id);
     this.checkServiceHosts(row.subdomain, config, []);
     const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
+    this.listCache.delete(accountId);
     await this.db.transaction().execute(async (trx) => {
       await trx
         .deleteFrom('project_hosts')
@@ -130,12 +154,14 @@ export class ProjectService {
   /** Deletes the project's rows; the caller removes its files. */
   async delete(accountId: string, id: string): Promise<ProjectsTable> {
     const row = await this.row(accountId, id);
+    this.listCache.delete(accountId);
     await this.db.deleteFrom('projects').where('id', '=', id).execute();
     return row;
   }
 
   toProject(row: ProjectsTable): Project {
-    const buildConfig = BuildConfig.parse(JSON.parse(row.build_config));
+    // Stored configs were validated (and given their defaults) when they were written.
+    const buildConfig = JSON.parse(row.build_config) as BuildConfigType;
     const host = (label: string) => `${label}.${this.config.baseDomain}`;
     return {
       id: row.id,

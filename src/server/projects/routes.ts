@@ -5,7 +5,7 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Deleted, IdParams } from '../../shared/api/common.js';
@@ -46,8 +46,22 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
 
   app.get('/projects', {
     config: { scope: 'deploy' },
-    schema: { summary: 'List projects, newest first', tags, response: { 200: z.array(Project) } },
-    handler: async (request) => projects.list(request.caller.accountId),
+    schema: {
+      summary: 'List projects, newest first',
+      description: 'Answers with an ETag; send it back in If-None-Match to get a 304 while nothing changed.',
+      tags,
+      response: { 200: z.array(Project) },
+    },
+    handler: async (request, typedReply) => {
+      // The list is sent pre-serialized (see ProjectService.listJson), so the typed reply is set aside.
+      const reply = typedReply as FastifyReply;
+      const { json, etag } = await projects.listJson(request.caller.accountId);
+      reply.header('etag', etag).header('cache-control', 'private, no-cache');
+      const ifNoneMatch = request.headers['if-none-match'];
+      if (ifNoneMatch && ifNoneMatch.split(',').some((tag) => tag.trim() === etag))
+        return reply.code(304).send();
+      return reply.type('application/json; charset=utf-8').send(json);
+    },
   });
 
   app.post('/projects', {

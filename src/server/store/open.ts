@@ -10,7 +10,7 @@ export type Store = Kysely<Database>;
 
 /** `file` is a path, or `:memory:` for a throwaway database. */
 export async function openStore(file: string): Promise<Store> {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');

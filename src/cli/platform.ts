@@ -1,0 +1,105 @@
+// `wharf platform`: runs the platform server in the foreground until SIGINT or SIGTERM.
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { DEFAULT_API_PORT, DEFAULT_EDGE_PORT, resolveConfig, wharfHome } from '../server/config.js';
+import { join } from 'node:path';
+import { parseDomain, parsePort } from './options.js';
+import type { Io } from './io.js';
+
+interface PlatformOptions {
+  dataDir?: string;
+  host: string;
+  port: number;
+  edgePort: number;
+  baseDomain: string;
+  tunnelDomain: string;
+  log: boolean;
+}
+
+export function platformCommand(io: Io): Command {
+  return new Command('platform')
+    .description('run the Wharf platform (the /api/v1 server) in the foreground')
+    .addOption(
+      new Option(
+        '--data-dir <dir>',
+        `where its database, uploads and secret live (default: ${join(wharfHome(), 'platform')})`,
+      ).env('WHARF_DATA_DIR'),
+    )
+    .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1').env('WHARF_HOST'))
+    .addOption(
+      new Option('--port <port>', 'API port')
+        .default(DEFAULT_API_PORT)
+        .argParser(parsePort)
+        .env('WHARF_PORT'),
+    )
+    .addOption(
+      new Option('--edge-port <port>', 'public port of the app and tunnel edge')
+        .default(DEFAULT_EDGE_PORT)
+        .argParser(parsePort)
+        .env('WHARF_EDGE_PORT'),
+    )
+    .addOption(
+      new Option('--base-domain <domain>', 'apps are served at <subdomain>.<domain>')
+        .default('localhost')
+        .argParser(parseDomain)
+        .env('WHARF_BASE_DOMAIN'),
+    )
+    .addOption(
+      new Option('--tunnel-domain <domain>', 'tunnels are served at <subdomain>.<domain>')
+        .default('tunnel.localhost')
+        .argParser(parseDomain)
+        .env('WHARF_TUNNEL_DOMAIN'),
+    )
+    .addOption(new Option('--log', 'log every request').default(false))
+    .action(async (options: PlatformOptions) => {
+      const config = resolveConfig({
+        ...(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}),
+        edgePort: options.edgePort,
+        baseDomain: options.baseDomain,
+        tunnelDomain: options.tunnelDomain,
+        logger: options.log,
+        ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
+      });
+      // Loaded on use, so that `wharf --help` and other commands start fast.
+      const { PortInUseError, servePlatform } = await import('../server/serve.js');
+      let running;
+      try {
+        running = await servePlatform(config, { host: options.host, port: options.port });
+      } catch (error) {
+        if (error instanceof PortInUseError) {
+          throw new Error(`${error.message}: is another platform running? Choose another with --port`);
+        }
+        throw error;
+      }
+      const edge = (label: string) =>
+        config.edgePort === 80 ? `http://${label}` : `http://${label}:${config.edgePort}`;
+      io.out(`Wharf platform listening on ${running.origin}`);
+      io.out(`  API        ${running.apiUrl}  (OpenAPI: ${running.apiUrl}/openapi.json)`);
+      io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
+      io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
+      io.out(`  Data       ${config.dataDir}`);
+      if (running.localAccountFile)
+        io.out(`  Local account created; its API key is in ${running.localAccountFile}`);
+      else io.out(`  Local account key: ${join(config.dataDir, 'local-account.json')}`);
+      io.out('Press Ctrl+C to stop.');
+
+      await new Promise<void>((done) => {
+        let stopping = false;
+        const stop = (signal: NodeJS.Signals) => {
+          if (stopping) {
+            io.err(`${signal} again: exiting now`);
+            process.exit(1);
+          }
+          stopping = true;
+          io.out(`${signal}: shutting down`);
+          running.close().then(done, (error: unknown) => {
+            io.err(`error while shutting down: ${(error as Error).message}`);
+            done();
+          });
+        };
+        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', () => stop('SIGTERM'));
+      });
+      io.out('Stopped.');
+    });
+}

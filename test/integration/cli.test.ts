@@ -1,0 +1,290 @@
+// The `wharf` command as a user runs it: the built bin/wharf.js in a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../helpers/platform.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const bin = join(root, 'bin', 'wharf.js');
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'wharf-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], env: Record<string, string> = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+interface RunningCli {
+  child: ChildProcess;
+  api: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `wharf platform` and waits for the line with its URL. */
+function startPlatform(args: string[]): Promise<RunningCli> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'platform', '--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    const exited = new Promise<number | null>((done) => child.on('close', done));
+    const timer = setTimeout(() => reject(new Error(`wharf platform did not start:\n${output}`)), 15_000);
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      const match = /API\s+(http:\/\/127\.0\.0\.1:\d+\/api\/v1)/.exec(output);
+      if (match && output.includes('Press Ctrl+C')) {
+        clearTimeout(timer);
+        resolve({ child, api: match[1]!, output: () => output, exited });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`wharf platform exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(join(root, 'dist', 'cli', 'index.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+  }
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('wharf platform', () => {
+  it('starts on an empty data dir, writes the local account with mode 0600, serves it, and stops cleanly on SIGTERM', async () => {
+    const dataDir = tempDir();
+    const cli = await startPlatform(['--data-dir', dataDir]);
+    expect(cli.output()).toContain('Local account created');
+    const file = join(dataDir, 'local-account.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const local = JSON.parse(readFileSync(file, 'utf8'));
+    expect(local).toMatchObject({
+      account_id: expect.stringMatching(/^acc_/),
+      email: expect.any(String),
+      api_key: expect.stringMatching(/^wk_/),
+    });
+
+    const account = await call(`${cli.api}/account`, { key: local.api_key });
+    expect(account.status).toBe(200);
+    expect(account.body).toMatchObject({ id: local.account_id, email_verified: true });
+    const created = await call(`${cli.api}/projects`, {
+      key: local.api_key,
+      body: { name: 'Demo', subdomain: 'demo', repo_url: 'https://example.com/demo.git' },
+    });
+    expect(created.status).toBe(201);
+
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(cli.output()).toContain('Stopped.');
+  });
+
+  it('keeps the local account, its key and its projects across a restart', async () => {
+    const dataDir = tempDir();
+    const first = await startPlatform(['--data-dir', dataDir]);
+    const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8'));
+    await call(`${first.api}/projects`, {
+      key: local.api_key,
+      body: { name: 'Keep', subdomain: 'keep', image: 'nginx:1.27' },
+    });
+    first.child.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+
+    const second = await startPlatform(['--data-dir', dataDir]);
+    expect(second.output()).not.toContain('Local account created');
+    expect(JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8'))).toEqual(local);
+    const projects = await call<Array<{ subdomain: string }>>(`${second.api}/projects`, {
+      key: local.api_key,
+    });
+    expect(projects.body.map((p) => p.subdomain)).toEqual(['keep']);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('uses --edge-port and --base-domain in the project URLs it hands out', async () => {
+    const dataDir = tempDir();
+    const cli = await startPlatform([
+      '--data-dir',
+      dataDir,
+      '--edge-port',
+      '9090',
+      '--base-domain',
+      'apps.test',
+    ]);
+    const { api_key } = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8'));
+    const created = await call(`${cli.api}/projects`, {
+      key: api_key,
+      body: { name: 'U', subdomain: 'u1', image: 'nginx' },
+    });
+    expect(created.body.url).toBe('http://u1.apps.test:9090');
+    cli.child.kill('SIGTERM');
+    await cli.exited;
+  });
+
+  it('fails with exit code 1 and one readable line when the port is taken', async () => {
+    const server: Server = createServer();
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const result = await run(['platform', '--data-dir', tempDir(), '--port', String(port)]);
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(new RegExp(`127\\.0\\.0\\.1:${port} is already in use`));
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('wharf admin create-account', () => {
+  it('creates an account while the platform runs, and its key works there at once', async () => {
+    const dataDir = tempDir();
+    const cli = await startPlatform(['--data-dir', dataDir]);
+    const result = await run([
+      'admin',
+      'create-account',
+      '--data-dir',
+      dataDir,
+      '--email',
+      'Dev@Example.com',
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    const created = JSON.parse(result.stdout);
+    expect(created).toEqual({
+      account_id: expect.stringMatching(/^acc_/),
+      api_key: expect.stringMatching(/^wk_[A-Za-z0-9]{32}$/),
+    });
+    const account = await call(`${cli.api}/account`, { key: created.api_key });
+    expect(account.body).toMatchObject({
+      id: created.account_id,
+      email: 'dev@example.com',
+      email_verified: true,
+    });
+
+    const limited = await run([
+      'admin',
+      'create-account',
+      '--data-dir',
+      dataDir,
+      '--email',
+      'ops@example.com',
+      '--unverified',
+      '--scopes',
+      'deploy,email',
+      '--json',
+    ]);
+    const ops = JSON.parse(limited.stdout);
+    expect((await call(`${cli.api}/account`, { key: ops.api_key })).body.email_verified).toBe(false);
+    expect((await call(`${cli.api}/keys`, { key: ops.api_key })).status).toBe(403);
+    expect((await call(`${cli.api}/projects`, { key: ops.api_key })).status).toBe(200);
+    cli.child.kill('SIGTERM');
+    await cli.exited;
+  });
+
+  it('prints the key in words without --json', async () => {
+    const result = await run([
+      'admin',
+      'create-account',
+      '--data-dir',
+      tempDir(),
+      '--email',
+      'words@example.com',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Created account acc_\w+ \(words@example\.com, verified, plan free\)/);
+    expect(result.stdout).toMatch(/^wk_[A-Za-z0-9]{32}$/m);
+  });
+
+  it('refuses a second account with the same email with exit code 1', async () => {
+    const dataDir = tempDir();
+    expect(
+      (await run(['admin', 'create-account', '--data-dir', dataDir, '--email', 'twice@example.com'])).code,
+    ).toBe(0);
+    const again = await run([
+      'admin',
+      'create-account',
+      '--data-dir',
+      dataDir,
+      '--email',
+      'TWICE@example.com',
+    ]);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim()).toBe('wharf: an account with the email twice@example.com already exists');
+  });
+});
+
+describe('usage', () => {
+  it.each([
+    [['admin', 'create-account', '--data-dir', '/tmp/x']],
+    [['admin', 'create-account', '--email', 'not-an-email']],
+    [['admin', 'create-account', '--email', 'a@b.c', '--scopes', 'deploy,root']],
+    [['admin', 'create-account', '--email', 'a@b.c', '--plan', 'gold', '--data-dir', '/tmp/wharf-cli-never']],
+    [['platform', '--port', 'eighty']],
+    [['platform', '--port', '70000']],
+    [['platform', '--no-such-flag']],
+    [['no-such-command']],
+    [[]],
+  ])('exits with 2 and says what is wrong for %j', async (args) => {
+    const result = await run(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr.length + result.stdout.length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    [['--help']],
+    [['platform', '--help']],
+    [['admin', '--help']],
+    [['admin', 'create-account', '--help']],
+  ])('prints help and exits 0 for %j', async (args) => {
+    const result = await run(args);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: wharf/);
+  });
+
+  it('prints its version', async () => {
+    const result = await run(['--version']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+});
