@@ -55,6 +55,10 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    // Errors raised while routing (a malformed URL) bypass the error handler: answer them the same way.
+    frameworkErrors: (error, request, reply) => {
+      problemHandler(error, request, reply);
+    },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.decorate('platform', { config, db });
@@ -64,8 +68,14 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
   // schemas) without paying for validation on every reply.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.setErrorHandler(problemHandler);
-  // Only JSON (and, on the upload route, archives) is accepted: text bodies get a clear 400.
-  app.removeContentTypeParser(['text/plain']);
+  // Only JSON (and, on the upload route, archives) is accepted: text bodies get a clear 400. An empty
+  // body with a JSON content type is no body at all, as generic clients send it on bodiless POSTs.
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') done(null, undefined);
+    else parseJson(request, body as string, done);
+  });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(
       reply,

@@ -65,7 +65,6 @@ export async function createKey(
       name,
       scopes: [...new Set(scopes)].join(','),
       hash: sha256Hex(key),
-      prefix: key.slice(0, 7),
       created_at: new Date().toISOString(),
       last_used_at: null,
       revoked_at: null,
@@ -101,7 +100,6 @@ function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
     id: row.id,
     name: row.name,
     scopes: parseScopes(row.scopes),
-    prefix: row.prefix,
     created_at: row.created_at,
     last_used_at: row.last_used_at,
   };

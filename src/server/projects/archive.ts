@@ -30,7 +30,9 @@ const DEFAULT_LIMITS: ArchiveLimits = {
 };
 
 const tooLarge = () =>
-  new ApiError('payload_too_large', `the upload is over ${LIMITS.uploadBytes / 1024 / 1024} MiB`);
+  new ApiError('payload_too_large', `the upload is over ${LIMITS.uploadBytes / 1024 / 1024} MiB`, undefined, {
+    connection: 'close',
+  });
 
 /** Streams `source` into `file`, failing with 413 as soon as it passes `maxBytes`. */
 export async function saveStream(source: Readable, file: string, maxBytes: number): Promise<number> {

@@ -20,7 +20,6 @@ export const migrations: Record<string, Migration> = {
         .addColumn('name', 'text', (c) => c.notNull())
         .addColumn('scopes', 'text', (c) => c.notNull())
         .addColumn('hash', 'text', (c) => c.notNull().unique())
-        .addColumn('prefix', 'text', (c) => c.notNull())
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('last_used_at', 'text')
         .addColumn('revoked_at', 'text')

@@ -16,7 +16,6 @@ export interface ApiKeysTable {
   name: string;
   scopes: string;
   hash: string;
-  prefix: string;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;

@@ -91,7 +91,6 @@ export const ApiKeyInfo = z
     id: idOf('key'),
     name: z.string(),
     scopes: z.array(Scope),
-    prefix: z.string().meta({ description: 'The first characters of the key, to recognize it' }),
     created_at: Timestamp,
     last_used_at: Timestamp.nullable(),
   })
