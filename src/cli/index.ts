@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { adminCommand } from './admin.js';
+import { appCommand } from './app.js';
 import { UsageError, processIo, type Io } from './io.js';
 import { platformCommand } from './platform.js';
 
@@ -27,6 +28,7 @@ export function buildProgram(io: Io = processIo): Command {
       writeOut: (text) => process.stdout.write(text),
     });
   program.addCommand(platformCommand(io));
+  program.addCommand(appCommand(io));
   program.addCommand(adminCommand(io));
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {

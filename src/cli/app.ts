@@ -1,0 +1,103 @@
+// `wharf app`: runs the Engine and serves the Wharf UI for a browser at 127.0.0.1:4040. With the
+// local platform (the default until another is configured) it also runs the embedded platform in this
+// process, so the UI works out of the box, offline.
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, Option } from 'commander';
+import { wharfHome } from '../server/config.js';
+import { parsePort } from './options.js';
+import { UsageError, type Io } from './io.js';
+
+interface AppOptions {
+  port: number;
+  dataDir?: string;
+  platform?: string;
+}
+
+export function appCommand(io: Io): Command {
+  return new Command('app')
+    .description('serve the Wharf app in a browser (the desktop UI without Electron)')
+    .addOption(
+      new Option('--port <port>', 'inspector port (the next free one if taken)')
+        .default(4040)
+        .argParser(parsePort)
+        .env('WHARF_INSPECTOR_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--data-dir <dir>',
+        `the Wharf home: settings, history, local platform (default: ${wharfHome()})`,
+      ).env('WHARF_HOME'),
+    )
+    .addOption(
+      new Option(
+        '--platform <url|local>',
+        'the platform to use, saved in settings (default: the saved one, else local)',
+      ),
+    )
+    .action(async (options: AppOptions) => {
+      const home = options.dataDir ? resolve(options.dataDir) : wharfHome();
+      const [
+        { Engine },
+        { FileSecretStore },
+        { startInspector },
+        { ensureLocalPlatform },
+        { normalizePlatformUrl },
+      ] = await Promise.all([
+        import('../core/engine.js'),
+        import('../core/secret-store.js'),
+        import('../core/inspector/server.js'),
+        import('../server/local.js'),
+        import('../core/settings.js'),
+      ]);
+      if (
+        options.platform !== undefined &&
+        options.platform !== 'local' &&
+        !normalizePlatformUrl(options.platform)
+      ) {
+        throw new UsageError(`--platform must be "local" or an http(s) URL, not "${options.platform}"`);
+      }
+
+      let local: Awaited<ReturnType<typeof ensureLocalPlatform>> | null = null;
+      const engine = new Engine({
+        home,
+        secrets: new FileSecretStore(resolve(home, 'secrets.json')),
+        localPlatform: async () => {
+          local ??= await ensureLocalPlatform(home);
+          return { url: local.url, apiKey: local.apiKey };
+        },
+      });
+      if (options.platform !== undefined)
+        await engine.invoke('settings.update', { platform: options.platform });
+      const settings = await engine.invoke('settings.get', undefined);
+
+      const staticDir = fileURLToPath(new URL('../../out/renderer', import.meta.url));
+      const inspector = await startInspector({ bridge: engine, port: options.port, staticDir });
+      if (inspector.movedFromPort !== null)
+        io.out(`Port ${inspector.movedFromPort} is in use; using ${inspector.port} instead.`);
+      const localLine = local as { url: string; reused: boolean } | null;
+      io.out(`Wharf app: ${inspector.pageUrl}`);
+      if (settings.mode === 'local' && localLine) {
+        io.out(
+          `  Platform   ${localLine.url} (local, ${localLine.reused ? 'already running' : 'embedded in this process'})`,
+        );
+      } else io.out(`  Platform   ${settings.platformUrl} (${settings.mode})`);
+      io.out(`  Home       ${home}`);
+      io.out('Open the URL above in a browser. Press Ctrl+C to stop.');
+
+      await new Promise<void>((done) => {
+        const stop = (signal: NodeJS.Signals) => {
+          io.out(`${signal}: shutting down`);
+          void (async () => {
+            await inspector.close().catch(() => undefined);
+            await engine.close().catch(() => undefined);
+            await (local as { close(): Promise<void> } | null)?.close().catch(() => undefined);
+            done();
+          })();
+        };
+        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', () => stop('SIGTERM'));
+      });
+      io.out('Stopped.');
+    });
+}

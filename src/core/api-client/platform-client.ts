@@ -1,0 +1,181 @@
+// PlatformClient: the typed /api/v1 client. Every response is checked against the src/shared schemas;
+// a problem+json answer becomes a BridgeError with the platform's code, detail and field errors; a
+// platform that cannot be reached becomes a BridgeError with code `offline`.
+import { z } from 'zod';
+import {
+  Account,
+  type CreateProjectRequest,
+  type EnvVars,
+  Problem,
+  Project,
+  ProjectDetail,
+  Upload,
+  type BuildConfigInput,
+} from '../../shared/api/index.js';
+import { BridgeError } from '../../shared/bridge.js';
+
+export interface PlatformClientOptions {
+  /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
+  baseUrl: string;
+  apiKey: string | null;
+  timeoutMs?: number;
+}
+
+export interface ConditionalList {
+  notModified: boolean;
+  projects: Project[];
+  etag: string | null;
+}
+
+const ProjectList = z.array(Project);
+const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });
+
+export class PlatformClient {
+  readonly baseUrl: string;
+  private readonly apiKey: string | null;
+  private readonly timeoutMs: number;
+
+  constructor(options: PlatformClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  account(): Promise<Account> {
+    return this.json('GET', '/account', Account);
+  }
+
+  async listProjects(etag?: string | null): Promise<ConditionalList> {
+    const response = await this.send('GET', '/projects', { headers: etag ? { 'if-none-match': etag } : {} });
+    if (response.status === 304) return { notModified: true, projects: [], etag: etag ?? null };
+    const projects = await this.parse(response, ProjectList);
+    return { notModified: false, projects, etag: response.headers.get('etag') };
+  }
+
+  getProject(id: string): Promise<ProjectDetail> {
+    return this.json('GET', `/projects/${encodeURIComponent(id)}`, ProjectDetail);
+  }
+
+  createProject(body: CreateProjectRequest): Promise<Project> {
+    return this.json('POST', '/projects', Project, body);
+  }
+
+  setEnvVars(id: string, envVars: EnvVars): Promise<Project> {
+    return this.json('PUT', `/projects/${encodeURIComponent(id)}`, Project, { env_vars: envVars });
+  }
+
+  setBuildConfig(id: string, config: BuildConfigInput): Promise<Project> {
+    return this.json('PUT', `/projects/${encodeURIComponent(id)}/build-config`, Project, config);
+  }
+
+  async uploadArchive(id: string, data: Uint8Array): Promise<Upload> {
+    const response = await this.send('POST', `/projects/${encodeURIComponent(id)}/upload`, {
+      headers: { 'content-type': 'application/gzip' },
+      body: data,
+      timeoutMs: Math.max(this.timeoutMs, 5 * 60_000),
+    });
+    return this.parse(response, Upload);
+  }
+
+  deleteProject(id: string): Promise<{ id: string; deleted: true }> {
+    return this.json('DELETE', `/projects/${encodeURIComponent(id)}`, Deleted);
+  }
+
+  /** Whether a Wharf platform answers at this origin (no key needed). */
+  async health(): Promise<boolean> {
+    try {
+      const response = await this.send('GET', '/health', { timeoutMs: 2_000, anonymous: true });
+      return response.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  private async json<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+    const response = await this.send(method, path, {
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+    return this.parse(response, schema);
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    options: {
+      headers?: Record<string, string>;
+      body?: string | Uint8Array;
+      timeoutMs?: number;
+      anonymous?: boolean;
+    } = {},
+  ): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (this.apiKey && !options.anonymous) headers['x-api-key'] = this.apiKey;
+    const url = `${this.baseUrl}/api/v1${path}`;
+    try {
+      return await fetch(url, {
+        method,
+        headers,
+        ...(options.body === undefined ? {} : { body: options.body }),
+        signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
+      });
+    } catch (error) {
+      throw offlineError(this.baseUrl, error);
+    }
+  }
+
+  private async parse<T>(response: Response, schema: z.ZodType<T>): Promise<T> {
+    const text = await response.text().catch((error: unknown) => {
+      throw offlineError(this.baseUrl, error);
+    });
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `${this.baseUrl} answered ${response.status} with something other than JSON: is it a Wharf platform?`,
+      );
+    }
+    if (!response.ok) {
+      const problem = Problem.safeParse(body);
+      if (problem.success) {
+        throw new BridgeError(
+          problem.data.code as BridgeError['code'],
+          problem.data.status,
+          problem.data.detail,
+          problem.data.errors,
+        );
+      }
+      throw new BridgeError(
+        'bad_request',
+        response.status,
+        `${this.baseUrl} answered ${response.status} ${response.statusText}: is it a Wharf platform?`,
+      );
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `the platform's answer does not match the API: ${parsed.error.issues[0]?.message ?? 'unexpected shape'}`,
+      );
+    }
+    return parsed.data;
+  }
+}
+
+function offlineError(baseUrl: string, error: unknown): BridgeError {
+  const cause = (error as { cause?: { code?: string } }).cause?.code;
+  const reason =
+    (error as Error).name === 'TimeoutError'
+      ? 'it did not answer in time'
+      : cause === 'ECONNREFUSED'
+        ? 'nothing is listening there'
+        : cause === 'ENOTFOUND'
+          ? 'the host name does not resolve'
+          : (error as Error).message;
+  return new BridgeError('offline', 0, `cannot reach the platform at ${baseUrl}: ${reason}`);
+}

@@ -1,0 +1,143 @@
+// The Mirror: the Engine's local SQLite (better-sqlite3, WAL) that keeps what the app has seen, so it
+// can be shown offline. Rows are filed under the platform origin and account they came from, so a
+// switch of platform or key never shows another account's data. Schema versions use user_version.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import type { Project } from '../../shared/api/projects.js';
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE projects (
+     platform TEXT NOT NULL,
+     account_id TEXT NOT NULL,
+     id TEXT NOT NULL,
+     json TEXT NOT NULL,
+     PRIMARY KEY (platform, account_id, id)
+   );
+   CREATE TABLE snapshots (
+     platform TEXT NOT NULL,
+     account_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     fetched_at TEXT NOT NULL,
+     PRIMARY KEY (platform, account_id, kind)
+   );
+   CREATE TABLE accounts (
+     platform TEXT NOT NULL PRIMARY KEY,
+     account_id TEXT NOT NULL
+   );`,
+];
+
+export interface MirrorScope {
+  platform: string;
+  accountId: string;
+}
+
+export interface CachedProjects {
+  projects: Project[];
+  fetchedAt: string | null;
+}
+
+export class Mirror {
+  private readonly db: SQLite.Database;
+
+  /** `file` is a path, or `:memory:`. */
+  constructor(file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    this.db = new SQLite(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    for (let i = version; i < MIGRATIONS.length; i++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[i]!);
+        this.db.pragma(`user_version = ${i + 1}`);
+      })();
+    }
+  }
+
+  /** The account last seen on a platform, so cached data can be shown before the platform answers. */
+  lastAccount(platform: string): string | null {
+    const row = this.db.prepare('SELECT account_id FROM accounts WHERE platform = ?').get(platform) as
+      { account_id: string } | undefined;
+    return row?.account_id ?? null;
+  }
+
+  rememberAccount(platform: string, accountId: string): void {
+    this.db
+      .prepare(
+        'INSERT INTO accounts (platform, account_id) VALUES (?, ?) ON CONFLICT (platform) DO UPDATE SET account_id = excluded.account_id',
+      )
+      .run(platform, accountId);
+  }
+
+  /** Replaces the cached list with a fresh one from the platform. */
+  replaceProjects(scope: MirrorScope, projects: Project[], fetchedAt: string): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare('DELETE FROM projects WHERE platform = ? AND account_id = ?')
+        .run(scope.platform, scope.accountId);
+      const insert = this.db.prepare(
+        'INSERT INTO projects (platform, account_id, id, json) VALUES (?, ?, ?, ?)',
+      );
+      for (const project of projects)
+        insert.run(scope.platform, scope.accountId, project.id, JSON.stringify(project));
+      this.touch(scope, 'projects', fetchedAt);
+    })();
+  }
+
+  upsertProject(scope: MirrorScope, project: Project): void {
+    this.db
+      .prepare(
+        'INSERT INTO projects (platform, account_id, id, json) VALUES (?, ?, ?, ?) ON CONFLICT (platform, account_id, id) DO UPDATE SET json = excluded.json',
+      )
+      .run(scope.platform, scope.accountId, project.id, JSON.stringify(project));
+  }
+
+  removeProject(scope: MirrorScope, id: string): void {
+    this.db
+      .prepare('DELETE FROM projects WHERE platform = ? AND account_id = ? AND id = ?')
+      .run(scope.platform, scope.accountId, id);
+  }
+
+  /** The cached projects, newest first (ids sort by creation time). */
+  projects(scope: MirrorScope): CachedProjects {
+    const rows = this.db
+      .prepare('SELECT json FROM projects WHERE platform = ? AND account_id = ? ORDER BY id DESC')
+      .all(scope.platform, scope.accountId) as Array<{ json: string }>;
+    return {
+      projects: rows.map((r) => JSON.parse(r.json) as Project),
+      fetchedAt: this.fetchedAt(scope, 'projects'),
+    };
+  }
+
+  project(scope: MirrorScope, id: string): Project | null {
+    const row = this.db
+      .prepare('SELECT json FROM projects WHERE platform = ? AND account_id = ? AND id = ?')
+      .get(scope.platform, scope.accountId, id) as { json: string } | undefined;
+    return row ? (JSON.parse(row.json) as Project) : null;
+  }
+
+  fetchedAt(scope: MirrorScope, kind: string): string | null {
+    const row = this.db
+      .prepare('SELECT fetched_at FROM snapshots WHERE platform = ? AND account_id = ? AND kind = ?')
+      .get(scope.platform, scope.accountId, kind) as { fetched_at: string } | undefined;
+    return row?.fetched_at ?? null;
+  }
+
+  private touch(scope: MirrorScope, kind: string, fetchedAt: string): void {
+    this.db
+      .prepare(
+        'INSERT INTO snapshots (platform, account_id, kind, fetched_at) VALUES (?, ?, ?, ?) ON CONFLICT (platform, account_id, kind) DO UPDATE SET fetched_at = excluded.fetched_at',
+      )
+      .run(scope.platform, scope.accountId, kind, fetchedAt);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -1,0 +1,56 @@
+// Where the Engine keeps secrets (API keys). One interface, one implementation per runtime: this file
+// for plain Node (the CLI and `wharf app`: a 0600 JSON file in the Wharf home), and
+// src/main/safe-storage-secret-store.ts for the desktop app (Electron safeStorage).
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { KeyStorage } from '../shared/bridge.js';
+
+export interface SecretStore {
+  readonly kind: KeyStorage;
+  /** Shown beside the key in Settings, e.g. when the OS keyring is not really protecting it. */
+  readonly warning: string | null;
+  get(name: string): string | null;
+  set(name: string, value: string): void;
+  delete(name: string): void;
+}
+
+/** Secrets in a JSON file readable only by its owner (mode 0600), written atomically. */
+export class FileSecretStore implements SecretStore {
+  readonly kind = 'file' as const;
+  readonly warning = null;
+
+  constructor(private readonly file: string) {}
+
+  get(name: string): string | null {
+    return this.read()[name] ?? null;
+  }
+
+  set(name: string, value: string): void {
+    this.write({ ...this.read(), [name]: value });
+  }
+
+  delete(name: string): void {
+    const all = this.read();
+    if (!(name in all)) return;
+    delete all[name];
+    this.write(all);
+  }
+
+  private read(): Record<string, string> {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
+      return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, string>) : {};
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw new Error(`cannot read the secrets file ${this.file}: ${(error as Error).message}`);
+    }
+  }
+
+  private write(all: Record<string, string>): void {
+    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+    const temp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(temp, JSON.stringify(all, null, 2) + '\n', { mode: 0o600 });
+    chmodSync(temp, 0o600);
+    renameSync(temp, this.file);
+  }
+}

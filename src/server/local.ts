@@ -1,0 +1,65 @@
+// The embedded local platform for the app hosts (`wharf app`, the Electron main process): reuse a
+// `wharf platform` already serving `<home>/platform` at the default address, else start one in this
+// process (on the default port, or any free one when something else holds it).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LOCAL_ACCOUNT_FILE, type LocalAccountFile } from './accounts/accounts.js';
+import { DEFAULT_API_PORT, type PlatformConfig } from './config.js';
+import { PortInUseError, servePlatform } from './serve.js';
+
+export interface LocalPlatform {
+  /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
+  url: string;
+  apiKey: string;
+  /** True when an already running platform was reused (and close() leaves it running). */
+  reused: boolean;
+  close(): Promise<void>;
+}
+
+function readLocalAccount(dataDir: string): LocalAccountFile | null {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, LOCAL_ACCOUNT_FILE), 'utf8')) as LocalAccountFile;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the platform at `origin` accepts this key (so it serves this data dir's account). */
+async function acceptsKey(origin: string, apiKey: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${origin}/api/v1/account`, {
+      headers: { 'x-api-key': apiKey },
+      signal: AbortSignal.timeout(2_000),
+    });
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+export async function ensureLocalPlatform(
+  home: string,
+  options: { port?: number; config?: Partial<PlatformConfig> } = {},
+): Promise<LocalPlatform> {
+  const dataDir = join(home, 'platform');
+  const port = options.port ?? DEFAULT_API_PORT;
+  const existing = readLocalAccount(dataDir);
+  const defaultOrigin = `http://127.0.0.1:${port}`;
+  if (existing && (await acceptsKey(defaultOrigin, existing.api_key))) {
+    return { url: defaultOrigin, apiKey: existing.api_key, reused: true, close: async () => undefined };
+  }
+  const config = { ...options.config, dataDir };
+  let running;
+  try {
+    running = await servePlatform(config, { host: '127.0.0.1', port });
+  } catch (error) {
+    if (!(error instanceof PortInUseError)) throw error;
+    running = await servePlatform(config, { host: '127.0.0.1', port: 0 });
+  }
+  const account = readLocalAccount(dataDir);
+  if (!account) {
+    await running.close();
+    throw new Error(`the local platform did not write ${join(dataDir, LOCAL_ACCOUNT_FILE)}`);
+  }
+  return { url: running.origin, apiKey: account.api_key, reused: false, close: () => running.close() };
+}

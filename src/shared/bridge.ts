@@ -1,0 +1,196 @@
+// The Bridge: the one typed interface between the UI and the Engine. `BridgeRequests` maps each
+// operation to its input and output, `BridgeEvents` each event stream to its payload. The Engine
+// implements it once (src/core/engine.ts); two transports carry it: Electron IPC (src/main/ipc.ts and
+// window.wharf from src/preload) and HTTP + WebSocket (src/core/inspector). The renderer sees only
+// this contract: never the API key, never the platform's address book.
+import type {
+  Account,
+  CreateProjectRequest,
+  EnvVars,
+  Project,
+  LogLine,
+  Upload,
+  BuildConfigInput,
+} from './api/index.js';
+import type { ErrorCode, FieldError } from './errors.js';
+
+/** Where the Engine's platform is: the embedded one on this machine, or a remote server. */
+export type PlatformMode = 'local' | 'remote';
+
+/** How the API key is kept: Electron safeStorage, a 0600 file (CLI, browser mode), or nothing yet. */
+export type KeyStorage = 'safe-storage' | 'file' | 'none';
+
+export interface SettingsView {
+  mode: PlatformMode;
+  /** The platform's base URL (`http://127.0.0.1:8787`); for `local`, the embedded platform's. */
+  platformUrl: string;
+  hasApiKey: boolean;
+  keyStorage: KeyStorage;
+  /** A warning to show next to the key, e.g. that the OS keyring is unavailable. */
+  keyStorageWarning: string | null;
+}
+
+export interface SettingsUpdate {
+  /** `local` for the embedded platform, else a remote platform's http(s) URL. */
+  platform?: 'local' | string;
+  /** A new API key; `null` forgets the stored one. Ignored for `local` (it has its own key). */
+  apiKey?: string | null;
+}
+
+export interface ConnectionTest {
+  ok: boolean;
+  latencyMs: number | null;
+  account: Account | null;
+  error: BridgeErrorShape | null;
+}
+
+export interface PlatformStatus {
+  mode: PlatformMode;
+  platformUrl: string;
+  /** Whether the last call to the platform got an answer. */
+  online: boolean;
+  /** When the platform last answered. */
+  lastContactAt: string | null;
+  /** Why the platform is offline or refusing us, in words. */
+  problem: string | null;
+}
+
+/** Data that may come from the Mirror when the platform cannot be reached. */
+export interface Sourced {
+  source: 'live' | 'cache';
+  /** When this data was fetched from the platform. */
+  fetchedAt: string | null;
+}
+
+export interface ProjectList extends Sourced {
+  projects: Project[];
+}
+
+export interface ProjectView extends Sourced {
+  project: Project;
+  logs: LogLine[];
+}
+
+export interface UploadInput {
+  id: string;
+  fileName: string;
+  /** The .tar.gz bytes. */
+  data: Uint8Array;
+}
+
+export interface BridgeRequests {
+  'settings.get': { input: void; output: SettingsView };
+  'settings.update': { input: SettingsUpdate; output: SettingsView };
+  'settings.testConnection': {
+    input: { platform: 'local' | string; apiKey?: string };
+    output: ConnectionTest;
+  };
+  'platform.status': { input: void; output: PlatformStatus };
+  'account.get': { input: void; output: Account };
+  'projects.list': { input: void; output: ProjectList };
+  'projects.get': { input: { id: string }; output: ProjectView };
+  'projects.create': { input: CreateProjectRequest; output: Project };
+  'projects.setEnvVars': { input: { id: string; env_vars: EnvVars }; output: Project };
+  'projects.setBuildConfig': { input: { id: string; build_config: BuildConfigInput }; output: Project };
+  'projects.upload': { input: UploadInput; output: Upload };
+  'projects.delete': { input: { id: string }; output: { id: string; deleted: true } };
+}
+
+export type BridgeOperation = keyof BridgeRequests;
+export type BridgeInput<K extends BridgeOperation> = BridgeRequests[K]['input'];
+export type BridgeOutput<K extends BridgeOperation> = BridgeRequests[K]['output'];
+
+export const BRIDGE_OPERATIONS = [
+  'settings.get',
+  'settings.update',
+  'settings.testConnection',
+  'platform.status',
+  'account.get',
+  'projects.list',
+  'projects.get',
+  'projects.create',
+  'projects.setEnvVars',
+  'projects.setBuildConfig',
+  'projects.upload',
+  'projects.delete',
+] as const satisfies readonly BridgeOperation[];
+
+export interface BridgeEvents {
+  /** The platform went online or offline, or its settings changed. */
+  'platform-status': PlatformStatus;
+  /** The project list changed (a write through the Bridge, or a refresh found changes). */
+  projects: ProjectList;
+}
+
+export type BridgeEventName = keyof BridgeEvents;
+
+export const BRIDGE_EVENTS = ['platform-status', 'projects'] as const satisfies readonly BridgeEventName[];
+
+/** Codes of errors that do not come from the platform's API. */
+export type BridgeOnlyCode = 'offline' | 'not_configured' | 'bad_request' | 'unknown_operation';
+
+/** An error as it crosses the Bridge: a problem+json from the platform, or one of the Engine's own. */
+export interface BridgeErrorShape {
+  code: ErrorCode | BridgeOnlyCode;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+}
+
+export class BridgeError extends Error implements BridgeErrorShape {
+  constructor(
+    readonly code: BridgeErrorShape['code'],
+    readonly status: number,
+    readonly detail: string,
+    readonly errors?: FieldError[],
+  ) {
+    super(detail);
+    this.name = 'BridgeError';
+  }
+
+  static from(shape: BridgeErrorShape): BridgeError {
+    return new BridgeError(shape.code, shape.status, shape.detail, shape.errors);
+  }
+
+  toJSON(): BridgeErrorShape {
+    return {
+      code: this.code,
+      status: this.status,
+      detail: this.detail,
+      ...(this.errors ? { errors: this.errors } : {}),
+    };
+  }
+}
+
+export function isBridgeErrorShape(value: unknown): value is BridgeErrorShape {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as BridgeErrorShape).code === 'string' &&
+    typeof (value as BridgeErrorShape).status === 'number' &&
+    typeof (value as BridgeErrorShape).detail === 'string'
+  );
+}
+
+/** How a result crosses a transport: errors as data, since IPC and JSON drop Error subclasses. */
+export type BridgeResult<T = unknown> = { ok: true; value: T } | { ok: false; error: BridgeErrorShape };
+
+/** What a transport carries: `window.wharf` in Electron, the inspector's /bridge routes over HTTP. */
+export interface RawBridge {
+  invoke(operation: string, input: unknown): Promise<BridgeResult>;
+  on(event: string, listener: (payload: unknown) => void): () => void;
+}
+
+export function isBridgeOperation(value: unknown): value is BridgeOperation {
+  return typeof value === 'string' && (BRIDGE_OPERATIONS as readonly string[]).includes(value);
+}
+
+export function isBridgeEvent(value: unknown): value is BridgeEventName {
+  return typeof value === 'string' && (BRIDGE_EVENTS as readonly string[]).includes(value);
+}
+
+/** What both transports give the renderer (`window.wharf` in Electron, the HTTP bridge in a browser). */
+export interface Bridge {
+  invoke<K extends BridgeOperation>(operation: K, input: BridgeInput<K>): Promise<BridgeOutput<K>>;
+  on<E extends BridgeEventName>(event: E, listener: (payload: BridgeEvents[E]) => void): () => void;
+}
