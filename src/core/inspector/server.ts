@@ -120,25 +120,24 @@ async function buildInspector(
   const allowedOrigins = () => LOOPBACK_NAMES.map((name) => `http://${name}:${bound.port}`);
 
   app.addHook('onRequest', async (request, reply) => {
+    const isUpgrade = request.headers.upgrade?.toLowerCase() === 'websocket';
+    const refuse = (message: string) => {
+      // A refused upgrade's socket belongs to no HTTP connection any more: end it with the answer.
+      if (isUpgrade) reply.raw.once('finish', () => request.raw.socket.destroy());
+      return reply.code(403).header('connection', 'close').type('text/plain; charset=utf-8').send(message);
+    };
     const host = request.headers.host?.toLowerCase();
     if (!host || !allowedHosts().includes(host)) {
-      return reply
-        .code(403)
-        .type('text/plain; charset=utf-8')
-        .send(`refused: this server only answers as 127.0.0.1:${bound.port}`);
+      return refuse(`refused: this server only answers as 127.0.0.1:${bound.port}`);
     }
     const origin = request.headers.origin;
     const changesState = request.method !== 'GET' && request.method !== 'HEAD';
-    const isUpgrade = request.headers.upgrade?.toLowerCase() === 'websocket';
     if (
       (changesState || isUpgrade) &&
       origin !== undefined &&
       !allowedOrigins().includes(origin.toLowerCase())
     ) {
-      return reply
-        .code(403)
-        .type('text/plain; charset=utf-8')
-        .send(`refused: requests from ${origin} may not use this server`);
+      return refuse(`refused: requests from ${origin} may not use this server`);
     }
     return undefined;
   });
