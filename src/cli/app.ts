@@ -63,7 +63,9 @@ export function appCommand(io: Io): Command {
         home,
         secrets: new FileSecretStore(resolve(home, 'secrets.json')),
         localPlatform: async () => {
-          local ??= await ensureLocalPlatform(home);
+          local ??= await ensureLocalPlatform(home, {
+            ...(process.env.WHARF_PORT ? { port: Number(process.env.WHARF_PORT) } : {}),
+          });
           return { url: local.url, apiKey: local.apiKey };
         },
       });

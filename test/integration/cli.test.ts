@@ -254,6 +254,58 @@ describe('wharf admin create-account', () => {
   });
 });
 
+describe('wharf app', () => {
+  it('serves the UI and the Bridge with an embedded local platform, and stops on SIGINT', async () => {
+    const home = tempDir();
+    const child = spawn(process.execPath, [bin, 'app', '--port', '0', '--data-dir', home], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, WHARF_PORT: '0' },
+    });
+    children.push(child);
+    let output = '';
+    const exited = new Promise<number | null>((done) => child.on('close', done));
+    const pageUrl = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`wharf app did not start:\n${output}`)), 15_000);
+      const onData = (d: Buffer) => {
+        output += d.toString();
+        const match = /Wharf app: (http:\/\/127\.0\.0\.1:\d+\/#token=\S+)/.exec(output);
+        if (match && output.includes('Ctrl+C')) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+    });
+    expect(output).toMatch(/Platform\s+http:\/\/127\.0\.0\.1:\d+ \(local, embedded in this process\)/);
+    const url = new URL(pageUrl);
+    const token = url.hash.replace('#token=', '');
+    const response = await fetch(`${url.origin}/bridge/invoke/projects.create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-wharf-token': token },
+      body: JSON.stringify({ name: 'From app', subdomain: 'from-app', image: 'nginx' }),
+    });
+    expect(await response.json()).toMatchObject({ ok: true, value: { subdomain: 'from-app' } });
+    const settings = await fetch(`${url.origin}/bridge/invoke/settings.get`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-wharf-token': token },
+      body: 'null',
+    });
+    expect(await settings.json()).toMatchObject({ ok: true, value: { mode: 'local', hasApiKey: true } });
+    expect(readFileSync(join(home, 'platform', 'local-account.json'), 'utf8')).toContain('wk_');
+
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(output).toContain('Stopped.');
+  });
+
+  it('refuses a --platform that is neither local nor an http(s) URL', async () => {
+    const result = await run(['app', '--port', '0', '--data-dir', tempDir(), '--platform', 'ftp://x']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--platform must be "local" or an http\(s\) URL/);
+  });
+});
+
 describe('usage', () => {
   it.each([
     [['admin', 'create-account', '--data-dir', '/tmp/x']],
