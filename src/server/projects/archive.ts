@@ -3,6 +3,7 @@
 // before anything is kept: no absolute paths, no `..`, no links escaping the root, no device files,
 // at most 10,000 entries and 1 GiB unpacked. Reading stops at the first broken rule, so a gzip bomb
 // costs at most the unpacked limit.
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { posix } from 'node:path';
@@ -44,13 +45,16 @@ export async function saveStream(source: Readable, file: string, maxBytes: numbe
       else callback(null, chunk);
     },
   });
+  const out = createWriteStream(file, { mode: 0o600 });
   try {
-    await pipeline(source, counter, createWriteStream(file, { mode: 0o600 }));
+    await pipeline(source, counter, out);
   } catch (error) {
+    // The file is opened asynchronously: wait until the stream is closed, or it may appear after rm.
+    if (!out.closed) await once(out, 'close').catch(() => undefined);
     await rm(file, { force: true });
     if (error instanceof ApiError) throw error;
     if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge();
-    throw new ApiError('bad_request', 'the upload was interrupted before it was complete');
+    throw new ApiError('bad_request', `the upload could not be read: ${(error as Error).message}`);
   }
   return size;
 }

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -133,6 +133,8 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
 
   // Uploads live in their own scope: its content-type parsers and multipart support apply here only.
   await app.register(async (scope) => {
+    // Only archives here: a JSON (or any other) body is answered 415, not parsed.
+    scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(RAW_ARCHIVE_TYPES, (_request, payload, done) => done(null, payload));
     await scope.register(multipart, {
       limits: { fileSize: LIMITS.uploadBytes, files: 1, fields: 10, parts: 20, fieldSize: 1024 },
@@ -140,14 +142,21 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
 
     const receive = async (request: FastifyRequest, file: string): Promise<number> => {
       const declared = Number(request.headers['content-length'] ?? 0);
-      if (declared > LIMITS.uploadBytes + 64 * 1024)
+      if (declared > LIMITS.uploadBytes + 64 * 1024) {
         throw new ApiError('payload_too_large', 'the upload is over 100 MiB');
+      }
       if (request.isMultipart()) {
-        const part = await request.file();
-        if (!part)
+        let part;
+        try {
+          part = await request.file();
+        } catch (error) {
+          throw new ApiError('bad_request', `the multipart body is malformed: ${(error as Error).message}`);
+        }
+        if (!part) {
           throw validationError([
             { path: 'file', message: 'is required: send the archive in the multipart field "file"' },
           ]);
+        }
         if (part.fieldname !== 'file') {
           part.file.resume();
           throw validationError([
@@ -156,7 +165,13 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
         }
         return saveStream(part.file, file, LIMITS.uploadBytes);
       }
-      return saveStream(request.body as Readable, file, LIMITS.uploadBytes);
+      if (!(request.body instanceof Readable)) {
+        throw new ApiError(
+          'unsupported_media_type',
+          `send the archive as ${RAW_ARCHIVE_TYPES.join(', ')} or multipart/form-data`,
+        );
+      }
+      return saveStream(request.body, file, LIMITS.uploadBytes);
     };
 
     scope.withTypeProvider<ZodTypeProvider>().post('/projects/:id/upload', {
