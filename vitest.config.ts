@@ -2,7 +2,12 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
+    include: [
+      'test/unit/**/*.test.ts',
+      'test/integration/**/*.test.ts',
+      'test/e2e/**/*.test.ts',
+      'test/electron/**/*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,

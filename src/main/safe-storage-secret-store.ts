@@ -1,0 +1,126 @@
+// The desktop app's SecretStore: API keys encrypted with Electron safeStorage (the macOS Keychain,
+// Windows DPAPI, or the Linux Secret Service / KWallet) and kept as base64 in
+// `<home>/secrets.safe.json`, mode 0600, written atomically. The CLI's counterpart is FileSecretStore in
+// src/core/secret-store.ts.
+//
+// On Linux without a keyring, Chromium falls back to the `basic_text` backend: a hard-coded key that only
+// obfuscates. We still store the key there (the Engine needs it to work at all), but say so through
+// `warning`, which Settings shows beside the key. When encryption is not available at all, we refuse to
+// store rather than writing the key in plain text.
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { safeStorage } from 'electron';
+import { BridgeError } from '../shared/bridge.js';
+import type { SecretStore } from '../core/secret-store.js';
+
+/** The part of Electron's safeStorage this store uses (injectable for tests). */
+export type SafeStorageLike = Pick<
+  typeof safeStorage,
+  'isEncryptionAvailable' | 'encryptString' | 'decryptString' | 'getSelectedStorageBackend'
+>;
+
+export const SECRETS_FILE_NAME = 'secrets.safe.json';
+
+const FILE_VERSION = 1;
+
+interface SecretsFile {
+  version: typeof FILE_VERSION;
+  /** name → base64 of safeStorage.encryptString(value) */
+  secrets: Record<string, string>;
+}
+
+export class SafeStorageSecretStore implements SecretStore {
+  readonly kind = 'safe-storage' as const;
+  readonly warning: string | null;
+
+  /** Must be created after the app's `ready` event: before it, Linux reports no encryption. */
+  constructor(
+    private readonly file: string,
+    private readonly storage: SafeStorageLike = safeStorage,
+    platform: NodeJS.Platform = process.platform,
+  ) {
+    this.warning = storageWarning(storage, platform, file);
+  }
+
+  get(name: string): string | null {
+    const sealed = this.read()[name];
+    if (sealed === undefined || !this.storage.isEncryptionAvailable()) return null;
+    try {
+      return this.storage.decryptString(Buffer.from(sealed, 'base64'));
+    } catch {
+      // Encrypted under another OS user or a keyring that has since been reset: as good as absent,
+      // and Settings will ask for the key again.
+      return null;
+    }
+  }
+
+  set(name: string, value: string): void {
+    if (!this.storage.isEncryptionAvailable()) {
+      throw new BridgeError(
+        'unavailable',
+        503,
+        'this system offers no way to encrypt the API key (Electron safeStorage is unavailable), so it was not saved',
+      );
+    }
+    const sealed = this.storage.encryptString(value).toString('base64');
+    this.write({ ...this.read(), [name]: sealed });
+  }
+
+  delete(name: string): void {
+    const all = this.read();
+    if (!(name in all)) return;
+    delete all[name];
+    this.write(all);
+  }
+
+  private read(): Record<string, string> {
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw new Error(`cannot read the secrets file ${this.file}: ${(error as Error).message}`);
+    }
+    try {
+      const parsed = JSON.parse(text) as Partial<SecretsFile> | null;
+      const secrets = parsed?.secrets;
+      if (typeof secrets !== 'object' || secrets === null) return {};
+      return Object.fromEntries(
+        Object.entries(secrets).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+      );
+    } catch {
+      // A damaged file holds nothing we could decrypt anyway; the next write replaces it.
+      return {};
+    }
+  }
+
+  private write(secrets: Record<string, string>): void {
+    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+    const content: SecretsFile = { version: FILE_VERSION, secrets };
+    const temp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(temp, JSON.stringify(content, null, 2) + '\n', { mode: 0o600 });
+    chmodSync(temp, 0o600);
+    renameSync(temp, this.file);
+  }
+}
+
+/** Why the stored key is less protected than the user would assume, or null when it is protected. */
+export function storageWarning(
+  storage: SafeStorageLike,
+  platform: NodeJS.Platform,
+  file: string,
+): string | null {
+  if (!storage.isEncryptionAvailable()) {
+    return 'No way to encrypt secrets is available on this system, so an API key cannot be saved.';
+  }
+  if (platform !== 'linux') return null;
+  const backend = storage.getSelectedStorageBackend();
+  if (backend === 'basic_text' || backend === 'unknown') {
+    return (
+      `No system keyring (GNOME Keyring, KWallet) is available (Electron safeStorage backend: ${backend}), ` +
+      `so the API key in ${file} is only obfuscated, not encrypted: anyone who can read that file can ` +
+      'recover it. Install and unlock a keyring, then save the key again.'
+    );
+  }
+  return null;
+}

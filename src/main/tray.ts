@@ -1,0 +1,127 @@
+// The tray icon: turns the plain menu model of src/core/menus/tray-menu.ts into an Electron Menu, and
+// rebuilds it whenever the Engine reports a new project list or platform status. What the items do is
+// up to the host (index.ts), through TrayHandlers.
+/// <reference types="electron-vite/node" />
+import { Menu, Tray, nativeImage, type MenuItemConstructorOptions } from 'electron';
+import trayIcon from '../../resources/tray.png?asset';
+import type { Project } from '../shared/api/index.js';
+import type { Bridge, PlatformStatus, ProjectList } from '../shared/bridge.js';
+import { buildTrayMenu, trayTooltip, type TrayAction, type TrayMenuEntry } from '../core/menus/tray-menu.js';
+
+export interface TrayHandlers {
+  showWindow(): void;
+  openProject(projectId: string): void;
+  openUrl(url: string): void;
+  quit(): void;
+}
+
+export interface AppTray {
+  destroy(): void;
+}
+
+/** On Windows and Linux `&` marks a menu mnemonic; a project named "R&D" must show its ampersand. */
+function menuLabel(label: string): string {
+  return process.platform === 'darwin' ? label : label.replace(/&/g, '&&');
+}
+
+export function toElectronMenuTemplate(
+  entries: TrayMenuEntry[],
+  run: (action: TrayAction) => void,
+): MenuItemConstructorOptions[] {
+  return entries.map((entry): MenuItemConstructorOptions => {
+    switch (entry.type) {
+      case 'separator':
+        return { type: 'separator' };
+      case 'header':
+        return { label: menuLabel(entry.label), enabled: false };
+      case 'submenu':
+        return {
+          id: entry.id,
+          label: menuLabel(entry.label),
+          submenu: toElectronMenuTemplate(entry.items, run),
+        };
+      case 'item': {
+        const action = entry.action;
+        return {
+          id: entry.id,
+          label: menuLabel(entry.label),
+          enabled: entry.enabled && action !== null,
+          ...(action ? { click: () => run(action) } : {}),
+        };
+      }
+    }
+  });
+}
+
+export function createTray(bridge: Bridge, handlers: TrayHandlers): AppTray {
+  const image = nativeImage.createFromPath(trayIcon);
+  const tray = new Tray(image);
+  let status: PlatformStatus | null = null;
+  let projects: Project[] | null = null;
+  let source: ProjectList['source'] | null = null;
+  let destroyed = false;
+
+  const run = (action: TrayAction) => {
+    switch (action.kind) {
+      case 'show-window':
+        return handlers.showWindow();
+      case 'open-project':
+        return handlers.openProject(action.projectId);
+      case 'open-url':
+        return handlers.openUrl(action.url);
+      case 'quit':
+        return handlers.quit();
+    }
+  };
+
+  const render = () => {
+    if (destroyed || tray.isDestroyed()) return;
+    const current: PlatformStatus = status ?? {
+      mode: 'local',
+      platformUrl: '',
+      online: false,
+      lastContactAt: null,
+      problem: null,
+    };
+    tray.setToolTip(trayTooltip(current));
+    const entries = buildTrayMenu({ status: current, projects, source });
+    tray.setContextMenu(Menu.buildFromTemplate(toElectronMenuTemplate(entries, run)));
+  };
+
+  const offProjects = bridge.on('projects', (list) => {
+    projects = list.projects;
+    source = list.source;
+    render();
+  });
+  const offStatus = bridge.on('platform-status', (next) => {
+    status = next;
+    render();
+  });
+
+  // Windows and Linux users expect a click on the icon to bring the window up; macOS opens the menu.
+  if (process.platform !== 'darwin') tray.on('click', () => handlers.showWindow());
+
+  render();
+  void (async () => {
+    const [list, current] = await Promise.allSettled([
+      bridge.invoke('projects.list', undefined),
+      bridge.invoke('platform.status', undefined),
+    ]);
+    if (list.status === 'fulfilled' && projects === null) {
+      projects = list.value.projects;
+      source = list.value.source;
+    }
+    // An event that arrived meanwhile is at least as fresh as this answer.
+    if (current.status === 'fulfilled') status ??= current.value;
+    render();
+  })();
+
+  return {
+    destroy() {
+      destroyed = true;
+      offProjects();
+      offStatus();
+      if (!tray.isDestroyed()) tray.destroy();
+    },
+  };
+}

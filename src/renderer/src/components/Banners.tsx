@@ -1,0 +1,55 @@
+// The banners above every screen: the platform is offline (and what is shown comes from the cache),
+// the platform refuses us, or the page lost its connection to the Wharf app itself.
+import { formatWhen } from '../lib/format';
+import { useConnection, useTransport } from '../stores/platform/selectors';
+import { useProjectList } from '../stores/projects/selectors';
+import { Icon } from './Icon';
+import { capitalize } from './Notice';
+
+export function StatusBanners() {
+  const transport = useTransport();
+  const { online, problem } = useConnection();
+  const { list } = useProjectList();
+
+  if (transport === 'reconnecting') {
+    return (
+      <div className="banner banner-warning" role="status" data-testid="transport-banner">
+        <Icon name="refresh" className="banner-icon spin" />
+        <p>
+          <strong>Lost the connection to the Wharf app</strong> — reconnecting… Is <code>wharf app</code>{' '}
+          still running?
+        </p>
+      </div>
+    );
+  }
+
+  const cached = list?.source === 'cache';
+  if (online === false && (cached || problem)) {
+    return (
+      <div className="banner banner-warning" role="status" data-testid="offline-banner">
+        <Icon name="alert" className="banner-icon" />
+        <p>
+          <strong>
+            {cached
+              ? `Offline — showing projects cached at ${formatWhen(list?.fetchedAt)}`
+              : 'Offline — the platform cannot be reached'}
+          </strong>
+          {problem ? <span className="banner-detail">{capitalize(problem)}</span> : null}
+        </p>
+      </div>
+    );
+  }
+
+  if (online === true && problem) {
+    return (
+      <div className="banner banner-danger" role="status" data-testid="problem-banner">
+        <Icon name="alert" className="banner-icon" />
+        <p>
+          <strong>The platform answers, but not as expected</strong>
+          <span className="banner-detail">{capitalize(problem)}</span>
+        </p>
+      </div>
+    );
+  }
+  return null;
+}

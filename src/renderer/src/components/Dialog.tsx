@@ -1,0 +1,92 @@
+// A modal dialog on the native <dialog> (showModal makes the rest of the page inert). Tab and Shift+Tab
+// wrap inside it, Escape and a click on the backdrop close it, and focus returns to where it was.
+// Render it only while open: mounting opens it, unmounting closes it.
+import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
+
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+interface DialogProps {
+  title: ReactNode;
+  description?: ReactNode;
+  onClose: () => void;
+  children?: ReactNode;
+  footer: ReactNode;
+  testId?: string;
+  /** Submitting the dialog's form; Enter in an input triggers it. */
+  onSubmit?: () => void;
+}
+
+export function Dialog({ title, description, onClose, children, footer, testId, onSubmit }: DialogProps) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const onCloseRef = useRef(onClose);
+  onCloseRef.current = onClose;
+  const titleId = useId();
+  const descriptionId = useId();
+
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    const returnTo = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    if (!dialog.open) dialog.showModal();
+    const closed = () => onCloseRef.current();
+    dialog.addEventListener('close', closed);
+    return () => {
+      dialog.removeEventListener('close', closed);
+      if (dialog.open) dialog.close();
+      returnTo?.focus();
+    };
+  }, []);
+
+  const trapTab = (event: KeyboardEvent<HTMLDialogElement>) => {
+    if (event.key !== 'Tab' || !ref.current) return;
+    const focusable = [...ref.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter(
+      (element) => element.offsetParent !== null,
+    );
+    const first = focusable[0];
+    const last = focusable[focusable.length - 1];
+    if (!first || !last) return;
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  };
+
+  return (
+    <dialog
+      ref={ref}
+      className="dialog"
+      aria-labelledby={titleId}
+      aria-describedby={description ? descriptionId : undefined}
+      data-testid={testId}
+      onKeyDown={trapTab}
+      onClick={(event) => {
+        // A click on the dialog element itself (not its content) is a click on the backdrop.
+        if (event.target === ref.current) onClose();
+      }}
+    >
+      <form
+        className="dialog-content"
+        method="dialog"
+        onSubmit={(event) => {
+          event.preventDefault();
+          onSubmit?.();
+        }}
+      >
+        <h2 className="dialog-title" id={titleId}>
+          {title}
+        </h2>
+        {description ? (
+          <div className="dialog-description" id={descriptionId}>
+            {description}
+          </div>
+        ) : null}
+        {children}
+        <div className="dialog-footer">{footer}</div>
+      </form>
+    </dialog>
+  );
+}

@@ -1,0 +1,84 @@
+// A labelled form control with its hint and its error, wired for assistive technology
+// (aria-invalid, aria-describedby). Every input of the app goes through one of these.
+import { useId, type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes } from 'react';
+
+interface FieldFrameProps {
+  label: ReactNode;
+  hint?: ReactNode;
+  error?: string | undefined;
+  className?: string;
+  children: (ids: { id: string; describedBy: string | undefined; invalid: boolean }) => ReactNode;
+}
+
+export function FieldFrame({ label, hint, error, className, children }: FieldFrameProps) {
+  const id = useId();
+  const hintId = hint ? `${id}-hint` : undefined;
+  const errorId = error ? `${id}-error` : undefined;
+  const describedBy = [errorId, hintId].filter(Boolean).join(' ') || undefined;
+  return (
+    <div className={`field${error ? ' has-error' : ''}${className ? ` ${className}` : ''}`}>
+      <label className="field-label" htmlFor={id}>
+        {label}
+      </label>
+      {children({ id, describedBy, invalid: Boolean(error) })}
+      {error ? (
+        <p className="field-error" id={errorId}>
+          {error}
+        </p>
+      ) : null}
+      {hint ? (
+        <p className="field-hint" id={hintId}>
+          {hint}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+type TextFieldProps = Omit<InputHTMLAttributes<HTMLInputElement>, 'id'> & {
+  label: ReactNode;
+  hint?: ReactNode;
+  error?: string | undefined;
+  fieldClassName?: string;
+};
+
+export function TextField({ label, hint, error, fieldClassName, className, ...input }: TextFieldProps) {
+  return (
+    <FieldFrame label={label} hint={hint} error={error} className={fieldClassName}>
+      {({ id, describedBy, invalid }) => (
+        <input
+          id={id}
+          className={`input${className ? ` ${className}` : ''}`}
+          aria-invalid={invalid || undefined}
+          aria-describedby={describedBy}
+          spellCheck={false}
+          autoComplete="off"
+          {...input}
+        />
+      )}
+    </FieldFrame>
+  );
+}
+
+type TextAreaFieldProps = Omit<TextareaHTMLAttributes<HTMLTextAreaElement>, 'id'> & {
+  label: ReactNode;
+  hint?: ReactNode;
+  error?: string | undefined;
+};
+
+export function TextAreaField({ label, hint, error, className, ...textarea }: TextAreaFieldProps) {
+  return (
+    <FieldFrame label={label} hint={hint} error={error}>
+      {({ id, describedBy, invalid }) => (
+        <textarea
+          id={id}
+          className={`input${className ? ` ${className}` : ''}`}
+          aria-invalid={invalid || undefined}
+          aria-describedby={describedBy}
+          spellCheck={false}
+          {...textarea}
+        />
+      )}
+    </FieldFrame>
+  );
+}

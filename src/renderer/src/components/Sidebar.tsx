@@ -1,0 +1,90 @@
+// The app frame's navigation: one link per screen that exists, and the platform's state at the bottom.
+import { routeHref, type Route } from '../stores/navigation/store';
+import { useRoute } from '../stores/navigation/selectors';
+import { useConnection, useTransport } from '../stores/platform/selectors';
+import { Icon, type IconName } from './Icon';
+
+const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array<Route['screen']> }> = [
+  {
+    label: 'Projects',
+    icon: 'projects',
+    route: { screen: 'projects' },
+    matches: ['projects', 'project', 'new-project'],
+  },
+  { label: 'Settings', icon: 'settings', route: { screen: 'settings' }, matches: ['settings'] },
+];
+
+const STATE_LABELS = {
+  online: 'Connected',
+  offline: 'Offline',
+  unknown: 'Connecting…',
+  reconnecting: 'Reconnecting…',
+} as const;
+
+export function Sidebar() {
+  const route = useRoute();
+  const { online, mode, platformUrl } = useConnection();
+  const transport = useTransport();
+  const state =
+    transport === 'reconnecting'
+      ? 'reconnecting'
+      : online === null
+        ? 'unknown'
+        : online
+          ? 'online'
+          : 'offline';
+  return (
+    <nav className="sidebar" aria-label="Main">
+      <div className="brand">
+        <span className="brand-mark" aria-hidden="true">
+          <svg viewBox="0 0 24 24" width="18" height="18">
+            <path
+              d="M3 15h18l-2.5 5h-13L3 15Zm3-3V6h5v6m2 0V3h5v9"
+              fill="none"
+              stroke="currentColor"
+              strokeWidth="2"
+              strokeLinejoin="round"
+            />
+          </svg>
+        </span>
+        <span className="brand-name">Wharf</span>
+      </div>
+      <ul className="nav-list">
+        {ITEMS.map((item) => {
+          const active = item.matches.includes(route.screen);
+          return (
+            <li key={item.label}>
+              <a
+                className={`nav-link${active ? ' is-active' : ''}`}
+                href={routeHref(item.route)}
+                aria-current={active ? 'page' : undefined}
+                data-testid={`nav-${item.route.screen}`}
+              >
+                <Icon name={item.icon} />
+                {item.label}
+              </a>
+            </li>
+          );
+        })}
+      </ul>
+      <div className="sidebar-footer" data-testid="platform-indicator" data-state={state}>
+        <span className={`status-dot is-${state}`} aria-hidden="true" />
+        <div className="sidebar-footer-text">
+          <span className="sidebar-footer-title">{STATE_LABELS[state]}</span>
+          <span className="sidebar-footer-detail" title={platformUrl ?? undefined}>
+            {mode === 'local' ? 'Local platform' : mode === 'remote' ? hostOf(platformUrl) : '—'}
+          </span>
+        </div>
+      </div>
+    </nav>
+  );
+}
+
+function hostOf(url: string | null): string {
+  if (!url) return 'Remote platform';
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,52 @@
+// Where the user is: a route kept in the URL fragment (`#/projects/prj_…`), so reloads, back/forward
+// and plain links (`<a href="#/settings">`) work in a browser and in Electron's file:// page alike.
+import { create } from 'zustand';
+
+export type Route =
+  | { screen: 'projects' }
+  | { screen: 'new-project' }
+  | { screen: 'project'; id: string }
+  | { screen: 'settings' };
+
+export function parseRoute(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'settings') return { screen: 'settings' };
+  if (parts[0] === 'projects' && parts[1] === 'new') return { screen: 'new-project' };
+  if (parts[0] === 'projects' && parts[1]) return { screen: 'project', id: parts[1] };
+  return { screen: 'projects' };
+}
+
+export function routeHref(route: Route): string {
+  switch (route.screen) {
+    case 'projects':
+      return '#/projects';
+    case 'new-project':
+      return '#/projects/new';
+    case 'project':
+      return `#/projects/${encodeURIComponent(route.id)}`;
+    case 'settings':
+      return '#/settings';
+  }
+}
+
+interface NavigationState {
+  route: Route;
+  navigate(route: Route, options?: { replace?: boolean }): void;
+}
+
+export const useNavigationStore = create<NavigationState>()((set) => ({
+  route: parseRoute(window.location.hash),
+  navigate(route, options) {
+    const href = routeHref(route);
+    if (options?.replace) window.history.replaceState(window.history.state, '', href);
+    else if (window.location.hash !== href) window.history.pushState(window.history.state, '', href);
+    set({ route });
+  },
+}));
+
+window.addEventListener('hashchange', () => {
+  useNavigationStore.setState({ route: parseRoute(window.location.hash) });
+});
+window.addEventListener('popstate', () => {
+  useNavigationStore.setState({ route: parseRoute(window.location.hash) });
+});

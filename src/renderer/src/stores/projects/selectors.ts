@@ -1,0 +1,45 @@
+// Selectors of the projects store.
+import { useShallow } from 'zustand/react/shallow';
+import type { DetailState, UploadState } from './store';
+import { useProjectsStore } from './store';
+
+type State = ReturnType<typeof useProjectsStore.getState>;
+
+const EMPTY_DETAIL: DetailState = { view: null, loading: false, error: null };
+
+export const selectProjectList = (state: State) => ({
+  list: state.list,
+  loading: state.listLoading,
+  error: state.listError,
+});
+
+export const selectDetail =
+  (id: string) =>
+  (state: State): DetailState =>
+    state.details[id] ?? EMPTY_DETAIL;
+
+/** The freshest copy of a project: the list's (kept live by events), else the detail's. */
+export const selectProject = (id: string) => (state: State) =>
+  state.list?.projects.find((p) => p.id === id) ?? state.details[id]?.view?.project ?? null;
+
+export const selectUpload =
+  (id: string) =>
+  (state: State): UploadState | null =>
+    state.uploads[id] ?? null;
+
+export const selectProjectActions = (state: State) => ({
+  loadList: state.loadList,
+  loadDetail: state.loadDetail,
+  create: state.create,
+  setEnvVars: state.setEnvVars,
+  setBuildConfig: state.setBuildConfig,
+  upload: state.upload,
+  clearUpload: state.clearUpload,
+  remove: state.remove,
+});
+
+export const useProjectList = () => useProjectsStore(useShallow(selectProjectList));
+export const useProjectDetail = (id: string) => useProjectsStore(selectDetail(id));
+export const useProject = (id: string) => useProjectsStore(selectProject(id));
+export const useUpload = (id: string) => useProjectsStore(selectUpload(id));
+export const useProjectActions = () => useProjectsStore(useShallow(selectProjectActions));

@@ -1,0 +1,225 @@
+// Projects: the list (live or from the Engine's cache, replaced by the `projects` event), the detail of
+// each opened project, the writes (create, env vars, build config, delete) and archive uploads with
+// their progress. Writes answer with a BridgeResult so the form that made them can place 422 errors.
+import { create } from 'zustand';
+import type {
+  BuildConfigInput,
+  CreateProjectRequest,
+  EnvVars,
+  Project,
+  Upload,
+} from '../../../../shared/api/projects.js';
+import type { BridgeErrorShape, BridgeResult, ProjectList, ProjectView } from '../../../../shared/bridge.js';
+import { bridge } from '../../bridge';
+import { ARCHIVE_NAME_PATTERN, MAX_UPLOAD_BYTES } from '../../lib/limits';
+import { formatBytes } from '../../lib/format';
+import { attempt, failure, toErrorShape } from '../../lib/outcome';
+
+export interface DetailState {
+  view: ProjectView | null;
+  loading: boolean;
+  error: BridgeErrorShape | null;
+}
+
+export type UploadPhase = 'reading' | 'sending' | 'processing' | 'done' | 'failed';
+
+export interface UploadState {
+  fileName: string;
+  sizeBytes: number;
+  phase: UploadPhase;
+  /** Bytes sent so far, when the transport reports progress. */
+  sentBytes: number | null;
+  result: Upload | null;
+  error: BridgeErrorShape | null;
+}
+
+interface ProjectsState {
+  list: ProjectList | null;
+  listLoading: boolean;
+  listError: BridgeErrorShape | null;
+  details: Readonly<Record<string, DetailState>>;
+  uploads: Readonly<Record<string, UploadState>>;
+  loadList(): Promise<void>;
+  loadDetail(id: string): Promise<void>;
+  /** Creates the project; with a file (upload projects), then uploads it in the background. */
+  create(request: CreateProjectRequest, file?: File | null): Promise<BridgeResult<Project>>;
+  setEnvVars(id: string, envVars: EnvVars): Promise<BridgeResult<Project>>;
+  setBuildConfig(id: string, buildConfig: BuildConfigInput): Promise<BridgeResult<Project>>;
+  upload(id: string, file: File): Promise<BridgeResult<Upload>>;
+  clearUpload(id: string): void;
+  remove(id: string): Promise<BridgeResult<{ id: string }>>;
+  /** Follows the `projects` event; returns the unsubscribe. */
+  subscribe(): () => void;
+}
+
+/** Why a file cannot be uploaded, before sending it; null when it looks right. */
+export function archiveProblem(file: File): string | null {
+  if (!ARCHIVE_NAME_PATTERN.test(file.name)) return `"${file.name}" is not a .tar.gz archive`;
+  if (file.size === 0) return `"${file.name}" is empty`;
+  if (file.size > MAX_UPLOAD_BYTES) {
+    return `"${file.name}" is ${formatBytes(file.size)}; archives may be at most ${formatBytes(MAX_UPLOAD_BYTES)}`;
+  }
+  return null;
+}
+
+export const useProjectsStore = create<ProjectsState>()((set, get) => {
+  const setDetail = (id: string, patch: Partial<DetailState>) =>
+    set((state) => ({
+      details: {
+        ...state.details,
+        [id]: { view: null, loading: false, error: null, ...state.details[id], ...patch },
+      },
+    }));
+
+  const setUpload = (id: string, patch: Partial<UploadState>) =>
+    set((state) => {
+      const current = state.uploads[id];
+      if (!current) return {};
+      return { uploads: { ...state.uploads, [id]: { ...current, ...patch } } };
+    });
+
+  /** A project the platform just returned replaces the copies in the list and the detail. */
+  const remember = (project: Project) =>
+    set((state) => {
+      const projects = state.list?.projects ?? [];
+      const known = projects.some((p) => p.id === project.id);
+      const list: ProjectList | null = state.list
+        ? {
+            ...state.list,
+            projects: known
+              ? projects.map((p) => (p.id === project.id ? project : p))
+              : [project, ...projects],
+          }
+        : null;
+      const detail = state.details[project.id];
+      const details = detail?.view
+        ? { ...state.details, [project.id]: { ...detail, view: { ...detail.view, project } } }
+        : state.details;
+      return { list, details };
+    });
+
+  return {
+    list: null,
+    listLoading: false,
+    listError: null,
+    details: {},
+    uploads: {},
+
+    async loadList() {
+      set({ listLoading: true });
+      try {
+        set({ list: await bridge.invoke('projects.list', undefined), listError: null });
+      } catch (error) {
+        set({ listError: toErrorShape(error) });
+      } finally {
+        set({ listLoading: false });
+      }
+    },
+
+    async loadDetail(id) {
+      setDetail(id, { loading: true });
+      try {
+        setDetail(id, { view: await bridge.invoke('projects.get', { id }), error: null });
+      } catch (error) {
+        setDetail(id, { error: toErrorShape(error) });
+      } finally {
+        setDetail(id, { loading: false });
+      }
+    },
+
+    async create(request, file) {
+      if (file !== undefined) {
+        const problem = file ? archiveProblem(file) : 'choose a .tar.gz archive to upload';
+        if (problem) return failure(problem, [{ path: 'file', message: problem }]);
+      }
+      const outcome = await attempt(() => bridge.invoke('projects.create', request));
+      if (outcome.ok) {
+        remember(outcome.value);
+        if (file) void get().upload(outcome.value.id, file);
+      }
+      return outcome;
+    },
+
+    async setEnvVars(id, envVars) {
+      const outcome = await attempt(() => bridge.invoke('projects.setEnvVars', { id, env_vars: envVars }));
+      if (outcome.ok) remember(outcome.value);
+      return outcome;
+    },
+
+    async setBuildConfig(id, buildConfig) {
+      const outcome = await attempt(() =>
+        bridge.invoke('projects.setBuildConfig', { id, build_config: buildConfig }),
+      );
+      if (outcome.ok) remember(outcome.value);
+      return outcome;
+    },
+
+    async upload(id, file) {
+      const problem = archiveProblem(file);
+      const start: UploadState = {
+        fileName: file.name,
+        sizeBytes: file.size,
+        phase: problem ? 'failed' : 'reading',
+        sentBytes: null,
+        result: null,
+        error: problem ? failure(problem).error : null,
+      };
+      set((state) => ({ uploads: { ...state.uploads, [id]: start } }));
+      if (problem) return failure(problem, [{ path: 'file', message: problem }]);
+
+      const outcome = await attempt(async () => {
+        const data = new Uint8Array(await file.arrayBuffer());
+        setUpload(id, { phase: 'sending' });
+        return bridge.invoke(
+          'projects.upload',
+          { id, fileName: file.name, data },
+          {
+            onUploadProgress: (sent, total) =>
+              setUpload(id, { sentBytes: sent, phase: sent >= total ? 'processing' : 'sending' }),
+          },
+        );
+      });
+      if (outcome.ok) {
+        setUpload(id, { phase: 'done', result: outcome.value, error: null });
+        void get().loadDetail(id);
+      } else setUpload(id, { phase: 'failed', error: outcome.error });
+      return outcome;
+    },
+
+    clearUpload(id) {
+      set((state) => {
+        const { [id]: _gone, ...uploads } = state.uploads;
+        return { uploads };
+      });
+    },
+
+    async remove(id) {
+      const outcome = await attempt(() => bridge.invoke('projects.delete', { id }));
+      if (outcome.ok) {
+        set((state) => {
+          const { [id]: _detail, ...details } = state.details;
+          const { [id]: _upload, ...uploads } = state.uploads;
+          const list = state.list
+            ? { ...state.list, projects: state.list.projects.filter((p) => p.id !== id) }
+            : null;
+          return { list, details, uploads };
+        });
+      }
+      return outcome;
+    },
+
+    subscribe() {
+      return bridge.on('projects', (list) => {
+        set((state) => {
+          // Open details follow the list, so their status badges stay live too.
+          const details: Record<string, DetailState> = { ...state.details };
+          for (const project of list.projects) {
+            const detail = details[project.id];
+            if (detail?.view) details[project.id] = { ...detail, view: { ...detail.view, project } };
+          }
+          return { list, listError: null, details };
+        });
+      });
+    },
+  };
+});

@@ -1,0 +1,102 @@
+// Deleting a project, behind a dialog that asks for its name.
+import { useState } from 'react';
+import type { Project } from '../../../../shared/api/projects.js';
+import type { BridgeErrorShape } from '../../../../shared/bridge.js';
+import { Dialog } from '../../components/Dialog';
+import { TextField } from '../../components/Field';
+import { Icon } from '../../components/Icon';
+import { ErrorNotice } from '../../components/Notice';
+import { useNavigate } from '../../stores/navigation/selectors';
+import { useProjectActions } from '../../stores/projects/selectors';
+
+export function DeleteProject({ project }: { project: Project }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <section className="card card-danger" aria-labelledby="danger-title">
+      <div className="card-body danger-row">
+        <div>
+          <h2 className="card-title" id="danger-title">
+            Delete this project
+          </h2>
+          <p className="card-description">
+            Stops it and removes it with its variables, configuration and archive. This cannot be undone.
+          </p>
+        </div>
+        <button
+          type="button"
+          className="btn btn-danger"
+          onClick={() => setOpen(true)}
+          data-testid="delete-project"
+        >
+          <Icon name="trash" />
+          Delete project
+        </button>
+      </div>
+      {open ? <ConfirmDelete project={project} onClose={() => setOpen(false)} /> : null}
+    </section>
+  );
+}
+
+function ConfirmDelete({ project, onClose }: { project: Project; onClose: () => void }) {
+  const { remove } = useProjectActions();
+  const navigate = useNavigate();
+  const [typed, setTyped] = useState('');
+  const [deleting, setDeleting] = useState(false);
+  const [error, setError] = useState<BridgeErrorShape | null>(null);
+  const matches = typed.trim() === project.name.trim();
+
+  const confirm = async () => {
+    if (!matches || deleting) return;
+    setDeleting(true);
+    setError(null);
+    const outcome = await remove(project.id);
+    if (outcome.ok) {
+      navigate({ screen: 'projects' }, { replace: true });
+      return;
+    }
+    setDeleting(false);
+    setError(outcome.error);
+  };
+
+  return (
+    <Dialog
+      title={`Delete ${project.name}?`}
+      description={
+        <p>
+          The app at <span className="mono">{project.url}</span> stops and the project is deleted for good.
+        </p>
+      }
+      onClose={onClose}
+      onSubmit={() => void confirm()}
+      testId="delete-dialog"
+      footer={
+        <>
+          <button type="button" className="btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button
+            type="submit"
+            className="btn btn-danger"
+            disabled={!matches || deleting}
+            data-testid="confirm-delete"
+          >
+            {deleting ? 'Deleting…' : 'Delete project'}
+          </button>
+        </>
+      }
+    >
+      {error ? <ErrorNotice error={error} title="The project was not deleted" /> : null}
+      <TextField
+        label={
+          <>
+            Type <strong className="mono">{project.name}</strong> to confirm
+          </>
+        }
+        value={typed}
+        onChange={(event) => setTyped(event.target.value)}
+        autoFocus
+        data-testid="confirm-delete-input"
+      />
+    </Dialog>
+  );
+}

@@ -1,0 +1,273 @@
+// Settings: which platform to use (the embedded local one, or a remote URL with its API key), a
+// connection test, and the account with its balance. The key is write-only: the page only learns
+// whether one is saved.
+import { useEffect, useState, type FormEvent } from 'react';
+import type { SettingsUpdate } from '../../../../shared/bridge.js';
+import { TextField } from '../../components/Field';
+import { Icon } from '../../components/Icon';
+import { capitalize, ErrorNotice, FormErrors, SuccessNote } from '../../components/Notice';
+import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from '../../lib/field-errors';
+import { useProjectActions } from '../../stores/projects/selectors';
+import { useConnectionTest, useSettings, useSettingsActions } from '../../stores/settings/selectors';
+import { AccountCard } from './AccountCard';
+
+type Mode = 'local' | 'remote';
+
+export function SettingsView() {
+  const { view, loadError } = useSettings();
+  const { load, save, testConnection, loadAccount } = useSettingsActions();
+  const { loadList } = useProjectActions();
+  const test = useConnectionTest();
+
+  const [mode, setMode] = useState<Mode>('local');
+  const [url, setUrl] = useState('');
+  const [apiKey, setApiKey] = useState('');
+  const [touched, setTouched] = useState(false);
+  const [saving, setSaving] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const [message, setMessage] = useState<string | null>(null);
+  const [errors, setErrors] = useState<FieldErrors>(NO_FIELD_ERRORS);
+
+  useEffect(() => {
+    void load();
+    void loadAccount();
+  }, [load, loadAccount]);
+
+  // Start from the saved settings, until the user changes something.
+  useEffect(() => {
+    if (!view || touched) return;
+    setMode(view.mode);
+    setUrl(view.mode === 'remote' ? view.platformUrl : '');
+  }, [view, touched]);
+
+  const edit = (path?: string) => {
+    setTouched(true);
+    setSaved(false);
+    if (path && errors[path]) setErrors(({ [path]: _gone, ...rest }) => rest);
+  };
+
+  const target = mode === 'local' ? 'local' : url.trim();
+  const savedRemote = view?.mode === 'remote' && view.platformUrl === url.trim();
+  const hasSavedKey = mode === 'remote' && savedRemote && view?.hasApiKey === true;
+
+  const submit = async (update: SettingsUpdate) => {
+    setSaving(true);
+    setMessage(null);
+    const outcome = await save(update);
+    setSaving(false);
+    if (outcome.ok) {
+      setErrors(NO_FIELD_ERRORS);
+      setApiKey('');
+      setTouched(false);
+      setSaved(true);
+      void loadList();
+      return;
+    }
+    setErrors(fieldErrorsOf(outcome.error));
+    setMessage(outcome.error.errors?.length ? 'The settings were not saved.' : outcome.error.detail);
+  };
+
+  const onSave = (event: FormEvent) => {
+    event.preventDefault();
+    if (mode === 'remote' && url.trim() === '') {
+      setErrors({ platform: 'enter the platform’s URL, such as https://wharf.example.com' });
+      return;
+    }
+    const update: SettingsUpdate = { platform: target };
+    if (mode === 'remote' && apiKey.trim() !== '') update.apiKey = apiKey.trim();
+    void submit(update);
+  };
+
+  const onTest = () => {
+    if (mode === 'remote' && url.trim() === '') {
+      setErrors({ platform: 'enter the platform’s URL to test it' });
+      return;
+    }
+    void testConnection(target, mode === 'remote' && apiKey.trim() ? apiKey.trim() : undefined);
+  };
+
+  const unplaced = unplacedErrors(errors, (path) => path === 'platform' || path === 'apiKey');
+  const testResult = test.result && test.target === target ? test.result : null;
+
+  return (
+    <div className="page page-narrow">
+      <header className="page-header">
+        <div>
+          <h1 className="page-title">Settings</h1>
+          <p className="page-subtitle">The platform this app deploys to, and your account on it.</p>
+        </div>
+      </header>
+
+      {loadError ? <ErrorNotice error={loadError} title="The settings could not be loaded" /> : null}
+
+      <form className="card" onSubmit={onSave} noValidate data-testid="settings-form">
+        <header className="card-header">
+          <div>
+            <h2 className="card-title">Platform</h2>
+            <p className="card-description">Where projects are deployed and tunnels are served.</p>
+          </div>
+        </header>
+        <div className="card-body stack">
+          <FormErrors message={message} errors={unplaced} testId="settings-errors" />
+          <fieldset className="fieldset">
+            <legend className="sr-only">Platform</legend>
+            <div className="choice-list">
+              <label className={`choice${mode === 'local' ? ' is-selected' : ''}`}>
+                <input
+                  type="radio"
+                  name="platform-mode"
+                  value="local"
+                  checked={mode === 'local'}
+                  onChange={() => {
+                    setMode('local');
+                    edit('platform');
+                  }}
+                  data-testid="platform-local"
+                />
+                <span className="choice-text">
+                  <span className="choice-title">Local platform</span>
+                  <span className="choice-description">
+                    Runs on this machine, embedded in Wharf: no account or key needed, works offline.
+                    {view?.mode === 'local' ? (
+                      <>
+                        {' '}
+                        At <span className="mono">{view.platformUrl}</span>.
+                      </>
+                    ) : null}
+                  </span>
+                </span>
+              </label>
+              <label className={`choice${mode === 'remote' ? ' is-selected' : ''}`}>
+                <input
+                  type="radio"
+                  name="platform-mode"
+                  value="remote"
+                  checked={mode === 'remote'}
+                  onChange={() => {
+                    setMode('remote');
+                    edit('platform');
+                  }}
+                  data-testid="platform-remote"
+                />
+                <span className="choice-text">
+                  <span className="choice-title">Remote platform</span>
+                  <span className="choice-description">A Wharf server at a URL, with your API key.</span>
+                </span>
+              </label>
+            </div>
+          </fieldset>
+
+          {mode === 'remote' ? (
+            <div className="stack remote-fields">
+              <TextField
+                label="Platform URL"
+                type="url"
+                value={url}
+                onChange={(event) => {
+                  setUrl(event.target.value);
+                  edit('platform');
+                }}
+                error={errors.platform}
+                placeholder="https://wharf.example.com"
+                className="mono"
+                data-testid="platform-url"
+              />
+              <TextField
+                label="API key"
+                type="password"
+                value={apiKey}
+                onChange={(event) => {
+                  setApiKey(event.target.value);
+                  edit('apiKey');
+                }}
+                error={errors.apiKey}
+                placeholder={hasSavedKey ? '•••••••• (a key is saved)' : 'wk_…'}
+                autoComplete="new-password"
+                className="mono"
+                hint={
+                  hasSavedKey
+                    ? 'Enter a new key to replace the saved one.'
+                    : 'Keys look like wk_… and are shown once, when they are created. Wharf never shows it back.'
+                }
+                data-testid="api-key"
+              />
+              {hasSavedKey ? (
+                <div className="key-saved" data-testid="key-saved">
+                  <Icon name="check" />
+                  <span>A key is saved{keyStorageLabel(view?.keyStorage)}.</span>
+                  <button
+                    type="button"
+                    className="btn btn-sm btn-ghost"
+                    onClick={() => void submit({ platform: target, apiKey: null })}
+                    disabled={saving}
+                    data-testid="forget-key"
+                  >
+                    Forget key
+                  </button>
+                </div>
+              ) : null}
+              {view?.keyStorageWarning ? (
+                <div className="notice notice-warning" role="note" data-testid="key-storage-warning">
+                  <Icon name="alert" className="notice-icon" />
+                  <div className="notice-body">
+                    <p>{view.keyStorageWarning}</p>
+                  </div>
+                </div>
+              ) : null}
+            </div>
+          ) : null}
+
+          <div className="connection-test">
+            <button
+              type="button"
+              className="btn"
+              onClick={onTest}
+              disabled={test.running}
+              data-testid="test-connection"
+            >
+              {test.running ? 'Testing…' : 'Test connection'}
+            </button>
+            <div aria-live="polite" className="connection-result-slot">
+              {testResult ? (
+                <div
+                  className={`connection-result ${testResult.ok ? 'is-ok' : 'is-error'}`}
+                  data-testid="connection-result"
+                  data-ok={testResult.ok}
+                >
+                  <Icon name={testResult.ok ? 'check' : 'alert'} />
+                  {testResult.ok ? (
+                    <span>
+                      Connected in <strong>{testResult.latencyMs} ms</strong>
+                      {testResult.account ? (
+                        <>
+                          {' '}
+                          as <strong>{testResult.account.email}</strong>
+                        </>
+                      ) : null}
+                    </span>
+                  ) : (
+                    <span>{capitalize(testResult.error?.detail ?? 'the connection failed')}</span>
+                  )}
+                </div>
+              ) : null}
+            </div>
+          </div>
+        </div>
+        <footer className="card-footer">
+          {saved ? <SuccessNote testId="settings-saved">Settings saved</SuccessNote> : <span />}
+          <button type="submit" className="btn btn-primary" disabled={saving} data-testid="save-settings">
+            {saving ? 'Saving…' : 'Save'}
+          </button>
+        </footer>
+      </form>
+
+      <AccountCard />
+    </div>
+  );
+}
+
+function keyStorageLabel(storage: string | undefined): string {
+  if (storage === 'safe-storage') return ', encrypted by the system keychain';
+  if (storage === 'file') return ' in a file only you can read';
+  return '';
+}

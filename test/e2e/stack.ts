@@ -1,0 +1,158 @@
+// What the end-to-end tests run against, as a user would: `wharf platform` and `wharf app` as child
+// processes on loopback (the app reusing that platform as its local one), and Debian's Chromium
+// driven by playwright-core. The platform can be stopped and started again to test offline spells.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+const root = join(import.meta.dirname, '..', '..');
+const bin = join(root, 'bin', 'wharf.js');
+export const resultsDir = join(root, 'test-results');
+
+const CHROMIUM_CANDIDATES = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+  '/usr/bin/google-chrome-stable',
+];
+
+export function findChromium(): string {
+  const candidates = process.env.CHROMIUM_PATH ? [process.env.CHROMIUM_PATH] : CHROMIUM_CANDIDATES;
+  const found = candidates.find((path) => existsSync(path));
+  if (!found) {
+    throw new Error(
+      `no Chromium found (looked at ${candidates.join(', ')}): install it with \`apt-get install -y chromium\` or set CHROMIUM_PATH`,
+    );
+  }
+  return found;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: findChromium(),
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Child {
+  process: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function startChild(
+  args: string[],
+  ready: RegExp,
+  env: Record<string, string> = {},
+): Promise<Child & { match: RegExpExecArray }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
+    let output = '';
+    const exited = new Promise<number | null>((done) => child.on('close', done));
+    const timer = setTimeout(() => reject(new Error(`wharf ${args[0]} did not start:\n${output}`)), 20_000);
+    const onData = (data: Buffer) => {
+      output += data.toString();
+      const match = ready.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ process: child, output: () => output, exited, match });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`wharf ${args[0]} exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+async function stopChild(child: Child | null): Promise<void> {
+  if (!child || child.process.exitCode !== null) return;
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), 5_000);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+export interface Stack {
+  home: string;
+  platformPort: number;
+  pageUrl: string;
+  /** `http://127.0.0.1:<port>/api/v1` of the platform. */
+  api: string;
+  stopPlatform(): Promise<void>;
+  startPlatform(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startStack(): Promise<Stack> {
+  const home = mkdtempSync(join(tmpdir(), 'wharf-e2e-'));
+  mkdirSync(join(home, 'platform'), { recursive: true });
+  const platformPort = await freePort();
+  let platform: Child | null = null;
+  const startPlatform = async () => {
+    platform = await startChild(
+      ['platform', '--data-dir', join(home, 'platform'), '--port', String(platformPort)],
+      /Press Ctrl\+C/,
+    );
+  };
+  await startPlatform();
+  const app = await startChild(
+    ['app', '--port', '0', '--data-dir', home],
+    /Wharf app: (http:\/\/127\.0\.0\.1:\d+\/#token=\S+)[\s\S]*Ctrl\+C/,
+    {
+      WHARF_PORT: String(platformPort),
+    },
+  );
+  if (!/already running/.test(app.output())) {
+    throw new Error(`wharf app did not reuse the running platform:\n${app.output()}`);
+  }
+  return {
+    home,
+    platformPort,
+    pageUrl: app.match[1]!,
+    api: `http://127.0.0.1:${platformPort}/api/v1`,
+    stopPlatform: async () => {
+      await stopChild(platform);
+      platform = null;
+    },
+    startPlatform,
+    async close() {
+      await stopChild(app);
+      await stopChild(platform);
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(resultsDir, { recursive: true });
+  await page.screenshot({ path: join(resultsDir, `${name}.png`), fullPage: true });
+}

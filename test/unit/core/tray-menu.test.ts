@@ -1,0 +1,245 @@
+// The tray menu model: plain data built from the platform status and the project list.
+import { describe, expect, it } from 'vitest';
+import type { Project, ProjectStatus } from '../../../src/shared/api/index.js';
+import type { PlatformStatus } from '../../../src/shared/bridge.js';
+import {
+  STATUS_GLYPHS,
+  TRAY_MAX_PROJECTS,
+  buildTrayMenu,
+  trayTooltip,
+  type TrayMenuEntry,
+  type TrayMenuItem,
+  type TrayMenuSubmenu,
+} from '../../../src/core/menus/tray-menu.js';
+
+const online: PlatformStatus = {
+  mode: 'local',
+  platformUrl: 'http://127.0.0.1:8787',
+  online: true,
+  lastContactAt: '2025-01-01T00:00:00.000Z',
+  problem: null,
+};
+
+const offline: PlatformStatus = {
+  mode: 'remote',
+  platformUrl: 'https://wharf.example.com',
+  online: false,
+  lastContactAt: null,
+  problem: 'cannot reach https://wharf.example.com: connection refused',
+};
+
+let serial = 0;
+function project(name: string, status: ProjectStatus, extra: Partial<Project> = {}): Project {
+  serial += 1;
+  const id = `prj_${String(serial).padStart(8, '0')}`;
+  return {
+    id,
+    name,
+    subdomain: name,
+    repo_url: null,
+    git_host_repo: null,
+    branch: null,
+    image: null,
+    deploy_source: 'upload',
+    env_vars: {},
+    build_config: { root_dir: '.', install_cmd: null, build_cmd: null, start_cmd: null, services: [] },
+    status,
+    url: `http://${name}.localhost:8788`,
+    service_urls: {},
+    created_at: '2025-01-01T00:00:00.000Z',
+    updated_at: '2025-01-01T00:00:00.000Z',
+    last_deploy_at: null,
+    ...extra,
+  };
+}
+
+const items = (entries: TrayMenuEntry[]): TrayMenuItem[] =>
+  entries.filter((e): e is TrayMenuItem => e.type === 'item');
+const submenus = (entries: TrayMenuEntry[]): TrayMenuSubmenu[] =>
+  entries.filter((e): e is TrayMenuSubmenu => e.type === 'submenu');
+const byId = (entries: TrayMenuEntry[], id: string): TrayMenuItem | undefined =>
+  items(entries).find((e) => e.id === id);
+
+describe('buildTrayMenu', () => {
+  it('starts with the online state and where the platform is, then Open Wharf', () => {
+    const menu = buildTrayMenu({ status: online, projects: [], source: 'live' });
+    expect(menu[0]).toEqual({ type: 'header', label: '● Online: local platform' });
+    expect(menu[1]).toEqual({
+      type: 'item',
+      id: 'show-window',
+      label: 'Open Wharf',
+      enabled: true,
+      action: { kind: 'show-window' },
+    });
+  });
+
+  it('says offline, names the remote host and gives the reason', () => {
+    const menu = buildTrayMenu({ status: offline, projects: null, source: null });
+    expect(menu[0]).toEqual({ type: 'header', label: '○ Offline: wharf.example.com' });
+    expect(menu[1]).toEqual({ type: 'header', label: offline.problem });
+    expect(byId(menu, 'projects-none')).toMatchObject({
+      label: 'Projects unavailable offline',
+      enabled: false,
+      action: null,
+    });
+  });
+
+  it('shortens a long offline reason to 80 characters', () => {
+    const menu = buildTrayMenu({
+      status: { ...offline, problem: 'x'.repeat(200) },
+      projects: null,
+      source: null,
+    });
+    const reason = menu[1] as { type: 'header'; label: string };
+    expect(reason.label).toHaveLength(80);
+    expect(reason.label.endsWith('…')).toBe(true);
+  });
+
+  it('shows "Loading projects…" while online and the list has not arrived', () => {
+    const menu = buildTrayMenu({ status: online, projects: null, source: null });
+    expect(byId(menu, 'projects-none')?.label).toBe('Loading projects…');
+  });
+
+  it('shows "No projects yet" for an empty list', () => {
+    const menu = buildTrayMenu({ status: online, projects: [], source: 'live' });
+    expect(byId(menu, 'projects-none')).toMatchObject({ label: 'No projects yet', enabled: false });
+  });
+
+  it('marks projects that come from the cache', () => {
+    const menu = buildTrayMenu({ status: offline, projects: [project('api', 'running')], source: 'cache' });
+    expect(menu).toContainEqual({ type: 'header', label: 'Projects (cached, offline)' });
+  });
+
+  it('lists each project with its status glyph and status in words', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [project('web', 'running'), project('worker', 'failed'), project('docs', 'building')],
+      source: 'live',
+    });
+    expect(submenus(menu).map((s) => s.label)).toEqual([
+      `${STATUS_GLYPHS.failed} worker (failed)`,
+      `${STATUS_GLYPHS.building} docs (building)`,
+      `${STATUS_GLYPHS.running} web (running)`,
+    ]);
+  });
+
+  it('gives every status its own glyph', () => {
+    expect(new Set(Object.values(STATUS_GLYPHS)).size).toBe(Object.keys(STATUS_GLYPHS).length);
+  });
+
+  it('opens a project in the window and its URLs in the browser from its submenu', () => {
+    const web = project('web', 'running', {
+      service_urls: { api: 'http://web-api.localhost:8788', web: 'http://web.localhost:8788' },
+    });
+    const [entry] = submenus(buildTrayMenu({ status: online, projects: [web], source: 'live' }));
+    expect(entry?.id).toBe(`project:${web.id}`);
+    expect(entry?.items).toEqual([
+      {
+        type: 'item',
+        id: `project:${web.id}:open`,
+        label: 'Show in Wharf',
+        enabled: true,
+        action: { kind: 'open-project', projectId: web.id },
+      },
+      { type: 'separator' },
+      {
+        type: 'item',
+        id: `project:${web.id}:url:`,
+        label: 'Open http://web.localhost:8788',
+        enabled: true,
+        action: { kind: 'open-url', url: 'http://web.localhost:8788' },
+      },
+      {
+        type: 'item',
+        id: `project:${web.id}:url:api`,
+        label: 'Open api: http://web-api.localhost:8788',
+        enabled: true,
+        action: { kind: 'open-url', url: 'http://web-api.localhost:8788' },
+      },
+    ]);
+  });
+
+  it('disables the URLs of a project that is not running', () => {
+    const [entry] = submenus(
+      buildTrayMenu({ status: online, projects: [project('web', 'stopped')], source: 'live' }),
+    );
+    const urlItems = items(entry?.items ?? []).filter((i) => i.action?.kind === 'open-url');
+    expect(urlItems).toHaveLength(1);
+    expect(urlItems[0]?.enabled).toBe(false);
+  });
+
+  it('never offers a URL that is not http(s)', () => {
+    const odd = project('odd', 'running', {
+      url: 'javascript:alert(1)',
+      service_urls: { files: 'file:///etc/passwd', ok: 'https://ok.example.com' },
+    });
+    const [entry] = submenus(buildTrayMenu({ status: online, projects: [odd], source: 'live' }));
+    const urls = items(entry?.items ?? []).flatMap((i) =>
+      i.action?.kind === 'open-url' ? [i.action.url] : [],
+    );
+    expect(urls).toEqual(['https://ok.example.com']);
+  });
+
+  it(`lists at most ${TRAY_MAX_PROJECTS} projects, then "N more projects…" that opens the window`, () => {
+    const many = Array.from({ length: TRAY_MAX_PROJECTS + 3 }, (_, i) =>
+      project(`app-${String(i).padStart(2, '0')}`, 'running'),
+    );
+    const menu = buildTrayMenu({ status: online, projects: many, source: 'live' });
+    expect(submenus(menu)).toHaveLength(TRAY_MAX_PROJECTS);
+    expect(byId(menu, 'projects-more')).toMatchObject({
+      label: '3 more projects…',
+      enabled: true,
+      action: { kind: 'show-window' },
+    });
+  });
+
+  it('says "1 more project…" in the singular and honours a custom cap', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [project('a', 'running'), project('b', 'running'), project('c', 'running')],
+      source: 'live',
+      maxProjects: 2,
+    });
+    expect(submenus(menu)).toHaveLength(2);
+    expect(byId(menu, 'projects-more')?.label).toBe('1 more project…');
+  });
+
+  it('has no "more" item when every project fits', () => {
+    const menu = buildTrayMenu({ status: online, projects: [project('a', 'running')], source: 'live' });
+    expect(byId(menu, 'projects-more')).toBeUndefined();
+  });
+
+  it('ends with a separator and Quit Wharf', () => {
+    const menu = buildTrayMenu({ status: online, projects: [], source: 'live' });
+    expect(menu.slice(-2)).toEqual([
+      { type: 'separator' },
+      { type: 'item', id: 'quit', label: 'Quit Wharf', enabled: true, action: { kind: 'quit' } },
+    ]);
+  });
+
+  it('offers no deploy action (the deploy API does not exist yet)', () => {
+    const menu = buildTrayMenu({ status: online, projects: [project('web', 'running')], source: 'live' });
+    const all = JSON.stringify(menu).toLowerCase();
+    expect(all).not.toContain('deploy');
+  });
+
+  it('is plain data that survives JSON and structured cloning', () => {
+    const menu = buildTrayMenu({ status: online, projects: [project('web', 'running')], source: 'live' });
+    expect(JSON.parse(JSON.stringify(menu))).toEqual(menu);
+    expect(structuredClone(menu)).toEqual(menu);
+  });
+
+  it('does not reorder the caller’s array', () => {
+    const list = [project('b', 'running'), project('a', 'failed')];
+    const before = list.map((p) => p.id);
+    buildTrayMenu({ status: online, projects: list, source: 'live' });
+    expect(list.map((p) => p.id)).toEqual(before);
+  });
+});
+
+describe('trayTooltip', () => {
+  it('says online with the platform host, or offline', () => {
+    expect(trayTooltip(online)).toBe('Wharf: online (127.0.0.1:8787)');
+    expect(trayTooltip(offline)).toBe('Wharf: offline');
+  });
+});
