@@ -24,7 +24,7 @@ if (values.serve) await serve(values.serve, values['data-dir']);
 else await main();
 
 async function serve(mode, dataDir) {
-  const { buildPlatform } = await import('../dist/server/app.js');
+  const { buildPlatform } = await import('../dist/platform.js');
   const Fastify = (await import('fastify')).default;
   const platform = await buildPlatform({ dataDir });
   const key = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')).api_key;

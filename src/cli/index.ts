@@ -1,6 +1,8 @@
 // The `wharf` command: parsing and printing only; the work is done by src/server (and, later, src/core).
 // Exit codes: 0 success, 1 failure, 2 usage error. Every error is one readable line on stderr.
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { adminCommand } from './admin.js';
 import { appCommand } from './app.js';
@@ -11,11 +13,20 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
+/** Our package.json's version, found upwards from this module (src/cli in tests, dist/ when bundled). */
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'wharf' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here: keep looking upwards
+    }
+  }
+  return 'unknown';
 }
 
 export function buildProgram(io: Io = processIo): Command {

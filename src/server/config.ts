@@ -29,6 +29,9 @@ export interface PlatformConfig {
   logger: boolean;
 }
 
+/** Where a platform writes its local account's key: `<dataDir>/local-account.json`. */
+export const LOCAL_ACCOUNT_FILE = 'local-account.json';
+
 export const DEFAULT_API_PORT = 8787;
 export const DEFAULT_EDGE_PORT = 8788;
 

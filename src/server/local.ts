@@ -3,9 +3,8 @@
 // process (on the default port, or any free one when something else holds it).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LOCAL_ACCOUNT_FILE, type LocalAccountFile } from './accounts/accounts.js';
-import { DEFAULT_API_PORT, type PlatformConfig } from './config.js';
-import { PortInUseError, servePlatform } from './serve.js';
+import type { LocalAccountFile } from './accounts/accounts.js';
+import { DEFAULT_API_PORT, LOCAL_ACCOUNT_FILE, type PlatformConfig } from './config.js';
 
 export interface LocalPlatform {
   /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
@@ -48,6 +47,8 @@ export async function ensureLocalPlatform(
   if (existing && (await acceptsKey(defaultOrigin, existing.api_key))) {
     return { url: defaultOrigin, apiKey: existing.api_key, reused: true, close: async () => undefined };
   }
+  // Loaded only when a platform must be started: reusing one needs none of the server's modules.
+  const { PortInUseError, servePlatform } = await import('./serve.js');
   const config = { ...options.config, dataDir };
   let running;
   try {

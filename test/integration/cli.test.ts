@@ -78,7 +78,7 @@ function startPlatform(args: string[]): Promise<RunningCli> {
 }
 
 beforeAll(() => {
-  if (!existsSync(join(root, 'dist', 'cli', 'index.js'))) {
+  if (!existsSync(join(root, 'dist', 'cli.js'))) {
     throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
   }
 });

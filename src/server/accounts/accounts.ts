@@ -3,7 +3,9 @@
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Account, ApiKeyInfo, CreatedKey, Scope } from '../../shared/api/account.js';
-import type { PlatformConfig } from '../config.js';
+import { LOCAL_ACCOUNT_FILE, type PlatformConfig } from '../config.js';
+
+export { LOCAL_ACCOUNT_FILE };
 import { ApiError } from '../errors.js';
 import { newApiKey, newId, sha256Hex } from '../ids.js';
 import type { Store } from '../store/open.js';
@@ -11,7 +13,6 @@ import type { ApiKeysTable } from '../store/schema.js';
 import { parseScopes } from '../auth/authenticate.js';
 
 export const LOCAL_ACCOUNT_EMAIL = 'local@wharf.localhost';
-export const LOCAL_ACCOUNT_FILE = 'local-account.json';
 
 export interface NewAccount {
   email: string;

@@ -89,6 +89,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async 
     },
     handler: async (request) => {
       await revokeKey(db, request.caller.accountId, request.params.id);
+      auth.forgetKey(request.params.id);
       return { id: request.params.id, deleted: true as const };
     },
   });

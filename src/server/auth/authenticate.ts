@@ -19,9 +19,15 @@ export interface Caller {
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
+// Revocations through this server apply at once (forgetKey); one made by another process sharing the
+// database (none exists today) would apply within this time.
+const KEY_CACHE_MS = 5_000;
+const KEY_CACHE_ENTRIES = 10_000;
 
 export class Authenticator {
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Valid keys seen in the last seconds, by hash: most requests then touch no table at all. */
+  private readonly validKeys = new Map<string, { caller: Caller; until: number }>();
 
   constructor(
     private readonly db: Store,
@@ -56,17 +62,34 @@ export class Authenticator {
     return { token, expires_at: new Date(expiresAt * 1000).toISOString() };
   }
 
+  /** Forgets what was cached about a key, so its revocation applies to the very next request. */
+  forgetKey(keyId: string): void {
+    for (const [hash, entry] of this.validKeys) if (entry.caller.keyId === keyId) this.validKeys.delete(hash);
+  }
+
   private async fromApiKey(key: string): Promise<Caller> {
     if (!API_KEY_PATTERN.test(key)) throw new ApiError('unauthorized', 'the API key is not valid');
+    const hash = sha256Hex(key);
+    const now = Date.now();
+    const cached = this.validKeys.get(hash);
+    if (cached && cached.until > now) return cached.caller;
     const row = await this.db
       .selectFrom('api_keys')
       .select(['id', 'account_id', 'scopes', 'revoked_at'])
-      .where('hash', '=', sha256Hex(key))
+      .where('hash', '=', hash)
       .executeTakeFirst();
     if (!row) throw new ApiError('unauthorized', 'the API key is not valid');
     if (row.revoked_at !== null) throw new ApiError('unauthorized', 'the API key has been revoked');
     await this.touch(row.id);
-    return { accountId: row.account_id, keyId: row.id, scopes: parseScopes(row.scopes), via: 'api_key' };
+    const caller: Caller = {
+      accountId: row.account_id,
+      keyId: row.id,
+      scopes: parseScopes(row.scopes),
+      via: 'api_key',
+    };
+    if (this.validKeys.size >= KEY_CACHE_ENTRIES) this.validKeys.clear();
+    this.validKeys.set(hash, { caller, until: now + KEY_CACHE_MS });
+    return caller;
   }
 
   private async fromJwt(token: string): Promise<Caller> {
