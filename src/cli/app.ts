@@ -1,11 +1,11 @@
 // `wharf app`: runs the Engine and serves the Wharf UI for a browser at 127.0.0.1:4040. With the
 // local platform (the default until another is configured) it also runs the embedded platform in this
 // process, so the UI works out of the box, offline.
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { wharfHome } from '../server/config.js';
 import { parsePort } from './options.js';
+import { wharfPackage } from './package-root.js';
 import { UsageError, type Io } from './io.js';
 
 interface AppOptions {
@@ -73,7 +73,7 @@ export function appCommand(io: Io): Command {
         await engine.invoke('settings.update', { platform: options.platform });
       const settings = await engine.invoke('settings.get', undefined);
 
-      const staticDir = fileURLToPath(new URL('../../out/renderer', import.meta.url));
+      const staticDir = join(wharfPackage().root, 'out', 'renderer');
       const inspector = await startInspector({ bridge: engine, port: options.port, staticDir });
       if (inspector.movedFromPort !== null)
         io.out(`Port ${inspector.movedFromPort} is in use; using ${inspector.port} instead.`);

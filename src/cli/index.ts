@@ -1,38 +1,20 @@
 // The `wharf` command: parsing and printing only; the work is done by src/server (and, later, src/core).
 // Exit codes: 0 success, 1 failure, 2 usage error. Every error is one readable line on stderr.
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { adminCommand } from './admin.js';
 import { appCommand } from './app.js';
 import { UsageError, processIo, type Io } from './io.js';
 import { platformCommand } from './platform.js';
+import { wharfPackage } from './package-root.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
-/** Our package.json's version, found upwards from this module (src/cli in tests, dist/ when bundled). */
-function version(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === 'wharf' && pkg.version) return pkg.version;
-    } catch {
-      // no package.json here: keep looking upwards
-    }
-  }
-  return 'unknown';
-}
-
 export function buildProgram(io: Io = processIo): Command {
   const program = new Command('wharf')
     .description('Wharf: deploy projects, tunnel local ports and inspect their traffic, from one tool')
-    .version(version(), '-v, --version')
+    .version(wharfPackage().version, '-v, --version')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({
       writeErr: (text) => process.stderr.write(text),

@@ -280,6 +280,9 @@ describe('wharf app', () => {
     expect(output).toMatch(/Platform\s+http:\/\/127\.0\.0\.1:\d+ \(local, embedded in this process\)/);
     const url = new URL(pageUrl);
     const token = url.hash.replace('#token=', '');
+    const page = await fetch(url.origin + '/');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>Wharf</title>');
     const response = await fetch(`${url.origin}/bridge/invoke/projects.create`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-wharf-token': token },
