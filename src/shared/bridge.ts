@@ -127,7 +127,8 @@ export type BridgeEventName = keyof BridgeEvents;
 export const BRIDGE_EVENTS = ['platform-status', 'projects'] as const satisfies readonly BridgeEventName[];
 
 /** Codes of errors that do not come from the platform's API. */
-export type BridgeOnlyCode = 'offline' | 'not_configured' | 'bad_request' | 'unknown_operation';
+export type BridgeOnlyCode =
+  'offline' | 'not_configured' | 'bad_request' | 'unknown_operation' | 'token_refused';
 
 /** An error as it crosses the Bridge: a problem+json from the platform, or one of the Engine's own. */
 export interface BridgeErrorShape {

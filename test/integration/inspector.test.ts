@@ -206,7 +206,7 @@ describe('defences against other pages and hosts', () => {
       'x-wharf-token': 'guess',
     });
     expect(wrong.status).toBe(401);
-    expect(JSON.parse(wrong.body).error.code).toBe('unauthorized');
+    expect(JSON.parse(wrong.body).error.code).toBe('token_refused');
   });
 
   it('refuses a WebSocket upgrade from a foreign Origin', async () => {

@@ -147,7 +147,7 @@ async function buildInspector(
       return send(reply, {
         ok: false,
         error: {
-          code: 'unauthorized',
+          code: 'token_refused',
           status: 401,
           detail: 'missing or wrong X-Wharf-Token: open the page from the URL `wharf app` printed',
         },

@@ -1,6 +1,9 @@
 // API.md §4: projects, their sources, env vars, build configuration, uploads and logs.
 import { z } from 'zod';
 import { DnsLabel, PlainText, Timestamp, idOf } from './common.js';
+import { ENV_NAME_PATTERN, LIMITS } from '../limits.js';
+
+export { ENV_NAME_PATTERN, LIMITS };
 
 export const DEPLOY_SOURCES = ['git', 'image', 'upload'] as const;
 export const DeploySource = z.enum(DEPLOY_SOURCES);
@@ -10,20 +13,7 @@ export const PROJECT_STATUSES = ['created', 'building', 'running', 'failed', 'st
 export const ProjectStatus = z.enum(PROJECT_STATUSES);
 export type ProjectStatus = z.infer<typeof ProjectStatus>;
 
-export const LIMITS = {
-  envVars: 200,
-  envValueBytes: 32 * 1024,
-  services: 5,
-  jsonBodyBytes: 1024 * 1024,
-  uploadBytes: 100 * 1024 * 1024,
-  uploadEntries: 10_000,
-  uploadUnpackedBytes: 1024 * 1024 * 1024,
-  logLines: 500,
-} as const;
-
 const utf8Length = (value: string) => new TextEncoder().encode(value).length;
-
-export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const EnvVars = z
   .record(

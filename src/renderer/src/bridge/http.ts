@@ -153,7 +153,13 @@ export function httpBridge(location: Location, options: HttpBridgeOptions = {}):
       } catch {
         throw unreachable();
       }
-      return readResult(response.status, text) as BridgeOutput<K>;
+      try {
+        return readResult(response.status, text) as BridgeOutput<K>;
+      } catch (error) {
+        // The server no longer knows this page's token (e.g. `wharf app` was restarted).
+        if (error instanceof BridgeError && error.code === 'token_refused') events.refuse();
+        throw error;
+      }
     },
 
     on<E extends BridgeEventName>(event: E, listener: (payload: BridgeEvents[E]) => void): () => void {
@@ -211,6 +217,11 @@ class EventStream {
     return () => {
       set.delete(listener);
     };
+  }
+
+  /** The token was refused over HTTP: stop reconnecting and tell the UI. */
+  refuse(): void {
+    this.setState('refused');
   }
 
   onState(listener: (state: TransportState) => void): () => void {
