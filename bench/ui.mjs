@@ -109,17 +109,19 @@ async function main() {
       const page = await browser.newPage();
       const started = performance.now();
       const { child, match } = await start(args, ready, env);
-      await page.goto(match[1]);
-      await page
-        .locator('[data-testid="project-row-bench-0"]')
-        .waitFor({ state: 'visible', timeout: 20_000 });
-      // Two animation frames: the rows are not only in the DOM but painted.
-      // eslint-disable-next-line no-undef -- runs in the page
-      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-      const elapsed = performance.now() - started;
-      await page.close();
-      await stop(child);
-      return elapsed;
+      try {
+        await page.goto(match[1]);
+        await page
+          .locator('[data-testid="project-row-bench-0"]')
+          .waitFor({ state: 'visible', timeout: 20_000 });
+        // Two animation frames: the rows are not only in the DOM but painted.
+        // eslint-disable-next-line no-undef -- runs in the page
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        return performance.now() - started;
+      } finally {
+        await page.close();
+        await stop(child);
+      }
     };
 
     const wharfTimes = [];
