@@ -1,9 +1,9 @@
 // Where the Engine keeps secrets (API keys). One interface, one implementation per runtime: this file
 // for plain Node (the CLI and `wharf app`: a 0600 JSON file in the Wharf home), and
 // src/main/safe-storage-secret-store.ts for the desktop app (Electron safeStorage).
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { KeyStorage } from '../shared/bridge.js';
+import { writeFileAtomic } from './private-file.js';
 
 export interface SecretStore {
   readonly kind: KeyStorage;
@@ -47,10 +47,6 @@ export class FileSecretStore implements SecretStore {
   }
 
   private write(all: Record<string, string>): void {
-    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
-    const temp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temp, JSON.stringify(all, null, 2) + '\n', { mode: 0o600 });
-    chmodSync(temp, 0o600);
-    renameSync(temp, this.file);
+    writeFileAtomic(this.file, JSON.stringify(all, null, 2) + '\n');
   }
 }

@@ -1,8 +1,9 @@
 // The Engine's settings: which platform it talks to, kept in `<home>/settings.json`. The API key of a
 // remote platform is not in this file but in the SecretStore, filed under the platform's origin, so
 // switching platforms never sends one platform's key to another.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from './private-file.js';
 
 export const DEFAULT_LOCAL_PLATFORM_URL = 'http://127.0.0.1:8787';
 
@@ -31,11 +32,7 @@ export function readSettings(home: string): StoredSettings {
 }
 
 export function writeSettings(home: string, settings: StoredSettings): void {
-  mkdirSync(home, { recursive: true, mode: 0o700 });
-  const file = settingsFile(home);
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify(settings, null, 2) + '\n');
-  renameSync(temp, file);
+  writeFileAtomic(settingsFile(home), JSON.stringify(settings, null, 2) + '\n', 0o644);
 }
 
 /** A platform URL reduced to its origin (`http://host:port`), or null when it is not an http(s) URL. */

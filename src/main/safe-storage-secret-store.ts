@@ -7,10 +7,10 @@
 // obfuscates. We still store the key there (the Engine needs it to work at all), but say so through
 // `warning`, which Settings shows beside the key. When encryption is not available at all, we refuse to
 // store rather than writing the key in plain text.
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { safeStorage } from 'electron';
 import { BridgeError } from '../shared/bridge.js';
+import { writeFileAtomic } from '../core/private-file.js';
 import type { SecretStore } from '../core/secret-store.js';
 
 /** The part of Electron's safeStorage this store uses (injectable for tests). */
@@ -95,12 +95,8 @@ export class SafeStorageSecretStore implements SecretStore {
   }
 
   private write(secrets: Record<string, string>): void {
-    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
     const content: SecretsFile = { version: FILE_VERSION, secrets };
-    const temp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temp, JSON.stringify(content, null, 2) + '\n', { mode: 0o600 });
-    chmodSync(temp, 0o600);
-    renameSync(temp, this.file);
+    writeFileAtomic(this.file, JSON.stringify(content, null, 2) + '\n');
   }
 }
 

@@ -43,3 +43,21 @@ export function Icon({
     </svg>
   );
 }
+
+/** The Wharf mark: a pier with its bollards. */
+export function BrandMark({ large = false }: { large?: boolean }) {
+  const size = large ? 26 : 18;
+  return (
+    <span className={large ? 'brand-mark brand-mark-large' : 'brand-mark'} aria-hidden="true">
+      <svg viewBox="0 0 24 24" width={size} height={size}>
+        <path
+          d="M3 15h18l-2.5 5h-13L3 15Zm3-3V6h5v6m2 0V3h5v9"
+          fill="none"
+          stroke="currentColor"
+          strokeWidth="2"
+          strokeLinejoin="round"
+        />
+      </svg>
+    </span>
+  );
+}

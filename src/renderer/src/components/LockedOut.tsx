@@ -1,20 +1,12 @@
 // The full-page message when the page cannot talk to the Wharf app: opened without its token, or with
 // a token the app no longer accepts.
+import { BrandMark } from './Icon';
+
 export function LockedOut({ reason }: { reason: 'no-token' | 'refused' }) {
   return (
     <main className="locked-out" data-testid="auth-required">
       <div className="locked-out-card">
-        <span className="brand-mark brand-mark-large" aria-hidden="true">
-          <svg viewBox="0 0 24 24" width="26" height="26">
-            <path
-              d="M3 15h18l-2.5 5h-13L3 15Zm3-3V6h5v6m2 0V3h5v9"
-              fill="none"
-              stroke="currentColor"
-              strokeWidth="2"
-              strokeLinejoin="round"
-            />
-          </svg>
-        </span>
+        <BrandMark large />
         <h1>{reason === 'no-token' ? 'Open Wharf from its link' : 'This link has expired'}</h1>
         <p>
           {reason === 'no-token'

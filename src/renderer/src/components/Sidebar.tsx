@@ -2,7 +2,7 @@
 import { routeHref, type Route } from '../stores/navigation/store';
 import { useRoute } from '../stores/navigation/selectors';
 import { useConnection, useTransport } from '../stores/platform/selectors';
-import { Icon, type IconName } from './Icon';
+import { BrandMark, Icon, type IconName } from './Icon';
 
 const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array<Route['screen']> }> = [
   {
@@ -36,17 +36,7 @@ export function Sidebar() {
   return (
     <nav className="sidebar" aria-label="Main">
       <div className="brand">
-        <span className="brand-mark" aria-hidden="true">
-          <svg viewBox="0 0 24 24" width="18" height="18">
-            <path
-              d="M3 15h18l-2.5 5h-13L3 15Zm3-3V6h5v6m2 0V3h5v9"
-              fill="none"
-              stroke="currentColor"
-              strokeWidth="2"
-              strokeLinejoin="round"
-            />
-          </svg>
-        </span>
+        <BrandMark />
         <span className="brand-name">Wharf</span>
       </div>
       <ul className="nav-list">

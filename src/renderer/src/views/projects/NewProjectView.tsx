@@ -177,51 +177,36 @@ export function NewProjectView() {
             </div>
           </fieldset>
 
-          {source === 'git' ? (
+          {source === 'git' || source === 'git-host' ? (
             <div className="grid-2 grid-wide-first">
-              <TextField
-                label="Repository URL"
-                value={repoUrl}
-                onChange={(event) => {
-                  setRepoUrl(event.target.value);
-                  clearError('repo_url');
-                }}
-                error={error('repo_url')}
-                placeholder="https://github.com/owner/repo.git"
-                className="mono"
-                data-testid="project-repo-url"
-              />
-              <TextField
-                label="Branch"
-                value={branch}
-                onChange={(event) => {
-                  setBranch(event.target.value);
-                  clearError('branch');
-                }}
-                error={error('branch')}
-                placeholder="main"
-                hint="Defaults to main."
-                className="mono"
-                data-testid="project-branch"
-              />
-            </div>
-          ) : null}
-
-          {source === 'git-host' ? (
-            <div className="grid-2 grid-wide-first">
-              <TextField
-                label="Repository"
-                value={hostRepo}
-                onChange={(event) => {
-                  setHostRepo(event.target.value);
-                  clearError('git_host_repo');
-                }}
-                error={error('git_host_repo')}
-                placeholder="owner/repo"
-                hint="On the git host the platform is configured with."
-                className="mono"
-                data-testid="project-git-host-repo"
-              />
+              {source === 'git' ? (
+                <TextField
+                  label="Repository URL"
+                  value={repoUrl}
+                  onChange={(event) => {
+                    setRepoUrl(event.target.value);
+                    clearError('repo_url');
+                  }}
+                  error={error('repo_url')}
+                  placeholder="https://github.com/owner/repo.git"
+                  className="mono"
+                  data-testid="project-repo-url"
+                />
+              ) : (
+                <TextField
+                  label="Repository"
+                  value={hostRepo}
+                  onChange={(event) => {
+                    setHostRepo(event.target.value);
+                    clearError('git_host_repo');
+                  }}
+                  error={error('git_host_repo')}
+                  placeholder="owner/repo"
+                  hint="On the git host the platform is configured with."
+                  className="mono"
+                  data-testid="project-git-host-repo"
+                />
+              )}
               <TextField
                 label="Branch"
                 value={branch}
