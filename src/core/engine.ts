@@ -11,6 +11,7 @@ import type { Account, Project } from '../shared/api/index.js';
 import {
   BridgeError,
   isBridgeOperation,
+  toBridgeError,
   type Bridge,
   type BridgeEventName,
   type BridgeEvents,
@@ -495,11 +496,6 @@ function requireId(input: unknown): string {
 
 function isOffline(error: unknown): boolean {
   return error instanceof BridgeError && error.code === 'offline';
-}
-
-export function toBridgeError(error: unknown): BridgeError {
-  if (error instanceof BridgeError) return error;
-  return new BridgeError('internal', 500, (error as Error)?.message ?? String(error));
 }
 
 export type { BridgeRequests };

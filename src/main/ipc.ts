@@ -9,6 +9,7 @@ import { ipcMain, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import {
   BRIDGE_EVENTS,
   BridgeError,
+  bridgeFailure,
   isBridgeOperation,
   type Bridge,
   type BridgeEventName,
@@ -65,14 +66,6 @@ function send<C extends SendChannel>(
   contents.send(channel, message);
 }
 
-function failure(error: unknown): BridgeResult {
-  const bridgeError =
-    error instanceof BridgeError
-      ? error
-      : new BridgeError('internal', 500, (error as Error | undefined)?.message ?? String(error));
-  return { ok: false, error: bridgeError.toJSON() };
-}
-
 export interface BridgeIpcOptions {
   bridge: Bridge;
   target: RendererTarget;
@@ -89,17 +82,19 @@ export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
   handle('bridge:invoke', async (event, operation, input) => {
     if (!isTrustedSender(event.senderFrame, target)) {
       options.onRefused?.(event.senderFrame?.url ?? null);
-      return failure(new BridgeError('forbidden', 403, 'this page may not use the Wharf Bridge'));
+      return bridgeFailure(new BridgeError('forbidden', 403, 'this page may not use the Wharf Bridge'));
     }
     if (!isBridgeOperation(operation)) {
-      return failure(new BridgeError('unknown_operation', 404, `unknown operation ${String(operation)}`));
+      return bridgeFailure(
+        new BridgeError('unknown_operation', 404, `unknown operation ${String(operation)}`),
+      );
     }
     try {
       // The input is checked by the Engine's handlers (and by the platform's schemas behind them).
       const value = await bridge.invoke(operation, input as never);
       return { ok: true, value };
     } catch (error) {
-      return failure(error);
+      return bridgeFailure(error);
     }
   });
 

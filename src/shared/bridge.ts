@@ -182,6 +182,17 @@ export interface RawBridge {
   on(event: string, listener: (payload: unknown) => void): () => void;
 }
 
+/** Any error as a BridgeError: ours pass through, anything else is an internal error with its message. */
+export function toBridgeError(error: unknown): BridgeError {
+  if (error instanceof BridgeError) return error;
+  return new BridgeError('internal', 500, (error as Error | undefined)?.message ?? String(error));
+}
+
+/** A failed BridgeResult for any error, as transports send it. */
+export function bridgeFailure(error: unknown): BridgeResult {
+  return { ok: false, error: toBridgeError(error).toJSON() };
+}
+
 export function isBridgeOperation(value: unknown): value is BridgeOperation {
   return typeof value === 'string' && (BRIDGE_OPERATIONS as readonly string[]).includes(value);
 }

@@ -22,6 +22,7 @@ import type { WebSocket } from 'ws';
 import {
   BRIDGE_EVENTS,
   BridgeError,
+  bridgeFailure,
   isBridgeOperation,
   type Bridge,
   type BridgeResult,
@@ -94,14 +95,6 @@ function send(reply: FastifyReply, result: BridgeResult): FastifyReply {
   return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(result));
 }
 
-function failure(error: unknown): BridgeResult {
-  const bridgeError =
-    error instanceof BridgeError
-      ? error
-      : new BridgeError('internal', 500, (error as Error)?.message ?? String(error));
-  return { ok: false, error: bridgeError.toJSON() };
-}
-
 function sameToken(given: unknown, token: string): boolean {
   if (typeof given !== 'string') return false;
   const a = Buffer.from(given);
@@ -171,14 +164,14 @@ async function buildInspector(
       if (!isBridgeOperation(operation) || operation === 'projects.upload') {
         return send(
           reply,
-          failure(new BridgeError('unknown_operation', 404, `unknown operation ${operation}`)),
+          bridgeFailure(new BridgeError('unknown_operation', 404, `unknown operation ${operation}`)),
         );
       }
       try {
         const value = await options.bridge.invoke(operation, (request.body ?? undefined) as never);
         return send(reply, { ok: true, value });
       } catch (error) {
-        return send(reply, failure(error));
+        return send(reply, bridgeFailure(error));
       }
     },
   );
@@ -190,7 +183,7 @@ async function buildInspector(
       if (!Buffer.isBuffer(request.body)) {
         return send(
           reply,
-          failure(
+          bridgeFailure(
             new BridgeError('unsupported_media_type', 415, 'send the archive as application/octet-stream'),
           ),
         );
@@ -204,7 +197,7 @@ async function buildInspector(
         });
         return send(reply, { ok: true, value });
       } catch (error) {
-        return send(reply, failure(error));
+        return send(reply, bridgeFailure(error));
       }
     },
   );
