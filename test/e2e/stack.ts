@@ -2,11 +2,11 @@
 // processes on loopback (the app reusing that platform as its local one), and Debian's Chromium
 // driven by playwright-core. The platform can be stopped and started again to test offline spells.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
 
 const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'bin', 'wharf.js');
@@ -107,6 +107,8 @@ export interface Stack {
   pageUrl: string;
   /** `http://127.0.0.1:<port>/api/v1` of the platform. */
   api: string;
+  /** The local account's API key (`<home>/platform/local-account.json`), for direct API calls. */
+  apiKey: string;
   stopPlatform(): Promise<void>;
   startPlatform(): Promise<void>;
   close(): Promise<void>;
@@ -139,6 +141,9 @@ export async function startStack(): Promise<Stack> {
     platformPort,
     pageUrl: app.match[1]!,
     api: `http://127.0.0.1:${platformPort}/api/v1`,
+    apiKey: (
+      JSON.parse(readFileSync(join(home, 'platform', 'local-account.json'), 'utf8')) as { api_key: string }
+    ).api_key,
     stopPlatform: async () => {
       await stopChild(platform);
       platform = null;
@@ -152,7 +157,49 @@ export async function startStack(): Promise<Stack> {
   };
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/**
+ * Writes `test-results/<name>.png`. The app scrolls inside its content pane, which a full-page capture
+ * does not unroll: `show` scrolls that element into view first.
+ */
+export async function screenshot(page: Page, name: string, options: { show?: Locator } = {}): Promise<void> {
   mkdirSync(resultsDir, { recursive: true });
+  await options.show?.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(resultsDir, `${name}.png`), fullPage: true });
+}
+
+/** Calls the platform's API directly as the local account; the JSON body with the status. */
+export async function platformApi<T = unknown>(
+  stack: Pick<Stack, 'api' | 'apiKey'>,
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: T }> {
+  const headers = new Headers(init.headers);
+  headers.set('x-api-key', stack.apiKey);
+  if (typeof init.body === 'string') headers.set('content-type', 'application/json');
+  const response = await fetch(`${stack.api}${path}`, { ...init, headers });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
+}
+
+/** A fresh browser context with the app opened from its printed URL, once its frame is shown. */
+export async function openApp(
+  browser: Browser,
+  stack: Pick<Stack, 'pageUrl'>,
+  options: BrowserContextOptions = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  // Shorter than a test's own limit, so a missing element is named in the failure.
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  await page.goto(stack.pageUrl);
+  await page.getByTestId('nav-projects').waitFor();
+  return page;
+}
+
+/** The error text shown next to an input (the element its aria-describedby names `…-error`). */
+export async function errorNextTo(input: Locator): Promise<string> {
+  const describedBy = (await input.getAttribute('aria-describedby')) ?? '';
+  const errorId = describedBy.split(/\s+/).find((id) => id.endsWith('-error'));
+  if (!errorId) return '';
+  return input.page().locator(`[id="${errorId}"]`).innerText();
 }

@@ -170,7 +170,7 @@ describe('POST /projects: creating from each source', () => {
     expect(Project.parse(res.body).deploy_source).toBe('image');
   });
 
-  it('stores env_vars and a build_config given at create, with service_urls keyed by service name', async () => {
+  it('stores env_vars and a build_config given at create, with service_urls for its web services only', async () => {
     const subdomain = label('svc');
     const project = await createOk({
       subdomain,
@@ -180,10 +180,7 @@ describe('POST /projects: creating from each source', () => {
     expect(project.env_vars).toEqual({ NODE_ENV: 'production', _X1: '' });
     expect(project.build_config.services.map((s) => s.name)).toEqual(['web', 'worker']);
     expect(project.build_config.services[0]).toMatchObject({ kind: 'web', port: 3000, root_dir: null });
-    expect(project.service_urls).toEqual({
-      web: `http://${subdomain}-web.localhost:${EDGE_PORT}`,
-      worker: `http://${subdomain}-worker.localhost:${EDGE_PORT}`,
-    });
+    expect(project.service_urls).toEqual({ web: `http://${subdomain}-web.localhost:${EDGE_PORT}` });
   });
 
   it('accepts the boundaries: a 64-character name, a 63-character subdomain, a one-character subdomain', async () => {

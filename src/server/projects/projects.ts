@@ -177,10 +177,10 @@ export class ProjectService {
       status: row.status as ProjectStatus,
       url: edgeUrl(this.config, host(row.subdomain)),
       service_urls: Object.fromEntries(
-        buildConfig.services.map((s) => [
-          s.name,
-          edgeUrl(this.config, host(serviceLabel(row.subdomain, s.name))),
-        ]),
+        // Workers serve no HTTP, so they have no URL.
+        buildConfig.services
+          .filter((s) => s.kind !== 'worker')
+          .map((s) => [s.name, edgeUrl(this.config, host(serviceLabel(row.subdomain, s.name)))]),
       ),
       created_at: row.created_at,
       updated_at: row.updated_at,

@@ -1,6 +1,7 @@
 // A labelled form control with its hint and its error, wired for assistive technology
 // (aria-invalid, aria-describedby). Every input of the app goes through one of these.
 import { useId, type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes } from 'react';
+import { asSentence } from '../lib/field-errors';
 
 interface FieldFrameProps {
   label: ReactNode;
@@ -23,7 +24,7 @@ export function FieldFrame({ label, hint, error, className, children }: FieldFra
       {children({ id, describedBy, invalid: Boolean(error) })}
       {error ? (
         <p className="field-error" id={errorId}>
-          {error}
+          {asSentence(error)}
         </p>
       ) : null}
       {hint ? (

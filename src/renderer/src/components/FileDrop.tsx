@@ -3,6 +3,7 @@
 import { useId, useState, type DragEvent } from 'react';
 import { formatBytes } from '../lib/format';
 import { Icon } from './Icon';
+import { asSentence } from '../lib/field-errors';
 
 interface FileDropProps {
   label: string;
@@ -75,7 +76,7 @@ export function FileDrop({ label, file, onFile, error, disabled, hint }: FileDro
       </label>
       {error ? (
         <p className="field-error" id={`${id}-error`}>
-          {error}
+          {asSentence(error)}
         </p>
       ) : null}
       <p className="field-hint" id={`${id}-hint`}>

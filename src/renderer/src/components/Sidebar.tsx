@@ -16,6 +16,7 @@ const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array
 
 const STATE_LABELS = {
   online: 'Connected',
+  refused: 'Key refused',
   offline: 'Offline',
   unknown: 'Connecting…',
   reconnecting: 'Reconnecting…',
@@ -23,7 +24,7 @@ const STATE_LABELS = {
 
 export function Sidebar() {
   const route = useRoute();
-  const { online, mode, platformUrl } = useConnection();
+  const { online, mode, platformUrl, problem } = useConnection();
   const transport = useTransport();
   const state =
     transport === 'reconnecting'
@@ -31,7 +32,9 @@ export function Sidebar() {
       : online === null
         ? 'unknown'
         : online
-          ? 'online'
+          ? problem
+            ? 'refused'
+            : 'online'
           : 'offline';
   return (
     <nav className="sidebar" aria-label="Main">
@@ -57,7 +60,12 @@ export function Sidebar() {
           );
         })}
       </ul>
-      <div className="sidebar-footer" data-testid="platform-indicator" data-state={state}>
+      <div
+        className="sidebar-footer"
+        data-testid="platform-indicator"
+        data-state={state}
+        title={state === 'refused' ? (problem ?? undefined) : undefined}
+      >
         <span className={`status-dot is-${state}`} aria-hidden="true" />
         <div className="sidebar-footer-text">
           <span className="sidebar-footer-title">{STATE_LABELS[state]}</span>

@@ -28,3 +28,11 @@ export function unplacedErrors(errors: FieldErrors, isShown: (path: string) => b
 export function describeFieldError({ path, message }: FieldError): string {
   return path ? `${path} ${message}` : message;
 }
+
+/**
+ * A message as a sentence: its first letter capitalized, unless it starts with a quote, since what
+ * follows a quote is a name the user typed (`"api" is reserved`) and must stay exactly as typed.
+ */
+export function asSentence(message: string): string {
+  return /^[a-z]/.test(message) ? message[0]!.toUpperCase() + message.slice(1) : message;
+}

@@ -1,13 +1,20 @@
 // A project's build configuration: root directory, install/build/start commands, and up to five
 // services (name, kind, start command, port, root directory, install and build commands). A 422 from
 // the platform is shown on the inputs its paths name (`services[2].name`); the rest above the form.
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { BuildConfig, BuildConfigInput, Project } from '../../../../shared/api/projects.js';
 import type { FieldError } from '../../../../shared/errors.js';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { FormErrors, SuccessNote } from '../../components/Notice';
-import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from '../../lib/field-errors';
+import {
+  asSentence,
+  fieldErrorsOf,
+  NO_FIELD_ERRORS,
+  unplacedErrors,
+  type FieldErrors,
+} from '../../lib/field-errors';
+import { focusFirstInvalid } from '../../lib/focus';
 import { MAX_SERVICES } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
 
@@ -63,9 +70,9 @@ function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<stri
     let port: number | null = null;
     if (service.kind === 'web' && service.port.trim() !== '') {
       const text = service.port.trim();
-      if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
-        problems[`services[${i}].port`] = 'must be a whole number between 1 and 65535';
-      } else port = Number(text);
+      // Only what is not a number at all is caught here; the platform checks the range, with the rest.
+      if (!/^\d+$/.test(text)) problems[`services[${i}].port`] = 'must be a whole number between 1 and 65535';
+      else port = Number(text);
     }
     return {
       name: service.name.trim(),
@@ -161,12 +168,15 @@ export function BuildConfigForm({ project }: { project: Project }) {
     setSaved(false);
   };
 
+  const formRef = useRef<HTMLFormElement>(null);
+
   const save = async () => {
     setMessage(null);
     const { input, problems } = toInput(draft);
     if (Object.keys(problems).length > 0) {
       setErrors(problems);
       setMessage('Fix the fields marked below: nothing was saved.');
+      focusFirstInvalid(formRef.current);
       return;
     }
     setSaving(true);
@@ -180,6 +190,7 @@ export function BuildConfigForm({ project }: { project: Project }) {
       return;
     }
     setErrors(fieldErrorsOf(outcome.error, 'build_config'));
+    focusFirstInvalid(formRef.current);
     setMessage(
       outcome.error.errors?.length
         ? 'The build configuration was not saved: fix the fields marked below.'
@@ -207,6 +218,7 @@ export function BuildConfigForm({ project }: { project: Project }) {
         </div>
       </header>
       <form
+        ref={formRef}
         onSubmit={(event) => {
           event.preventDefault();
           void save();
@@ -275,7 +287,7 @@ export function BuildConfigForm({ project }: { project: Project }) {
                 Add service
               </button>
             </div>
-            {errors.services ? <p className="field-error">{errors.services}</p> : null}
+            {errors.services ? <p className="field-error">{asSentence(errors.services)}</p> : null}
             {draft.services.map((service, i) => {
               const error = (field: string) => errors[`services[${i}].${field}`];
               const testId = (field: string) => `service-${i}-${field}`;

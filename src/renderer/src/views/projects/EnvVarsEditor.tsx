@@ -9,6 +9,7 @@ import { formatDotenv, parseDotenv, type DotenvProblem } from '../../lib/dotenv'
 import type { FieldError } from '../../../../shared/errors.js';
 import { ENV_NAME_PATTERN, MAX_ENV_VARS } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
+import { asSentence } from '../../lib/field-errors';
 
 interface Row {
   key: number;
@@ -263,7 +264,7 @@ export function EnvVarsEditor({ project }: { project: Project }) {
                   >
                     <Icon name="trash" />
                   </button>
-                  {error ? <p className="field-error env-row-error">{error}</p> : null}
+                  {error ? <p className="field-error env-row-error">{asSentence(error)}</p> : null}
                 </div>
               );
             })}

@@ -1,7 +1,7 @@
 // Creating a project: a name, a subdomain, and one source chosen by a radio group (git URL, a repo of
 // the git host, a container image, or an uploaded .tar.gz). Upload projects are created first, then
 // their archive is sent; its progress shows on the project's page.
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import type { CreateProjectRequest } from '../../../../shared/api/projects.js';
 import { DNS_LABEL_MAX, RESERVED_SUBDOMAINS } from '../../../../shared/dns-label.js';
 import { FileDrop } from '../../components/FileDrop';
@@ -12,6 +12,7 @@ import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from
 import { routeHref } from '../../stores/navigation/store';
 import { useNavigate } from '../../stores/navigation/selectors';
 import { useProjectActions } from '../../stores/projects/selectors';
+import { focusFirstInvalid } from '../../lib/focus';
 
 type SourceKind = 'git' | 'git-host' | 'image' | 'upload';
 
@@ -55,6 +56,7 @@ export function NewProjectView() {
   const [image, setImage] = useState('');
   const [file, setFile] = useState<File | null>(null);
   const [submitting, setSubmitting] = useState(false);
+  const formRef = useRef<HTMLFormElement>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [errors, setErrors] = useState<FieldErrors>(NO_FIELD_ERRORS);
 
@@ -87,14 +89,16 @@ export function NewProjectView() {
       navigate({ screen: 'project', id: outcome.value.id }, { replace: true });
       return;
     }
-    const fields = fieldErrorsOf(outcome.error);
-    setErrors(fields);
+    // A 409 at creation is always a host name that is taken: it belongs next to the subdomain.
+    const taken = outcome.error.code === 'conflict' && !outcome.error.errors?.length;
+    setErrors(taken ? { subdomain: outcome.error.detail } : fieldErrorsOf(outcome.error));
     // The detail repeats what the fields say for a 422; otherwise it is the only message.
     setMessage(
       outcome.error.errors?.length
         ? 'The project could not be created: check the fields marked below.'
         : outcome.error.detail,
     );
+    focusFirstInvalid(formRef.current);
   };
 
   const unplaced = unplacedErrors(errors, (path) => SHOWN_PATHS[source].includes(path));
@@ -120,6 +124,7 @@ export function NewProjectView() {
       </header>
 
       <form
+        ref={formRef}
         className="card"
         onSubmit={(event) => void submit(event)}
         noValidate

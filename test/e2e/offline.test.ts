@@ -1,0 +1,91 @@
+// Offline spells: when the platform stops, the UI says so and keeps showing the projects it last saw
+// (from the Engine's Mirror, so a reload shows them too); when it is back, the banner goes away.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Project } from '../../src/shared/api/projects.js';
+import { launchBrowser, openApp, platformApi, screenshot, startStack, type Stack } from './stack.js';
+
+let stack: Stack;
+let browser: Browser;
+let page: Page | undefined;
+const projects: Project[] = [];
+
+beforeAll(async () => {
+  stack = await startStack();
+  browser = await launchBrowser();
+  for (const request of [
+    { name: 'Cached Shop', subdomain: 'cached-shop', image: 'nginx:1.27' },
+    { name: 'Cached Blog', subdomain: 'cached-blog', repo_url: 'https://github.com/example/blog.git' },
+  ]) {
+    const { status, body } = await platformApi<Project>(stack, '/projects', {
+      method: 'POST',
+      body: JSON.stringify(request),
+    });
+    expect(status).toBe(201);
+    projects.push(body);
+  }
+}, 45_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+afterEach(async () => {
+  await page?.context().close();
+  page = undefined;
+});
+
+async function expectProjectsListed(app: Page): Promise<void> {
+  for (const project of projects) {
+    const row = app.getByTestId(`project-row-${project.subdomain}`);
+    await row.waitFor();
+    expect(await row.innerText()).toContain(project.name);
+  }
+}
+
+describe('offline', () => {
+  it('keeps showing the cached projects while the platform is down, even after a reload', async () => {
+    const app = (page = await openApp(browser, stack));
+    await expectProjectsListed(app);
+    await expect
+      .poll(() => app.getByTestId('platform-indicator').getAttribute('data-state'), { timeout: 10_000 })
+      .toBe('online');
+    expect(await app.getByTestId('offline-banner').count()).toBe(0);
+
+    await stack.stopPlatform();
+    try {
+      const banner = app.getByTestId('offline-banner');
+      await banner.waitFor({ timeout: 10_000 });
+      expect(await banner.innerText()).toMatch(/Offline — showing projects cached at/);
+      expect(await app.getByTestId('platform-indicator').getAttribute('data-state')).toBe('offline');
+      await expectProjectsListed(app);
+      await screenshot(app, 'offline-banner');
+
+      // A reload asks the Engine again: the projects come from its Mirror.
+      await app.reload();
+      await app.getByTestId('offline-banner').waitFor({ timeout: 10_000 });
+      await expectProjectsListed(app);
+      expect(await app.getByTestId('projects-error').count()).toBe(0);
+
+      // A cached project's page opens too, marked as an offline copy.
+      await app
+        .getByTestId(`project-row-${projects[0]!.subdomain}`)
+        .getByRole('link', { name: projects[0]!.name, exact: true })
+        .click();
+      await app.getByTestId('project-detail').waitFor();
+      expect(await app.getByTestId('project-detail').innerText()).toMatch(/Offline copy from/);
+      await screenshot(app, 'offline-project-detail');
+      await app.getByTestId('nav-projects').click();
+    } finally {
+      await stack.startPlatform();
+    }
+
+    await app.getByTestId('offline-banner').waitFor({ state: 'detached', timeout: 8_000 });
+    await expect
+      .poll(() => app.getByTestId('platform-indicator').getAttribute('data-state'), { timeout: 10_000 })
+      .toBe('online');
+    await expectProjectsListed(app);
+    await screenshot(app, 'back-online');
+  }, 60_000);
+});
