@@ -1,39 +1,25 @@
 // Offline spells: when the platform stops, the UI says so and keeps showing the projects it last saw
 // (from the Engine's Mirror, so a reload shows them too); when it is back, the banner goes away.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
-import { launchBrowser, openApp, platformApi, screenshot, startStack, type Stack } from './stack.js';
+import { platformApi, screenshot, useAppStack } from './stack.js';
 
-let stack: Stack;
-let browser: Browser;
-let page: Page | undefined;
 const projects: Project[] = [];
-
-beforeAll(async () => {
-  stack = await startStack();
-  browser = await launchBrowser();
-  for (const request of [
-    { name: 'Cached Shop', subdomain: 'cached-shop', image: 'nginx:1.27' },
-    { name: 'Cached Blog', subdomain: 'cached-blog', repo_url: 'https://github.com/example/blog.git' },
-  ]) {
-    const { status, body } = await platformApi<Project>(stack, '/projects', {
-      method: 'POST',
-      body: JSON.stringify(request),
-    });
-    expect(status).toBe(201);
-    projects.push(body);
-  }
-}, 45_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-});
-
-afterEach(async () => {
-  await page?.context().close();
-  page = undefined;
+const ui = useAppStack({
+  setup: async (stack) => {
+    for (const request of [
+      { name: 'Cached Shop', subdomain: 'cached-shop', image: 'nginx:1.27' },
+      { name: 'Cached Blog', subdomain: 'cached-blog', repo_url: 'https://github.com/example/blog.git' },
+    ]) {
+      const { status, body } = await platformApi<Project>(stack, '/projects', {
+        method: 'POST',
+        body: JSON.stringify(request),
+      });
+      expect(status).toBe(201);
+      projects.push(body);
+    }
+  },
 });
 
 async function expectProjectsListed(app: Page): Promise<void> {
@@ -46,14 +32,14 @@ async function expectProjectsListed(app: Page): Promise<void> {
 
 describe('offline', () => {
   it('keeps showing the cached projects while the platform is down, even after a reload', async () => {
-    const app = (page = await openApp(browser, stack));
+    const app = await ui.open();
     await expectProjectsListed(app);
     await expect
       .poll(() => app.getByTestId('platform-indicator').getAttribute('data-state'), { timeout: 10_000 })
       .toBe('online');
     expect(await app.getByTestId('offline-banner').count()).toBe(0);
 
-    await stack.stopPlatform();
+    await ui.stack.stopPlatform();
     try {
       const banner = app.getByTestId('offline-banner');
       await banner.waitFor({ timeout: 10_000 });
@@ -78,7 +64,7 @@ describe('offline', () => {
       await screenshot(app, 'offline-project-detail');
       await app.getByTestId('nav-projects').click();
     } finally {
-      await stack.startPlatform();
+      await ui.stack.startPlatform();
     }
 
     await app.getByTestId('offline-banner').waitFor({ state: 'detached', timeout: 8_000 });

@@ -1,46 +1,18 @@
 // Projects in the desktop UI (browser mode), clicked through as a user would: creating one of each
 // source, refused input, environment variables, build configuration, archive uploads and deletion.
 // Each test checks what the UI shows and what the platform then holds, through its own API.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { CreateProjectRequest, Project } from '../../src/shared/api/projects.js';
 import { nodeAppTarball, tarball } from '../fixtures/tarball.js';
-import {
-  errorNextTo,
-  launchBrowser,
-  openApp,
-  platformApi,
-  screenshot,
-  startStack,
-  type Stack,
-} from './stack.js';
+import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
 
-let stack: Stack;
-let browser: Browser;
-let page: Page | undefined;
+const ui = useAppStack();
 
-beforeAll(async () => {
-  stack = await startStack();
-  browser = await launchBrowser();
-}, 45_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-});
-
-afterEach(async () => {
-  await page?.context().close();
-  page = undefined;
-});
-
-async function open(options?: Parameters<typeof openApp>[2]): Promise<Page> {
-  page = await openApp(browser, stack, options);
-  return page;
-}
+const open = (options?: Parameters<typeof ui.open>[0]): Promise<Page> => ui.open(options);
 
 async function apiProjects(): Promise<Project[]> {
-  const { status, body } = await platformApi<Project[]>(stack, '/projects');
+  const { status, body } = await platformApi<Project[]>(ui.stack, '/projects');
   expect(status).toBe(200);
   return body;
 }
@@ -51,7 +23,7 @@ async function apiProject(subdomain: string): Promise<Project | undefined> {
 
 /** Set-up that is not under test: a project made through the API. */
 async function seedProject(request: CreateProjectRequest): Promise<Project> {
-  const { status, body } = await platformApi<Project>(stack, '/projects', {
+  const { status, body } = await platformApi<Project>(ui.stack, '/projects', {
     method: 'POST',
     body: JSON.stringify(request),
   });
@@ -464,7 +436,7 @@ describe('deleting a project', () => {
     await app.getByTestId('project-list').waitFor();
     await expect.poll(() => app.getByTestId('project-row-doomed').count(), { timeout: 5_000 }).toBe(0);
     expect(await apiProject('doomed')).toBeUndefined();
-    expect((await platformApi(stack, `/projects/${project.id}`)).status).toBe(404);
+    expect((await platformApi(ui.stack, `/projects/${project.id}`)).status).toBe(404);
   });
 });
 

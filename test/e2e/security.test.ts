@@ -3,48 +3,31 @@
 // header (DNS rebinding) is refused.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, openApp, screenshot, startStack, type Stack } from './stack.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { screenshot, useAppStack } from './stack.js';
 
-let stack: Stack;
-let browser: Browser;
-let page: Page | undefined;
 /** Another local origin: a tiny page served by node:http on its own port. */
-let foreign: Server;
+let foreign: Server | undefined;
 let foreignOrigin: string;
 
-beforeAll(async () => {
-  stack = await startStack();
-  browser = await launchBrowser();
-  foreign = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end('<!doctype html><title>Not Wharf</title><h1>A page of another origin</h1>');
-  });
-  await new Promise<void>((resolve) => foreign.listen(0, '127.0.0.1', resolve));
-  foreignOrigin = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`;
-}, 45_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => foreign?.close(resolve));
-  await stack?.close();
+const ui = useAppStack({
+  setup: async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end('<!doctype html><title>Not Wharf</title><h1>A page of another origin</h1>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    foreign = server;
+    foreignOrigin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  },
+  teardown: () => new Promise<void>((resolve) => (foreign ? foreign.close(() => resolve()) : resolve())),
 });
 
-afterEach(async () => {
-  await page?.context().close();
-  page = undefined;
-});
+const appOrigin = () => new URL(ui.stack.pageUrl).origin;
+const appToken = () => new URLSearchParams(new URL(ui.stack.pageUrl).hash.slice(1)).get('token')!;
 
-const appOrigin = () => new URL(stack.pageUrl).origin;
-const appToken = () => new URLSearchParams(new URL(stack.pageUrl).hash.slice(1)).get('token')!;
-
-async function newPage(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  page = await context.newPage();
-  return page;
-}
+const newPage = (): Promise<Page> => ui.blankPage();
 
 /** What a page sees when it POSTs to the Bridge: the status, or that the fetch failed. */
 function postFromPage(
@@ -90,7 +73,7 @@ function rawRequest(
   path: string,
   headers: Record<string, string>,
 ): Promise<{ status: number; body: string }> {
-  const { port } = new URL(stack.pageUrl);
+  const { port } = new URL(ui.stack.pageUrl);
   return new Promise((resolve, reject) => {
     const request = httpRequest(
       { host: '127.0.0.1', port: Number(port), path, method: 'POST', headers },
@@ -129,7 +112,7 @@ describe('the app page server', () => {
   });
 
   it('answers its own page, with the token, from its own origin', async () => {
-    const app = (page = await openApp(browser, stack));
+    const app = await ui.open();
     const result = await postFromPage(app, `${appOrigin()}/bridge/invoke/projects.list`, appToken());
     expect(result).toEqual({ status: 200 });
     expect(await socketFromPage(app, `${appOrigin().replace('http', 'ws')}/bridge/events`)).toMatchObject({
@@ -179,6 +162,8 @@ describe('the app page server', () => {
     });
     expect(rebound.status).toBe(403);
     expect(rebound.body).not.toContain('"ok":true');
-    expect((await rawRequest('/', { host: `evil.example:${new URL(stack.pageUrl).port}` })).status).toBe(403);
+    expect((await rawRequest('/', { host: `evil.example:${new URL(ui.stack.pageUrl).port}` })).status).toBe(
+      403,
+    );
   });
 });

@@ -1,47 +1,26 @@
 // Settings in the desktop UI (browser mode): the local platform with its account and balance, the
 // connection test, a remote platform with a wrong key, a URL that is not http(s), and switching back.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/shared/api/account.js';
-import {
-  errorNextTo,
-  launchBrowser,
-  openApp,
-  platformApi,
-  screenshot,
-  startStack,
-  type Stack,
-} from './stack.js';
+import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
 
-let stack: Stack;
-let browser: Browser;
-let page: Page | undefined;
 let account: Account;
 
 /** Well formed (wk_ and 32 letters and digits), but no platform knows it. */
 const WRONG_KEY = `wk_${'0123456789abcdefghijklmnopqrstuv'}`;
 
-beforeAll(async () => {
-  stack = await startStack();
-  browser = await launchBrowser();
-  const response = await platformApi<Account>(stack, '/account');
-  expect(response.status).toBe(200);
-  account = response.body;
-}, 45_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-});
-
-afterEach(async () => {
-  await page?.context().close();
-  page = undefined;
+const ui = useAppStack({
+  setup: async (stack) => {
+    const response = await platformApi<Account>(stack, '/account');
+    expect(response.status).toBe(200);
+    account = response.body;
+  },
 });
 
 /** Opens the app on its Settings screen, in en-US so amounts read as in Node. */
 async function openSettings(): Promise<Page> {
-  page = await openApp(browser, stack, { locale: 'en-US' });
+  const page = await ui.open({ locale: 'en-US' });
   await page.getByTestId('nav-settings').click();
   await page.getByTestId('settings-form').waitFor();
   return page;
@@ -49,7 +28,7 @@ async function openSettings(): Promise<Page> {
 
 const usd = (amount: number) =>
   new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(amount);
-const platformOrigin = () => `http://127.0.0.1:${stack.platformPort}`;
+const platformOrigin = () => `http://127.0.0.1:${ui.stack.platformPort}`;
 
 describe('settings', () => {
   it('shows the local platform’s account with its email and balance', async () => {
@@ -123,7 +102,7 @@ describe('settings', () => {
     expect(await app.getByTestId('api-key').inputValue()).toBe('');
     await expect
       .poll(() => app.getByTestId('platform-indicator').innerText(), { timeout: 5_000 })
-      .toContain(`127.0.0.1:${stack.platformPort}`);
+      .toContain(`127.0.0.1:${ui.stack.platformPort}`);
     await expect
       .poll(() => app.getByTestId('account').innerText(), { timeout: 5_000 })
       .toMatch(/could not be loaded/);

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'bin', 'wharf.js');
@@ -202,4 +203,59 @@ export async function errorNextTo(input: Locator): Promise<string> {
   const errorId = describedBy.split(/\s+/).find((id) => id.endsWith('-error'));
   if (!errorId) return '';
   return input.page().locator(`[id="${errorId}"]`).innerText();
+}
+
+export interface AppHarness {
+  /** The running stack (set once beforeAll has run). */
+  readonly stack: Stack;
+  /** The app in a fresh browser context, closed after the test. */
+  open(options?: BrowserContextOptions): Promise<Page>;
+  /** A blank page in a fresh context, closed after the test. */
+  blankPage(): Promise<Page>;
+}
+
+/**
+ * The hooks every UI test file needs: one stack and one browser for the file (with the file's own
+ * setup and teardown around them), a fresh page per test.
+ */
+export function useAppStack(
+  hooks: { setup?: (stack: Stack) => Promise<void>; teardown?: () => Promise<void> } = {},
+): AppHarness {
+  let stack: Stack | undefined;
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  const started = () => {
+    if (!stack || !browser) throw new Error('the stack is not started: use the harness inside tests');
+    return { stack, browser };
+  };
+  beforeAll(async () => {
+    stack = await startStack();
+    browser = await launchBrowser();
+    await hooks.setup?.(stack);
+  }, 45_000);
+  afterAll(async () => {
+    await browser?.close();
+    await hooks.teardown?.();
+    await stack?.close();
+  });
+  afterEach(async () => {
+    await page?.context().close();
+    page = undefined;
+  });
+  return {
+    get stack() {
+      return started().stack;
+    },
+    async open(options) {
+      const running = started();
+      page = await openApp(running.browser, running.stack, options);
+      return page;
+    },
+    async blankPage() {
+      const context = await started().browser.newContext({ viewport: { width: 1280, height: 800 } });
+      context.setDefaultTimeout(10_000);
+      page = await context.newPage();
+      return page;
+    },
+  };
 }
