@@ -72,6 +72,9 @@ export function appCommand(io: Io): Command {
       if (options.platform !== undefined)
         await engine.invoke('settings.update', { platform: options.platform });
       const settings = await engine.invoke('settings.get', undefined);
+      // Learn the account and fetch the list now, while the user opens the page: its first call is then
+      // answered at once. Failures (offline, no key) are for the page to show, not for start-up.
+      const warmUp = engine.invoke('projects.list', undefined).catch(() => undefined);
 
       const staticDir = join(wharfPackage().root, 'out', 'renderer');
       const inspector = await startInspector({ bridge: engine, port: options.port, staticDir });
@@ -87,6 +90,7 @@ export function appCommand(io: Io): Command {
       io.out(`  Home       ${home}`);
       io.out('Open the URL above in a browser. Press Ctrl+C to stop.');
 
+      await warmUp;
       await new Promise<void>((done) => {
         const stop = (signal: NodeJS.Signals) => {
           io.out(`${signal}: shutting down`);
