@@ -19,6 +19,7 @@ import { loadOrCreateSecret } from './auth/secret.js';
 import { type PlatformConfig, resolveConfig } from './config.js';
 import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
 import { ProjectService } from './projects/projects.js';
+import { LogStore } from './projects/logs.js';
 import { projectRoutes } from './projects/routes.js';
 import { type Store, openStore } from './store/open.js';
 
@@ -28,6 +29,8 @@ export interface Platform {
   app: FastifyInstance;
   config: PlatformConfig;
   db: Store;
+  /** Project logs: the runtime appends, GET /projects/:id/logs reads and follows. */
+  logs: LogStore;
   /** Where the local account's key was written, when this start created it. */
   localAccountFile: string | null;
 }
@@ -48,6 +51,7 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
   );
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
   const projects = new ProjectService(db, config);
+  const logs = new LogStore(db);
 
   const app = Fastify({
     logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
@@ -126,7 +130,7 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
       });
 
       await api.register(accountRoutes, { db, config, auth });
-      await api.register(projectRoutes, { db, config, projects });
+      await api.register(projectRoutes, { db, config, projects, logs });
     },
     { prefix: API_PREFIX },
   );
@@ -135,6 +139,7 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
     app,
     config,
     db,
+    logs,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
   };
 }

@@ -13,7 +13,6 @@ import {
   type DeploySource,
   EMPTY_BUILD_CONFIG,
   type EnvVars,
-  type LogLine,
   type Project,
   type ProjectStatus,
 } from '../../shared/api/projects.js';
@@ -71,17 +70,6 @@ export class ProjectService {
       .executeTakeFirst();
     if (!row) throw notFound(`project ${id}`);
     return row;
-  }
-
-  async recentLogs(projectId: string, limit: number): Promise<LogLine[]> {
-    const rows = await this.db
-      .selectFrom('project_logs')
-      .select(['ts', 'stream', 'service', 'line'])
-      .where('project_id', '=', projectId)
-      .orderBy('seq', 'desc')
-      .limit(limit)
-      .execute();
-    return rows.reverse().map((r) => ({ ...r, stream: r.stream as LogLine['stream'] }));
   }
 
   async create(accountId: string, body: CreateProjectRequest): Promise<Project> {

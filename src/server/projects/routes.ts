@@ -1,6 +1,7 @@
 // Routes of API.md §4 that exist so far: create, list, get, env vars, build config, upload, delete.
 // Deploy, stop and logs arrive with the runtime.
 import { mkdirSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +14,8 @@ import {
   BuildConfig,
   CreateProjectRequest,
   LIMITS,
+  LogLine,
+  LogsQuery,
   Project,
   ProjectDetail,
   UpdateProjectRequest,
@@ -23,10 +26,12 @@ import { ApiError, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
+import { type LogStore, type SequencedLine, publicLine } from './logs.js';
 import type { ProjectService } from './projects.js';
 
 export interface ProjectRoutesOptions {
   db: Store;
+  logs: LogStore;
   config: PlatformConfig;
   projects: ProjectService;
 }
@@ -35,7 +40,7 @@ const RAW_ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'applicatio
 
 export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async (
   app,
-  { db, config, projects },
+  { db, config, projects, logs },
 ) => {
   const uploadsDir = join(config.dataDir, 'uploads');
   const tmpDir = join(config.dataDir, 'tmp');
@@ -86,7 +91,8 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     },
     handler: async (request) => {
       const project = await projects.get(request.caller.accountId, request.params.id);
-      return { project, logs: await projects.recentLogs(project.id, LIMITS.logLines) };
+      const lines = await logs.read(project.id, { limit: LIMITS.logLines });
+      return { project, logs: lines.map(publicLine) };
     },
   });
 
@@ -114,6 +120,73 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     },
     handler: async (request) =>
       projects.setBuildConfig(request.caller.accountId, request.params.id, request.body),
+  });
+
+  // Open follow streams never go idle: end them when the platform shuts down, or close() would wait.
+  const followers = new Set<ServerResponse>();
+  app.addHook('preClose', async () => {
+    for (const stream of followers) stream.end();
+  });
+
+  app.get('/projects/:id/logs', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: "A project's log lines, oldest first; ?follow=1 streams them as server-sent events",
+      description:
+        'Without follow: the newest `limit` lines (default 500) after `since`, oldest first. With follow=1: ' +
+        'the same lines, then each new one, as `log` events of text/event-stream, with a comment every 15 s.',
+      tags,
+      params: IdParams,
+      querystring: LogsQuery,
+      response: { 200: z.array(LogLine) },
+    },
+    handler: async (request, reply) => {
+      const project = await projects.row(request.caller.accountId, request.params.id);
+      const query = { limit: request.query.limit ?? LIMITS.logLines, since: request.query.since };
+      const follow = request.query.follow === '1' || request.query.follow === 'true';
+      if (!follow) return (await logs.read(project.id, query)).map(publicLine);
+
+      // Follow: subscribe before reading, so nothing written meanwhile is lost; the sequence numbers
+      // drop what the backlog already holds.
+      const pending: SequencedLine[] = [];
+      let lastSent = 0;
+      let live = false;
+      const raw = reply.raw;
+      const send = (line: SequencedLine) => {
+        if (line.seq <= lastSent) return;
+        lastSent = line.seq;
+        raw.write(`event: log\nid: ${line.seq}\ndata: ${JSON.stringify(publicLine(line))}\n\n`);
+      };
+      const unfollow = logs.follow(project.id, (lines) => {
+        if (live) lines.forEach(send);
+        else pending.push(...lines);
+      });
+      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
+      const stop = () => {
+        clearInterval(heartbeat);
+        unfollow();
+      };
+      request.raw.once('close', stop);
+      followers.add(raw);
+      raw.once('close', () => followers.delete(raw));
+      try {
+        const backlog = await logs.read(project.id, query);
+        reply.hijack();
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        raw.write(': following logs\n\n');
+        backlog.forEach(send);
+        pending.forEach(send);
+        live = true;
+      } catch (error) {
+        stop();
+        throw error;
+      }
+    },
   });
 
   app.delete('/projects/:id', {
