@@ -1,0 +1,124 @@
+// Running one command of a deployed app: in its own process group (so stopping it stops everything it
+// started), with its output read line by line, and a health check that waits for its port. The
+// runtime's `process` driver builds on this; the `sandbox` driver wraps the same command in bwrap.
+import { spawn } from 'node:child_process';
+import { connect, createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+
+export interface ProcessSpec {
+  /** A shell command line, run with /bin/sh -c. */
+  command: string;
+  cwd: string;
+  env: Record<string, string>;
+  /** Each line the command writes, without its newline. */
+  onLine(stream: 'stdout' | 'stderr', line: string): void;
+}
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  pid: number;
+  /** Settles when the command's own process has exited. */
+  exited: Promise<ProcessExit>;
+  /** SIGTERM to the whole group, SIGKILL after `graceMs`; resolves once the process has exited. */
+  stop(graceMs?: number): Promise<ProcessExit>;
+}
+
+export function startProcess(spec: ProcessSpec): RunningProcess {
+  const child = spawn('/bin/sh', ['-c', spec.command], {
+    cwd: spec.cwd,
+    env: spec.env,
+    // Its own process group: kill(-pid) then reaches every process the command starts.
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', (error) => {
+      spec.onLine('stderr', `could not start: ${error.message}`);
+      resolve({ code: 127, signal: null });
+    });
+  });
+  for (const [name, stream] of [
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => spec.onLine(name, line));
+  }
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  return {
+    pid: child.pid ?? -1,
+    exited,
+    async stop(graceMs = 5_000) {
+      signalGroup('SIGTERM');
+      const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+      const exit = await exited;
+      clearTimeout(timer);
+      // Whatever the command left behind in its group goes too.
+      signalGroup('SIGKILL');
+      return exit;
+    },
+  };
+}
+
+export class HealthCheckError extends Error {}
+
+/**
+ * Resolves once something accepts TCP connections on 127.0.0.1:`port`; rejects when `exited` settles
+ * first (the app died) or after `timeoutMs`.
+ */
+export async function waitForPort(
+  port: number,
+  options: { timeoutMs: number; exited?: Promise<ProcessExit> },
+): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  let died: ProcessExit | null = null;
+  void options.exited?.then((exit) => (died = exit));
+  for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+    if (await accepts(port)) return;
+    if (died) {
+      const { code, signal } = died as ProcessExit;
+      throw new HealthCheckError(
+        `the app exited (${signal ? `signal ${signal}` : `code ${code}`}) before it listened on port ${port}`,
+      );
+    }
+    if (Date.now() + delay > deadline) {
+      throw new HealthCheckError(
+        `nothing listened on port ${port} within ${Math.round(options.timeoutMs / 1000)} s`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** A port free on 127.0.0.1 right now, for an app's PORT. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

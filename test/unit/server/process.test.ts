@@ -1,0 +1,103 @@
+// The runtime's process layer on real processes: output by line, process groups, health checks.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  HealthCheckError,
+  freePort,
+  startProcess,
+  waitForPort,
+  type RunningProcess,
+} from '../../../src/server/runtime/process.js';
+
+const cwd = mkdtempSync(join(tmpdir(), 'wharf-process-'));
+const running: RunningProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop(1_000)));
+  rmSync(cwd, { recursive: true, force: true });
+});
+
+function start(command: string, env: Record<string, string> = {}) {
+  const lines: Array<[string, string]> = [];
+  const proc = startProcess({
+    command,
+    cwd,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    onLine: (stream, line) => lines.push([stream, line]),
+  });
+  running.push(proc);
+  return { proc, lines };
+}
+
+const node = JSON.stringify(process.execPath);
+const server = `${node} -e "require('http').createServer((q,s)=>s.end('ok')).listen(process.env.PORT,'127.0.0.1',()=>console.log('listening on '+process.env.PORT))"`;
+
+/** Whether the process runs (a zombie, killed but not yet reaped by its new parent, does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+describe('startProcess', () => {
+  it('reports stdout and stderr line by line and the exit code', async () => {
+    const { proc, lines } = start(`printf 'one\\ntwo\\n'; printf 'partial' ; echo oops >&2; exit 3`);
+    expect(await proc.exited).toEqual({ code: 3, signal: null });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines.filter(([s]) => s === 'stdout').map(([, l]) => l)).toEqual(['one', 'two', 'partial']);
+    expect(lines).toContainEqual(['stderr', 'oops']);
+  });
+
+  it('gives the app its PORT and waits until it listens', async () => {
+    const port = await freePort();
+    const { proc, lines } = start(server, { PORT: String(port) });
+    await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited });
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('ok');
+    expect(lines).toContainEqual(['stdout', `listening on ${port}`]);
+    const exit = await proc.stop();
+    expect(exit.signal === 'SIGTERM' || exit.code !== 0).toBe(true);
+  });
+
+  it('stops every process the command started, not only the shell', async () => {
+    const { proc, lines } = start(`sleep 300 & echo "child $!"; wait`);
+    await new Promise((r) => setTimeout(r, 200));
+    const childPid = Number(lines.find(([, l]) => l.startsWith('child '))?.[1].split(' ')[1]);
+    expect(alive(childPid)).toBe(true);
+    await proc.stop(1_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(alive(childPid)).toBe(false);
+  });
+
+  it('kills a command that ignores SIGTERM once the grace time is over', async () => {
+    const { proc } = start(`trap '' TERM; sleep 300`);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    const exit = await proc.stop(300);
+    expect(exit.signal).toBe('SIGKILL');
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
+
+describe('waitForPort', () => {
+  it('fails at once, saying so, when the app exits before it listens', async () => {
+    const port = await freePort();
+    const { proc } = start('echo starting; exit 1');
+    await expect(waitForPort(port, { timeoutMs: 10_000, exited: proc.exited })).rejects.toThrow(
+      new HealthCheckError(`the app exited (code 1) before it listened on port ${port}`),
+    );
+  });
+
+  it('fails after the time-out when nothing listens', async () => {
+    const port = await freePort();
+    const { proc } = start('sleep 300');
+    const started = Date.now();
+    await expect(waitForPort(port, { timeoutMs: 400, exited: proc.exited })).rejects.toThrow(
+      /within 0 s|within 1 s|nothing listened/,
+    );
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
