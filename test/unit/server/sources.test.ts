@@ -1,0 +1,102 @@
+// Sources on real tools: a shallow clone of a local bare repository (file://), and upload archives.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SourceError, cloneRepository, extractUpload } from '../../../src/server/runtime/sources.js';
+import { nodeAppTarball, tarball } from '../../fixtures/tarball.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'wharf-sources-'));
+let bare: string;
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, {
+    cwd,
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@e.x',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@e.x',
+    },
+  });
+
+beforeAll(() => {
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  git(work, 'init', '-q', '-b', 'main');
+  writeFileSync(join(work, 'index.js'), 'console.log("main")\n');
+  git(work, 'add', '.');
+  git(work, 'commit', '-qm', 'first');
+  git(work, 'checkout', '-qb', 'feature');
+  writeFileSync(join(work, 'index.js'), 'console.log("feature")\n');
+  git(work, 'commit', '-qam', 'second');
+  bare = join(dir, 'repo.git');
+  git(dir, 'clone', '-q', '--bare', work, bare);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('cloneRepository', () => {
+  it('clones the asked branch, shallow', async () => {
+    const dest = join(dir, 'clone-feature');
+    await cloneRepository({ url: `file://${bare}`, branch: 'feature', dest, onLine: () => undefined });
+    expect(readFileSync(join(dest, 'index.js'), 'utf8')).toContain('feature');
+    expect(git(dest, 'rev-list', '--count', 'HEAD').toString().trim()).toBe('1');
+  });
+
+  it('says which branch is missing', async () => {
+    const lines: string[] = [];
+    const error = await cloneRepository({
+      url: `file://${bare}`,
+      branch: 'nope',
+      dest: join(dir, 'clone-nope'),
+      onLine: (l) => lines.push(l),
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SourceError);
+    expect((error as Error).message).toMatch(/branch nope.*(not found|Remote branch)/);
+    expect(lines.length).toBeGreaterThan(0);
+  });
+
+  it('fails clearly for a repository that does not exist', async () => {
+    await expect(
+      cloneRepository({
+        url: `file://${join(dir, 'missing.git')}`,
+        branch: 'main',
+        dest: join(dir, 'clone-missing'),
+        onLine: () => undefined,
+      }),
+    ).rejects.toThrow(/git clone of .*missing\.git .*failed/);
+  });
+});
+
+describe('extractUpload', () => {
+  it('unpacks an archive holding one folder from inside that folder', async () => {
+    const archive = join(dir, 'folder.tar.gz');
+    writeFileSync(archive, nodeAppTarball());
+    const dest = join(dir, 'x-folder');
+    const lines: string[] = [];
+    await extractUpload({ archive, dest, onLine: (l) => lines.push(l) });
+    expect(existsSync(join(dest, 'package.json'))).toBe(true);
+    expect(existsSync(join(dest, 'app'))).toBe(false);
+    expect(lines.at(-1)).toMatch(/from its folder app\//);
+  });
+
+  it('unpacks files at the root as they are', async () => {
+    const archive = join(dir, 'root.tar.gz');
+    writeFileSync(
+      archive,
+      tarball([
+        { path: 'index.html', content: '<h1>hi</h1>' },
+        { path: 'css/site.css', content: 'h1{}' },
+      ]),
+    );
+    const dest = join(dir, 'x-root');
+    await extractUpload({ archive, dest, onLine: () => undefined });
+    expect(readFileSync(join(dest, 'index.html'), 'utf8')).toBe('<h1>hi</h1>');
+    expect(existsSync(join(dest, 'css', 'site.css'))).toBe(true);
+  });
+});
