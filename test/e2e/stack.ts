@@ -3,11 +3,11 @@
 // driven by playwright-core. The platform can be stopped and started again to test offline spells.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { freePort } from '../../src/server/runtime/process.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'bin', 'wharf.js');
@@ -44,17 +44,6 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-component-update',
       '--disable-sync',
     ],
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }
 
