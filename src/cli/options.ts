@@ -16,3 +16,24 @@ export function parseDomain(value: string): string {
   }
   return domain;
 }
+
+export function parseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('must be a URL such as https://github.com');
+  }
+  if (!['http:', 'https:', 'file:', 'ssh:', 'git:'].includes(url.protocol)) {
+    throw new InvalidArgumentError('must be an http(s), ssh, git or file URL');
+  }
+  return value.replace(/\/+$/, '');
+}
+
+export function parsePositiveSeconds(value: string): number {
+  const seconds = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || seconds <= 0 || seconds > 3600) {
+    throw new InvalidArgumentError('must be a number of seconds from 1 to 3600');
+  }
+  return seconds;
+}

@@ -1,9 +1,16 @@
 // `wharf platform`: runs the platform server in the foreground until SIGINT or SIGTERM.
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { DEFAULT_API_PORT, DEFAULT_EDGE_PORT, resolveConfig, wharfHome } from '../server/config.js';
+import {
+  DEFAULT_API_PORT,
+  DEFAULT_EDGE_PORT,
+  RUNTIME_KINDS,
+  type RuntimeKind,
+  resolveConfig,
+  wharfHome,
+} from '../server/config.js';
 import { join } from 'node:path';
-import { parseDomain, parsePort } from './options.js';
+import { parseDomain, parsePort, parsePositiveSeconds, parseUrl } from './options.js';
 import type { Io } from './io.js';
 
 interface PlatformOptions {
@@ -14,6 +21,9 @@ interface PlatformOptions {
   baseDomain: string;
   tunnelDomain: string;
   log: boolean;
+  runtime: RuntimeKind;
+  gitHostUrl: string;
+  healthTimeout: number;
 }
 
 export function platformCommand(io: Io): Command {
@@ -50,6 +60,24 @@ export function platformCommand(io: Io): Command {
         .argParser(parseDomain)
         .env('WHARF_TUNNEL_DOMAIN'),
     )
+    .addOption(
+      new Option('--runtime <kind>', 'how deployed apps run: process groups, or the same inside bwrap')
+        .choices(RUNTIME_KINDS)
+        .default('process')
+        .env('WHARF_RUNTIME'),
+    )
+    .addOption(
+      new Option('--git-host-url <url>', 'where git_host_repo "owner/repo" is cloned from')
+        .default('https://github.com')
+        .argParser(parseUrl)
+        .env('WHARF_GIT_HOST_URL'),
+    )
+    .addOption(
+      new Option('--health-timeout <seconds>', 'how long a started app has to accept connections')
+        .default(60)
+        .argParser(parsePositiveSeconds)
+        .env('WHARF_HEALTH_TIMEOUT'),
+    )
     .addOption(new Option('--log', 'log every request').default(false))
     .action(async (options: PlatformOptions) => {
       const config = resolveConfig({
@@ -58,6 +86,9 @@ export function platformCommand(io: Io): Command {
         baseDomain: options.baseDomain,
         tunnelDomain: options.tunnelDomain,
         logger: options.log,
+        runtime: options.runtime,
+        gitHostUrl: options.gitHostUrl,
+        healthTimeoutMs: options.healthTimeout * 1000,
         ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
       });
       // Loaded on use, so that `wharf --help` and other commands start fast.
@@ -67,17 +98,19 @@ export function platformCommand(io: Io): Command {
         running = await servePlatform(config, { host: options.host, port: options.port });
       } catch (error) {
         if (error instanceof PortInUseError) {
-          throw new Error(`${error.message}: is another platform running? Choose another with --port`);
+          const flag = error.port === options.port ? '--port' : '--edge-port';
+          throw new Error(`${error.message}: is another platform running? Choose another with ${flag}`);
         }
         throw error;
       }
-      const edge = (label: string) =>
-        config.edgePort === 80 ? `http://${label}` : `http://${label}:${config.edgePort}`;
+      const edgePort = running.config.edgePort;
+      const edge = (label: string) => (edgePort === 80 ? `http://${label}` : `http://${label}:${edgePort}`);
       io.out(`Wharf platform listening on ${running.origin}`);
       io.out(`  API        ${running.apiUrl}  (OpenAPI: ${running.apiUrl}/openapi.json)`);
       io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
+      io.out(`  Runtime    ${config.runtime}${config.runtime === 'sandbox' ? ' (bwrap)' : ''}`);
       if (running.localAccountFile)
         io.out(`  Local account created; its API key is in ${running.localAccountFile}`);
       else io.out(`  Local account key: ${join(config.dataDir, 'local-account.json')}`);

@@ -16,11 +16,14 @@ import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
 import { Authenticator, assertScope } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
-import { type PlatformConfig, resolveConfig } from './config.js';
+import { type PlatformConfig, resolveConfig, wharfHome } from './config.js';
+import { Edge } from './edge/edge.js';
 import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
 import { ProjectService } from './projects/projects.js';
 import { LogStore } from './projects/logs.js';
 import { projectRoutes } from './projects/routes.js';
+import { type CommandDriver, ProcessDriver, SandboxDriver } from './runtime/drivers/host.js';
+import { Runtime } from './runtime/runtime.js';
 import { type Store, openStore } from './store/open.js';
 
 export const API_PREFIX = '/api/v1';
@@ -31,6 +34,10 @@ export interface Platform {
   db: Store;
   /** Project logs: the runtime appends, GET /projects/:id/logs reads and follows. */
   logs: LogStore;
+  /** Builds and runs deployed apps. */
+  runtime: Runtime;
+  /** The app edge's HTTP server, not yet listening (servePlatform starts it on the edge port). */
+  edge: Edge;
   /** Where the local account's key was written, when this start created it. */
   localAccountFile: string | null;
 }
@@ -52,6 +59,13 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
   const projects = new ProjectService(db, config);
   const logs = new LogStore(db);
+  const driver: CommandDriver =
+    config.runtime === 'sandbox'
+      ? // The app must not read the platform's database and secret, nor the user's Wharf keys.
+        new SandboxDriver([...new Set([config.dataDir, wharfHome()])])
+      : new ProcessDriver();
+  const runtime = new Runtime(db, config, projects, logs, driver);
+  const edge = new Edge(config, db, runtime);
 
   const app = Fastify({
     logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
@@ -86,7 +100,11 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
       new ApiError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
-  app.addHook('onClose', async () => db.destroy());
+  app.addHook('onClose', async () => {
+    await edge.close();
+    await runtime.close();
+    await db.destroy();
+  });
 
   await app.register(swagger, {
     openapi: {
@@ -130,16 +148,23 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
       });
 
       await api.register(accountRoutes, { db, config, auth });
-      await api.register(projectRoutes, { db, config, projects, logs });
+      await api.register(projectRoutes, { db, config, projects, logs, runtime });
     },
     { prefix: API_PREFIX },
   );
+
+  // What was running when the platform last stopped runs again (in the background).
+  void runtime.restore().catch((error: unknown) => {
+    app.log.error({ err: error }, 'restoring the running projects failed');
+  });
 
   return {
     app,
     config,
     db,
     logs,
+    runtime,
+    edge,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
   };
 }

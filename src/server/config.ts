@@ -27,7 +27,22 @@ export interface PlatformConfig {
   localAccount: boolean;
   /** Fastify request logging. */
   logger: boolean;
+  /** How deployed apps run: plain process groups, or the same inside bwrap. */
+  runtime: RuntimeKind;
+  /** `git_host_repo` (`owner/repo`) is cloned from `<gitHostUrl>/owner/repo`. */
+  gitHostUrl: string;
+  /** How long a started app has to accept connections on its port. */
+  healthTimeoutMs: number;
+  /** How long a worker (no port) must stay up to count as started. */
+  workerGraceMs: number;
+  /** How many times in a row a crashed app is restarted (with backoff) before it is marked failed. */
+  restartLimit: number;
+  /** The first restart's delay; each next one doubles, up to 30 s. */
+  restartBackoffMs: number;
 }
+
+export const RUNTIME_KINDS = ['process', 'sandbox'] as const;
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
 /** Where a platform writes its local account's key: `<dataDir>/local-account.json`. */
 export const LOCAL_ACCOUNT_FILE = 'local-account.json';
@@ -52,6 +67,12 @@ export function resolveConfig(partial: Partial<PlatformConfig> = {}): PlatformCo
     emailDailyCap: partial.emailDailyCap ?? 1000,
     localAccount: partial.localAccount ?? true,
     logger: partial.logger ?? false,
+    runtime: partial.runtime ?? 'process',
+    gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
+    healthTimeoutMs: partial.healthTimeoutMs ?? 60_000,
+    workerGraceMs: partial.workerGraceMs ?? 2_000,
+    restartLimit: partial.restartLimit ?? 5,
+    restartBackoffMs: partial.restartBackoffMs ?? 1_000,
   };
 }
 

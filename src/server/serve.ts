@@ -11,6 +11,8 @@ export interface ListenOptions {
 export interface RunningPlatform extends Platform {
   /** `http://<host>:<port>` */
   origin: string;
+  /** The app edge: `http://<host>:<edge port>`. */
+  edgeOrigin: string;
   apiUrl: string;
   close(): Promise<void>;
 }
@@ -24,21 +26,52 @@ export class PortInUseError extends Error {
   }
 }
 
+/**
+ * Starts the API on `listen` and the app edge on `edge` (default: the same host, the config's edge
+ * port). An edge port of 0 picks a free one, which the project URLs then carry.
+ */
 export async function servePlatform(
   config: Partial<PlatformConfig>,
   listen: ListenOptions,
+  edge: Partial<ListenOptions> = {},
 ): Promise<RunningPlatform> {
   const platform = await buildPlatform(config);
+  const edgeHost = edge.host ?? listen.host;
+  const edgePort = edge.port ?? platform.config.edgePort;
   try {
+    await listenEdge(platform, edgeHost, edgePort);
+    platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
     await platform.app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
     await platform.app.close();
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
-      throw new PortInUseError(listen.host, listen.port);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      const port = platform.edge.server.listening ? listen.port : edgePort;
+      throw new PortInUseError(platform.edge.server.listening ? listen.host : edgeHost, port);
+    }
     throw error;
   }
   const { port } = platform.app.server.address() as AddressInfo;
-  const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
-  const origin = `http://${host}:${port}`;
-  return { ...platform, origin, apiUrl: origin + API_PREFIX, close: () => platform.app.close() };
+  const origin = `http://${bracket(listen.host)}:${port}`;
+  return {
+    ...platform,
+    origin,
+    edgeOrigin: `http://${bracket(edgeHost)}:${platform.config.edgePort}`,
+    apiUrl: origin + API_PREFIX,
+    close: () => platform.app.close(),
+  };
+}
+
+function listenEdge(platform: Platform, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = platform.edge.server;
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function bracket(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
 }

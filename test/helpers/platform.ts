@@ -14,6 +14,8 @@ export interface TestPlatform {
   platform: Platform;
   /** `http://127.0.0.1:<port>/api/v1` */
   api: string;
+  /** The app edge's port on 127.0.0.1: send requests there with the app's Host header. */
+  edgePort: number;
   dataDir: string;
   /** The local account's full key, from local-account.json. */
   key: string;
@@ -32,6 +34,12 @@ let accounts = 0;
 export async function startPlatform(config: Partial<PlatformConfig> = {}): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
   const platform = await buildPlatform({ ...config, dataDir });
+  // The edge on a free port (or the one asked for): project URLs then carry it.
+  await new Promise<void>((resolve, reject) => {
+    platform.edge.server.once('error', reject);
+    platform.edge.server.listen(config.edgePort ?? 0, '127.0.0.1', resolve);
+  });
+  platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
   await platform.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = platform.app.server.address() as AddressInfo;
   const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')) as {
@@ -41,6 +49,7 @@ export async function startPlatform(config: Partial<PlatformConfig> = {}): Promi
   return {
     platform,
     api: `http://127.0.0.1:${port}/api/v1`,
+    edgePort: platform.config.edgePort,
     dataDir,
     key: local.api_key,
     accountId: local.account_id,

@@ -95,6 +95,7 @@ describe('POST /projects: creating from each source', () => {
       status: 'created',
       service_urls: {},
       last_deploy_at: null,
+      last_deploy_error: null,
     });
     expect(project.build_config).toEqual(EMPTY_BUILD_CONFIG);
     expect(project.url).toBe(`http://${subdomain}.localhost:${EDGE_PORT}`);

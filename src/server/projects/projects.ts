@@ -95,6 +95,8 @@ export class ProjectService {
       created_at: now,
       updated_at: now,
       last_deploy_at: null,
+      release: null,
+      last_deploy_error: null,
     };
     this.listCache.delete(accountId);
     await this.db.transaction().execute(async (trx) => {
@@ -139,6 +141,23 @@ export class ProjectService {
     return this.toProject(updated);
   }
 
+  /**
+   * What the runtime records about a project: its status, serving release and last deploy. Not an edit
+   * by the user, so updated_at stays as it is.
+   */
+  async setRuntimeState(
+    id: string,
+    patch: Partial<Pick<ProjectsTable, 'status' | 'release' | 'last_deploy_at' | 'last_deploy_error'>>,
+  ): Promise<void> {
+    const row = await this.db
+      .updateTable('projects')
+      .set(patch)
+      .where('id', '=', id)
+      .returning('account_id')
+      .executeTakeFirst();
+    if (row) this.listCache.delete(row.account_id);
+  }
+
   /** Deletes the project's rows; the caller removes its files. */
   async delete(accountId: string, id: string): Promise<ProjectsTable> {
     const row = await this.row(accountId, id);
@@ -173,6 +192,7 @@ export class ProjectService {
       created_at: row.created_at,
       updated_at: row.updated_at,
       last_deploy_at: row.last_deploy_at,
+      last_deploy_error: row.last_deploy_error,
     };
   }
 

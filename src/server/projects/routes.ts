@@ -1,5 +1,5 @@
-// Routes of API.md §4 that exist so far: create, list, get, env vars, build config, upload, delete.
-// Deploy, stop and logs arrive with the runtime.
+// Routes of API.md §4: create, list, get, env vars, build config, upload, deploy, stop, logs, delete.
+// Deploy and stop hand over to the runtime, which builds and runs the app in the background.
 import { mkdirSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { rename, rm } from 'node:fs/promises';
@@ -24,6 +24,7 @@ import {
 import type { PlatformConfig } from '../config.js';
 import { ApiError, validationError } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
 import { type LogStore, type SequencedLine, publicLine } from './logs.js';
@@ -34,13 +35,14 @@ export interface ProjectRoutesOptions {
   logs: LogStore;
   config: PlatformConfig;
   projects: ProjectService;
+  runtime: Runtime;
 }
 
 const RAW_ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
 
 export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async (
   app,
-  { db, config, projects, logs },
+  { db, config, projects, logs, runtime },
 ) => {
   const uploadsDir = join(config.dataDir, 'uploads');
   const tmpDir = join(config.dataDir, 'tmp');
@@ -122,6 +124,33 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       projects.setBuildConfig(request.caller.accountId, request.params.id, request.body),
   });
 
+  app.post('/projects/:id/deploy', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Build and run the project (answers at once; status `building`, then `running` or `failed`)',
+      description:
+        'A redeploy of a running project is zero-downtime: the new version takes traffic once healthy; if it ' +
+        'fails, the old one keeps serving and `last_deploy_error` says why. An upload project without an ' +
+        'upload answers 409 upload_required.',
+      tags,
+      params: IdParams,
+      response: { 202: Project },
+    },
+    handler: async (request, reply) =>
+      reply.code(202).send(await runtime.deploy(request.caller.accountId, request.params.id)),
+  });
+
+  app.post('/projects/:id/stop', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Stop the project: cancel its deploy, stop its processes, free its ports',
+      tags,
+      params: IdParams,
+      response: { 200: Project },
+    },
+    handler: async (request) => runtime.stop(request.caller.accountId, request.params.id),
+  });
+
   // Open follow streams never go idle: end them when the platform shuts down, or close() would wait.
   const followers = new Set<ServerResponse>();
   app.addHook('preClose', async () => {
@@ -192,12 +221,14 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
   app.delete('/projects/:id', {
     config: { scope: 'deploy' },
     schema: {
-      summary: 'Delete a project and its uploads',
+      summary: 'Stop and delete a project, with its uploads and releases',
       tags,
       params: IdParams,
       response: { 200: Deleted('prj') },
     },
     handler: async (request) => {
+      await projects.row(request.caller.accountId, request.params.id);
+      await runtime.remove(request.params.id);
       const row = await projects.delete(request.caller.accountId, request.params.id);
       await rm(join(uploadsDir, row.id), { recursive: true, force: true });
       return { id: row.id, deleted: true as const };

@@ -10,6 +10,8 @@ export interface ProcessSpec {
   command: string;
   cwd: string;
   env: Record<string, string>;
+  /** A program (with its arguments) that runs `/bin/sh -c command` for us: the sandbox's bwrap. */
+  wrap?: string[];
   /** Each line the command writes, without its newline. */
   onLine(stream: 'stdout' | 'stderr', line: string): void;
 }
@@ -28,7 +30,8 @@ export interface RunningProcess {
 }
 
 export function startProcess(spec: ProcessSpec): RunningProcess {
-  const child = spawn('/bin/sh', ['-c', spec.command], {
+  const argv = [...(spec.wrap ?? []), '/bin/sh', '-c', spec.command];
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: spec.cwd,
     env: spec.env,
     // Its own process group: kill(-pid) then reaches every process the command starts.

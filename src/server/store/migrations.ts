@@ -81,4 +81,12 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_project_releases': {
+    async up(db: Kysely<unknown>) {
+      // The release that serves the project (its workspace and resolved commands, as JSON), so that a
+      // platform restart can start it again without rebuilding; and why the last deploy failed.
+      await db.schema.alterTable('projects').addColumn('release', 'text').execute();
+      await db.schema.alterTable('projects').addColumn('last_deploy_error', 'text').execute();
+    },
+  },
 };

@@ -37,6 +37,9 @@ export interface ProjectsTable {
   created_at: string;
   updated_at: string;
   last_deploy_at: string | null;
+  /** JSON of the runtime's Release that serves the project, null when none does. */
+  release: string | null;
+  last_deploy_error: string | null;
 }
 
 /** Every host label a project answers at (its subdomain and `<subdomain>-<service>`), unique platform-wide. */

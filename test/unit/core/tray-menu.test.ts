@@ -49,6 +49,7 @@ function project(name: string, status: ProjectStatus, extra: Partial<Project> = 
     created_at: '2025-01-01T00:00:00.000Z',
     updated_at: '2025-01-01T00:00:00.000Z',
     last_deploy_at: null,
+    last_deploy_error: null,
     ...extra,
   };
 }

@@ -1,0 +1,45 @@
+// The edge's own pages (404, 502, 503): small, self-contained HTML that says what happened and what
+// to do, for a person who opened an app's URL.
+export interface EdgePage {
+  status: number;
+  title: string;
+  message: string;
+  hint?: string;
+  /** Seconds, for Retry-After and the page's own reload. */
+  retryAfter?: number;
+}
+
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+export function renderPage(page: EdgePage): string {
+  const refresh = page.retryAfter ? `<meta http-equiv="refresh" content="${page.retryAfter}">` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+${refresh}<title>${page.status} · ${escapeHtml(page.title)} · Wharf</title>
+<style>
+body{margin:0;min-height:100vh;display:grid;place-items:center;font:16px/1.5 system-ui,sans-serif;background:#0f172a;color:#e2e8f0}
+main{max-width:34rem;padding:2rem}
+.code{font:600 .85rem ui-monospace,monospace;color:#94a3b8;letter-spacing:.08em}
+h1{margin:.25rem 0 1rem;font-size:1.6rem}
+p{margin:.5rem 0;color:#cbd5e1}
+.hint{color:#94a3b8;font-size:.9rem}
+</style></head>
+<body><main>
+<div class="code">${page.status} · WHARF EDGE</div>
+<h1>${escapeHtml(page.title)}</h1>
+<p>${escapeHtml(page.message)}</p>
+${page.hint ? `<p class="hint">${escapeHtml(page.hint)}</p>` : ''}
+${page.retryAfter ? `<p class="hint">This page retries by itself every ${page.retryAfter} s.</p>` : ''}
+</main></body></html>
+`;
+}
