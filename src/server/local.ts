@@ -55,7 +55,8 @@ export async function ensureLocalPlatform(
     running = await servePlatform(config, { host: '127.0.0.1', port });
   } catch (error) {
     if (!(error instanceof PortInUseError)) throw error;
-    running = await servePlatform(config, { host: '127.0.0.1', port: 0 });
+    // The API's port or the edge's is taken (another user's platform, another program): any free ones.
+    running = await servePlatform(config, { host: '127.0.0.1', port: 0 }, { port: 0 });
   }
   const account = readLocalAccount(dataDir);
   if (!account) {

@@ -38,16 +38,16 @@ export async function servePlatform(
   const platform = await buildPlatform(config);
   const edgeHost = edge.host ?? listen.host;
   const edgePort = edge.port ?? platform.config.edgePort;
+  let failing = { host: edgeHost, port: edgePort };
   try {
     await listenEdge(platform, edgeHost, edgePort);
     platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
+    failing = listen;
     await platform.app.listen({ host: listen.host, port: listen.port });
   } catch (error) {
     await platform.app.close();
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      const port = platform.edge.server.listening ? listen.port : edgePort;
-      throw new PortInUseError(platform.edge.server.listening ? listen.host : edgeHost, port);
-    }
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
+      throw new PortInUseError(failing.host, failing.port);
     throw error;
   }
   const { port } = platform.app.server.address() as AddressInfo;

@@ -111,7 +111,7 @@ export async function startStack(): Promise<Stack> {
   let platform: Child | null = null;
   const startPlatform = async () => {
     platform = await startChild(
-      ['platform', '--data-dir', join(home, 'platform'), '--port', String(platformPort)],
+      ['platform', '--data-dir', join(home, 'platform'), '--port', String(platformPort), '--edge-port', '0'],
       /Press Ctrl\+C/,
     );
   };

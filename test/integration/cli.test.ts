@@ -53,7 +53,7 @@ interface RunningCli {
 /** Starts `wharf platform` and waits for the line with its URL. */
 function startPlatform(args: string[]): Promise<RunningCli> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'platform', '--port', '0', ...args], {
+    const child = spawn(process.execPath, [bin, 'platform', '--port', '0', '--edge-port', '0', ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -166,7 +166,15 @@ describe('wharf platform', () => {
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     const port = (server.address() as { port: number }).port;
     try {
-      const result = await run(['platform', '--data-dir', tempDir(), '--port', String(port)]);
+      const result = await run([
+        'platform',
+        '--data-dir',
+        tempDir(),
+        '--port',
+        String(port),
+        '--edge-port',
+        '0',
+      ]);
       expect(result.code).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
       expect(result.stderr).toMatch(new RegExp(`127\\.0\\.0\\.1:${port} is already in use`));

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { createInterface } from 'node:readline';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import type { ProcessExit, RunningProcess } from '../process.js';
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
@@ -20,7 +20,9 @@ export async function connectDocker(
       reason: `no container runtime is configured: image deploys need a Docker-compatible engine (set DOCKER_HOST, or start Docker so that ${DEFAULT_SOCKET} exists)`,
     };
   }
-  const docker = new Docker();
+  // Loaded on use: only image deploys need it.
+  const { default: DockerClient } = await import('dockerode');
+  const docker = new DockerClient();
   try {
     await Promise.race([
       docker.ping(),
