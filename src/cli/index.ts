@@ -1,10 +1,16 @@
-// The `wharf` command: parsing and printing only; the work is done by src/server (and, later, src/core).
+// The `wharf` command: parsing and printing only; the work is done by src/server and src/core.
 // Exit codes: 0 success, 1 failure, 2 usage error. Every error is one readable line on stderr.
 import { Command, CommanderError } from 'commander';
+import { BridgeError } from '../shared/bridge.js';
 import { adminCommand } from './admin.js';
 import { appCommand } from './app.js';
-import { UsageError, processIo, type Io } from './io.js';
+import { deployCommand } from './deploy.js';
+import { CommandExit, UsageError, processIo, type Io } from './io.js';
+import { loginCommand } from './login.js';
+import { logsCommand } from './logs.js';
 import { platformCommand } from './platform.js';
+import { projectsCommand } from './projects.js';
+import { stopCommand } from './stop.js';
 import { wharfPackage } from './package-root.js';
 
 export const EXIT_OK = 0;
@@ -23,6 +29,11 @@ export function buildProgram(io: Io = processIo): Command {
   program.addCommand(platformCommand(io));
   program.addCommand(appCommand(io));
   program.addCommand(adminCommand(io));
+  program.addCommand(loginCommand(io));
+  program.addCommand(projectsCommand(io));
+  program.addCommand(deployCommand(io));
+  program.addCommand(logsCommand(io));
+  program.addCommand(stopCommand(io));
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {
     command.exitOverride();
@@ -32,7 +43,20 @@ export function buildProgram(io: Io = processIo): Command {
   return program;
 }
 
+let stdoutGuarded = false;
+
+/** `wharf logs x | head`: once the reader has gone, stop quietly instead of failing on EPIPE. */
+function exitQuietlyWhenStdoutCloses(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(EXIT_OK);
+    throw error;
+  });
+}
+
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  if (io === processIo) exitQuietlyWhenStdoutCloses();
   const program = buildProgram(io);
   if (argv.length <= 2) {
     program.outputHelp();
@@ -51,7 +75,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`wharf: ${error.message}`);
       return EXIT_USAGE;
     }
+    if (error instanceof CommandExit) return error.exitCode;
     io.err(`wharf: ${(error as Error).message}`);
+    // A problem+json answer's field errors, one per line under the detail.
+    if (error instanceof BridgeError)
+      for (const field of error.errors ?? []) io.err(`  ${field.path}: ${field.message}`);
     return EXIT_FAILURE;
   }
 }

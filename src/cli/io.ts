@@ -12,3 +12,10 @@ export const processIo: Io = {
 
 /** A mistake in how the command was called, found after parsing: exit code 2. */
 export class UsageError extends Error {}
+
+/** Ends the command with this exit code, after it has said what there was to say. */
+export class CommandExit extends Error {
+  constructor(readonly exitCode: number) {
+    super(`exit ${exitCode}`);
+  }
+}

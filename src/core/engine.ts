@@ -2,13 +2,15 @@
 // (`wharf app`) and the Electron main process are two thin hosts of it. It resolves which platform to
 // talk to (the embedded local one, or a remote one with its key from the SecretStore), calls it through
 // PlatformClient, keeps what it saw in the Mirror, and answers from the Mirror while the platform is
-// unreachable. While anyone listens to its events it polls the project list (cheaply, with ETags) and
-// reports changes and online/offline transitions.
+// unreachable. While anyone listens to its events it polls the project list (cheaply, with ETags; every
+// second while a project builds) and reports changes, online/offline transitions and the end of each
+// deploy it sees. Followed logs come from one platform stream per project (api-client/log-follower.ts).
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Account, Project } from '../shared/api/index.js';
 import {
+  BRIDGE_EVENTS,
   BridgeError,
   isBridgeOperation,
   toBridgeError,
@@ -20,10 +22,12 @@ import {
   type BridgeOutput,
   type BridgeRequests,
   type ConnectionTest,
+  type DeployOutcome,
   type PlatformStatus,
   type ProjectList,
   type SettingsView,
 } from '../shared/bridge.js';
+import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
 import type { SecretStore } from './secret-store.js';
@@ -55,6 +59,29 @@ export interface EngineOptions {
   mirrorFile?: string;
   /** How often to refresh while someone listens to events. */
   pollIntervalMs?: number;
+  /** How often to refresh while a project is building (at most pollIntervalMs). */
+  buildingPollIntervalMs?: number;
+  /** How long followed log lines gather before a `project-logs` event. */
+  logFlushMs?: number;
+}
+
+/** What tells whether a deploy ended between two looks at a project. */
+export type DeployState = Pick<Project, 'status' | 'last_deploy_at' | 'last_deploy_error'>;
+
+/**
+ * Whether a project seen as `before`, then as `after`, finished a deploy, and how. `building` ending
+ * in `running` or `failed` is the usual case; a whole deploy that happened between two looks shows as
+ * a new `last_deploy_at`, or as `last_deploy_error` appearing. A redeploy that failed while the previous
+ * version keeps serving stays `running` with `last_deploy_error` set: that is a failed deploy.
+ */
+export function deployOutcome(before: DeployState, after: DeployState): DeployOutcome | null {
+  if (after.status !== 'running' && after.status !== 'failed') return null;
+  const outcome: DeployOutcome =
+    after.status === 'failed' || after.last_deploy_error !== null ? 'failed' : 'running';
+  if (before.status === 'building') return outcome;
+  if (after.last_deploy_at !== null && after.last_deploy_at !== before.last_deploy_at) return outcome;
+  if (before.last_deploy_error === null && after.last_deploy_error !== null) return 'failed';
+  return null;
 }
 
 interface Connection {
@@ -81,6 +108,9 @@ export class Engine implements Bridge {
   private pollTimer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private closed = false;
+  /** The deploy state of each project last seen on the current platform. */
+  private seen = new Map<string, DeployState>();
+  private readonly follows: LogFollowers;
 
   constructor(private readonly options: EngineOptions) {
     this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'));
@@ -93,6 +123,15 @@ export class Engine implements Bridge {
       problem: null,
     };
     this.events.setMaxListeners(100);
+    this.follows = new LogFollowers({
+      client: async () => {
+        const connection = await this.connect();
+        if (!connection.hasKey) throw notConfigured(connection.origin);
+        return connection.client;
+      },
+      emit: (batch) => this.emit('project-logs', batch),
+      ...(options.logFlushMs === undefined ? {} : { flushMs: options.logFlushMs }),
+    });
   }
 
   async invoke<K extends BridgeOperation>(operation: K, input: BridgeInput<K>): Promise<BridgeOutput<K>> {
@@ -110,11 +149,15 @@ export class Engine implements Bridge {
     return () => {
       this.events.off(event, listener);
       if (this.listenerCount() === 0) this.stopPolling();
+      // Nobody can receive followed lines any more (every window or page left without unfollowing).
+      if (event === 'project-logs' && this.events.listenerCount('project-logs') === 0)
+        this.follows.closeAll();
     };
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.follows.closeAll();
     this.stopPolling();
     await this.polling?.catch(() => undefined);
     this.events.removeAllListeners();
@@ -137,6 +180,7 @@ export class Engine implements Bridge {
         const detail = await this.live((client) => client.getProject(id));
         const scope = await this.scope();
         if (scope) this.mirror.upsertProject(scope, detail.project);
+        this.observe([detail.project], false);
         return { ...detail, source: 'live' as const, fetchedAt: new Date().toISOString() };
       } catch (error) {
         const scope = this.cachedScope();
@@ -171,8 +215,29 @@ export class Engine implements Bridge {
       const scope = await this.scope();
       if (scope) this.mirror.removeProject(scope, id);
       await this.refreshProjects();
+      this.seen.delete(id);
       return deleted;
     },
+    'projects.deploy': async (input) => {
+      const id = requireId(input);
+      return this.write((client) => client.deploy(id));
+    },
+    'projects.stop': async (input) => {
+      const id = requireId(input);
+      return this.write((client) => client.stop(id));
+    },
+    'projects.logs': async (input) => {
+      const id = requireId(input);
+      const { since, limit } = input;
+      return this.live((client) =>
+        client.logs(id, {
+          ...(since === undefined ? {} : { since }),
+          ...(limit === undefined ? {} : { limit }),
+        }),
+      );
+    },
+    'logs.follow': async (input) => this.follows.follow(requireId(input)),
+    'logs.unfollow': async (input) => this.follows.unfollow(requireId(input)),
   };
 
   // --- settings -------------------------------------------------------------------------------
@@ -232,6 +297,9 @@ export class Engine implements Bridge {
     this.connection = null;
     this.accountId = null;
     this.listEtag = null;
+    this.seen.clear();
+    // Followed projects belong to the platform left behind.
+    this.follows.closeAll();
     this.setStatus({
       mode: platform === 'local' ? 'local' : 'remote',
       platformUrl: platform === 'local' ? DEFAULT_LOCAL_PLATFORM_URL : platform,
@@ -392,7 +460,8 @@ export class Engine implements Bridge {
 
   private async listProjects(): Promise<ProjectList> {
     try {
-      const { projects, source, fetchedAt } = await this.fetchProjects(false);
+      const { projects, source, fetchedAt, changed } = await this.fetchProjects(false);
+      if (changed) this.observe(projects, true);
       return { projects, source, fetchedAt };
     } catch (error) {
       const scope = this.cachedScope();
@@ -421,8 +490,10 @@ export class Engine implements Bridge {
   private async refreshProjects(): Promise<void> {
     try {
       const list = await this.fetchProjects(true);
-      if (list.changed)
+      if (list.changed) {
         this.emit('projects', { projects: list.projects, source: 'live', fetchedAt: list.fetchedAt });
+        this.observe(list.projects, true);
+      }
     } catch (error) {
       if (!isOffline(error)) return;
       const scope = this.cachedScope();
@@ -440,7 +511,31 @@ export class Engine implements Bridge {
     const scope = await this.scope();
     if (scope) this.mirror.upsertProject(scope, project);
     await this.refreshProjects();
+    this.observe([project], false);
     return project;
+  }
+
+  /**
+   * Remembers the projects' deploy state and reports each deploy that ended since the last look.
+   * `complete` when `projects` is the whole list (projects missing from it are forgotten).
+   */
+  private observe(projects: Project[], complete: boolean): void {
+    const finished: Array<{ project: Project; outcome: DeployOutcome }> = [];
+    for (const project of projects) {
+      const before = this.seen.get(project.id);
+      this.seen.set(project.id, {
+        status: project.status,
+        last_deploy_at: project.last_deploy_at,
+        last_deploy_error: project.last_deploy_error,
+      });
+      const outcome = before ? deployOutcome(before, project) : null;
+      if (outcome) finished.push({ project, outcome });
+    }
+    if (complete) {
+      const ids = new Set(projects.map((p) => p.id));
+      for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
+    }
+    for (const event of finished) this.emit('deploy-finished', event);
   }
 
   // --- events ---------------------------------------------------------------------------------
@@ -463,13 +558,16 @@ export class Engine implements Bridge {
   }
 
   private listenerCount(): number {
-    return this.events.listenerCount('projects') + this.events.listenerCount('platform-status');
+    return BRIDGE_EVENTS.reduce((sum, event) => sum + this.events.listenerCount(event), 0);
   }
 
   private schedulePoll(): void {
     if (this.pollTimer || this.closed) return;
-    const interval = this.options.pollIntervalMs ?? 3000;
+    const base = this.options.pollIntervalMs ?? 3000;
+    const whileBuilding = Math.min(base, this.options.buildingPollIntervalMs ?? 1000);
     const tick = () => {
+      const building = [...this.seen.values()].some((state) => state.status === 'building');
+      const interval = building ? whileBuilding : base;
       this.pollTimer = setTimeout(() => {
         this.polling = this.refreshProjects().finally(() => {
           this.polling = null;

@@ -1,13 +1,15 @@
 // The Electron main process: a thin host of the Engine, like `wharf app` is for the browser. It keeps
 // one instance per Wharf home, creates the Engine (API keys in Electron safeStorage; the embedded
 // platform reused when one already serves this home, else started in this process), serves the Bridge
-// over IPC to one hardened window, shows the tray, and closes everything in order on quit.
+// over IPC to one hardened window, shows the tray and a notification when a deploy ends, and closes
+// everything in order on quit.
 import { join, resolve } from 'node:path';
 import { app, dialog, session, type BrowserWindow } from 'electron';
 import { Engine } from '../core/engine.js';
 import { wharfHome } from '../server/config.js';
 import type { LocalPlatform } from '../server/local.js';
 import { serveBridgeOverIpc } from './ipc.js';
+import { notifyDeploys } from './notifications.js';
 import { SECRETS_FILE_NAME, SafeStorageSecretStore } from './safe-storage-secret-store.js';
 import { createTray, type AppTray } from './tray.js';
 import { resolveRendererTarget, type RendererTarget } from './trusted-sender.js';
@@ -50,6 +52,7 @@ function main(): void {
   let localPlatform: Promise<LocalPlatform> | null = null;
   let stopIpc: (() => void) | null = null;
   let tray: AppTray | null = null;
+  let stopNotifications: (() => void) | null = null;
   let window: BrowserWindow | null = null;
 
   const showWindow = (): BrowserWindow => {
@@ -90,6 +93,8 @@ function main(): void {
   const closeEverything = async () => {
     tray?.destroy();
     tray = null;
+    stopNotifications?.();
+    stopNotifications = null;
     stopIpc?.();
     stopIpc = null;
     await engine?.close().catch((error: unknown) => console.error('closing the Engine failed:', error));
@@ -145,6 +150,7 @@ function main(): void {
       });
 
       showWindow();
+      stopNotifications = notifyDeploys(running, openProject);
       tray = createTray(running, {
         showWindow: () => void showWindow(),
         openProject,

@@ -5,6 +5,8 @@
 // - `bridge:event` (main → renderer, webContents.send): every event of BRIDGE_EVENTS, as it happens.
 // Every handler first checks that the sender is a top-level frame showing our renderer
 // (trusted-sender.ts); anything else is refused without touching the Engine.
+// The logs a window follows (`logs.follow`) are counted per window and unfollowed for it when it
+// reloads or closes, so no log stream outlives the page that asked for it.
 import { ipcMain, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import {
   BRIDGE_EVENTS,
@@ -15,6 +17,7 @@ import {
   type BridgeEventName,
   type BridgeEvents,
   type BridgeResult,
+  type LogFollow,
 } from '../shared/bridge.js';
 import { isAppUrl, isTrustedSender, type RendererTarget } from './trusted-sender.js';
 
@@ -78,6 +81,7 @@ export interface BridgeIpcOptions {
 /** Serves the Bridge over IPC; returns a function that stops serving (handlers and subscriptions). */
 export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
   const { bridge, target } = options;
+  const follows = new FollowsPerWindow(bridge);
 
   handle('bridge:invoke', async (event, operation, input) => {
     if (!isTrustedSender(event.senderFrame, target)) {
@@ -92,6 +96,8 @@ export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
     try {
       // The input is checked by the Engine's handlers (and by the platform's schemas behind them).
       const value = await bridge.invoke(operation, input as never);
+      if (operation === 'logs.follow') follows.followed(event.sender, (value as LogFollow).projectId);
+      else if (operation === 'logs.unfollow') follows.unfollowed(event.sender, (input as { id: string }).id);
       return { ok: true, value };
     } catch (error) {
       return bridgeFailure(error);
@@ -110,6 +116,52 @@ export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
 
   return () => {
     ipcMain.removeHandler(BRIDGE_INVOKE_CHANNEL);
+    follows.releaseAll();
     for (const off of unsubscribe) off();
   };
+}
+
+/** How many times each window follows each project, released when the window's page goes away. */
+class FollowsPerWindow {
+  private readonly windows = new Map<WebContents, Map<string, number>>();
+
+  constructor(private readonly bridge: Bridge) {}
+
+  followed(contents: WebContents, projectId: string): void {
+    let counts = this.windows.get(contents);
+    if (!counts) {
+      const created = new Map<string, number>();
+      counts = created;
+      this.windows.set(contents, created);
+      const release = () => {
+        contents.off('did-navigate', release);
+        contents.off('destroyed', release);
+        if (this.windows.get(contents) === created) this.release(contents);
+      };
+      // A full navigation (a reload) starts a new page that knows nothing of what the old one followed;
+      // moves between the app's screens are in-page and keep them.
+      contents.on('did-navigate', release);
+      contents.once('destroyed', release);
+    }
+    counts.set(projectId, (counts.get(projectId) ?? 0) + 1);
+  }
+
+  unfollowed(contents: WebContents, projectId: string): void {
+    const counts = this.windows.get(contents);
+    const count = counts?.get(projectId) ?? 0;
+    if (count > 1) counts?.set(projectId, count - 1);
+    else counts?.delete(projectId);
+  }
+
+  releaseAll(): void {
+    for (const contents of [...this.windows.keys()]) this.release(contents);
+  }
+
+  private release(contents: WebContents): void {
+    const counts = this.windows.get(contents);
+    this.windows.delete(contents);
+    for (const [id, count] of counts ?? []) {
+      for (let i = 0; i < count; i++) void this.bridge.invoke('logs.unfollow', { id }).catch(() => undefined);
+    }
+  }
 }

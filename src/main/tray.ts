@@ -1,12 +1,15 @@
 // The tray icon: turns the plain menu model of src/core/menus/tray-menu.ts into an Electron Menu, and
-// rebuilds it whenever the Engine reports a new project list or platform status. What the items do is
-// up to the host (index.ts), through TrayHandlers.
+// rebuilds it whenever the Engine reports a new project list or platform status. Deploy items start a
+// deploy through the Engine (its end is announced by the deploy notifications, see notifications.ts; a
+// refusal at once); what the other items do is up to the host (index.ts), through TrayHandlers.
 /// <reference types="electron-vite/node" />
 import { Menu, Tray, nativeImage, type MenuItemConstructorOptions } from 'electron';
 import trayIcon from '../../resources/tray.png?asset';
 import type { Project } from '../shared/api/index.js';
-import type { Bridge, PlatformStatus, ProjectList } from '../shared/bridge.js';
+import { toBridgeError, type Bridge, type PlatformStatus, type ProjectList } from '../shared/bridge.js';
+import { deployRefusedNotice } from '../core/menus/deploy-notice.js';
 import { buildTrayMenu, trayTooltip, type TrayAction, type TrayMenuEntry } from '../core/menus/tray-menu.js';
+import { notify } from './notifications.js';
 
 export interface TrayHandlers {
   showWindow(): void;
@@ -67,11 +70,29 @@ export function createTray(bridge: Bridge, handlers: TrayHandlers): AppTray {
         return handlers.showWindow();
       case 'open-project':
         return handlers.openProject(action.projectId);
+      case 'deploy-project':
+        return deploy(action.projectId);
       case 'open-url':
         return handlers.openUrl(action.url);
       case 'quit':
         return handlers.quit();
     }
+  };
+
+  const deploy = (projectId: string) => {
+    bridge.invoke('projects.deploy', { id: projectId }).then(
+      (project) => {
+        // Show `building` at once rather than at the next refresh.
+        projects = projects?.map((p) => (p.id === project.id ? project : p)) ?? null;
+        render();
+      },
+      (error: unknown) => {
+        const project = projects?.find((p) => p.id === projectId) ?? null;
+        notify(deployRefusedNotice(project, toBridgeError(error).toJSON()), () =>
+          handlers.openProject(projectId),
+        );
+      },
+    );
   };
 
   const render = () => {

@@ -78,6 +78,49 @@ export interface UploadInput {
   data: Uint8Array;
 }
 
+export interface LogsInput {
+  id: string;
+  /** Only lines strictly after this ISO time. */
+  since?: string;
+  /** At most this many lines, the newest ones (the platform's default is 500). */
+  limit?: number;
+}
+
+/**
+ * A batch of a followed project's new log lines. The Engine numbers the lines it delivers with one
+ * counter that never goes back: the first line of the batch has `from`, the next `from + 1`, and so on.
+ * Together with `next` of `logs.follow` this lets a listener drop what it already has, whichever of the
+ * answer and the events arrives first.
+ */
+export interface ProjectLogsEvent {
+  projectId: string;
+  lines: LogLine[];
+  from: number;
+}
+
+/** What `logs.follow` answers: the lines the Engine holds for the project so far, and where they end. */
+export interface LogFollow {
+  projectId: string;
+  /** The most recent lines, oldest first (at most 1,000). */
+  lines: LogLine[];
+  /** The number of the first line that events will deliver after `lines`; `lines` end at `next - 1`. */
+  next: number;
+}
+
+export interface LogUnfollow {
+  projectId: string;
+  /** How many subscribers still follow the project; the stream is closed at 0. */
+  followers: number;
+}
+
+export type DeployOutcome = 'running' | 'failed';
+
+/** A deploy ended: `failed` also when a redeploy failed while the previous version keeps serving. */
+export interface DeployFinishedEvent {
+  project: Project;
+  outcome: DeployOutcome;
+}
+
 export interface BridgeRequests {
   'settings.get': { input: void; output: SettingsView };
   'settings.update': { input: SettingsUpdate; output: SettingsView };
@@ -94,6 +137,12 @@ export interface BridgeRequests {
   'projects.setBuildConfig': { input: { id: string; build_config: BuildConfigInput }; output: Project };
   'projects.upload': { input: UploadInput; output: Upload };
   'projects.delete': { input: { id: string }; output: { id: string; deleted: true } };
+  'projects.deploy': { input: { id: string }; output: Project };
+  'projects.stop': { input: { id: string }; output: Project };
+  'projects.logs': { input: LogsInput; output: LogLine[] };
+  /** Starts (or joins) following a project's logs: `project-logs` events until `logs.unfollow`. */
+  'logs.follow': { input: { id: string }; output: LogFollow };
+  'logs.unfollow': { input: { id: string }; output: LogUnfollow };
 }
 
 export type BridgeOperation = keyof BridgeRequests;
@@ -113,6 +162,11 @@ export const BRIDGE_OPERATIONS = [
   'projects.setBuildConfig',
   'projects.upload',
   'projects.delete',
+  'projects.deploy',
+  'projects.stop',
+  'projects.logs',
+  'logs.follow',
+  'logs.unfollow',
 ] as const satisfies readonly BridgeOperation[];
 
 export interface BridgeEvents {
@@ -120,11 +174,20 @@ export interface BridgeEvents {
   'platform-status': PlatformStatus;
   /** The project list changed (a write through the Bridge, or a refresh found changes). */
   projects: ProjectList;
+  /** New log lines of a project someone follows (`logs.follow`), in batches. */
+  'project-logs': ProjectLogsEvent;
+  /** A project went from `building` to `running` or `failed` (or a redeploy failed while running). */
+  'deploy-finished': DeployFinishedEvent;
 }
 
 export type BridgeEventName = keyof BridgeEvents;
 
-export const BRIDGE_EVENTS = ['platform-status', 'projects'] as const satisfies readonly BridgeEventName[];
+export const BRIDGE_EVENTS = [
+  'platform-status',
+  'projects',
+  'project-logs',
+  'deploy-finished',
+] as const satisfies readonly BridgeEventName[];
 
 /** Codes of errors that do not come from the platform's API. */
 export type BridgeOnlyCode =

@@ -97,6 +97,8 @@ export interface Stack {
   pageUrl: string;
   /** `http://127.0.0.1:<port>/api/v1` of the platform. */
   api: string;
+  /** The app edge's port, as the platform printed it (a new one each time it starts). */
+  readonly edgePort: number;
   /** The local account's API key (`<home>/platform/local-account.json`), for direct API calls. */
   apiKey: string;
   stopPlatform(): Promise<void>;
@@ -109,11 +111,13 @@ export async function startStack(): Promise<Stack> {
   mkdirSync(join(home, 'platform'), { recursive: true });
   const platformPort = await freePort();
   let platform: Child | null = null;
+  let edgePort = 0;
   const startPlatform = async () => {
     platform = await startChild(
       ['platform', '--data-dir', join(home, 'platform'), '--port', String(platformPort), '--edge-port', '0'],
       /Press Ctrl\+C/,
     );
+    edgePort = Number(/Apps +http:\/\/\S+:(\d+)/.exec(platform.output())?.[1] ?? 0);
   };
   await startPlatform();
   const app = await startChild(
@@ -131,6 +135,9 @@ export async function startStack(): Promise<Stack> {
     platformPort,
     pageUrl: app.match[1]!,
     api: `http://127.0.0.1:${platformPort}/api/v1`,
+    get edgePort() {
+      return edgePort;
+    },
     apiKey: (
       JSON.parse(readFileSync(join(home, 'platform', 'local-account.json'), 'utf8')) as { api_key: string }
     ).api_key,

@@ -6,6 +6,7 @@ import {
   Account,
   type CreateProjectRequest,
   type EnvVars,
+  LogLine,
   Problem,
   Project,
   ProjectDetail,
@@ -27,7 +28,14 @@ export interface ConditionalList {
   etag: string | null;
 }
 
+export interface LogsQuery {
+  /** Only lines strictly after this ISO time. */
+  since?: string;
+  limit?: number;
+}
+
 const ProjectList = z.array(Project);
+const LogLines = z.array(LogLine);
 const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });
 
 export class PlatformClient {
@@ -79,6 +87,56 @@ export class PlatformClient {
 
   deleteProject(id: string): Promise<{ id: string; deleted: true }> {
     return this.json('DELETE', `/projects/${encodeURIComponent(id)}`, Deleted);
+  }
+
+  /** Starts a deploy: the platform answers 202 with the project, now `building`. */
+  deploy(id: string): Promise<Project> {
+    return this.json('POST', `/projects/${encodeURIComponent(id)}/deploy`, Project);
+  }
+
+  stop(id: string): Promise<Project> {
+    return this.json('POST', `/projects/${encodeURIComponent(id)}/stop`, Project);
+  }
+
+  /** The project's log lines, oldest first. */
+  logs(id: string, query: LogsQuery = {}): Promise<LogLine[]> {
+    return this.json('GET', `/projects/${encodeURIComponent(id)}/logs${logsSearch(query)}`, LogLines);
+  }
+
+  /**
+   * Opens `GET /projects/:id/logs?follow=1` and answers the response once its headers are in, for
+   * readSse to read. Only the wait for the headers has a time limit; the stream lasts until `signal`
+   * aborts it or the platform ends it. A refusal becomes a BridgeError like any other answer.
+   */
+  async followLogs(id: string, query: LogsQuery, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (this.apiKey) headers['x-api-key'] = this.apiKey;
+    const url = `${this.baseUrl}/api/v1/projects/${encodeURIComponent(id)}/logs${logsSearch({ ...query, follow: true })}`;
+    const connect = new AbortController();
+    const timer = setTimeout(
+      () => connect.abort(new DOMException('no answer in time', 'TimeoutError')),
+      this.timeoutMs,
+    );
+    let response: Response;
+    try {
+      response = await fetch(url, { headers, signal: AbortSignal.any([signal, connect.signal]) });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw offlineError(this.baseUrl, connect.signal.aborted ? connect.signal.reason : error);
+    } finally {
+      clearTimeout(timer);
+    }
+    const type = response.headers.get('content-type') ?? '';
+    if (!response.ok || !type.startsWith('text/event-stream') || !response.body) {
+      // Not a stream: parse() turns the problem (or the odd answer) into a BridgeError.
+      await this.parse(response, z.never());
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `the platform answered the log stream with ${type || 'no content type'}, not text/event-stream`,
+      );
+    }
+    return response;
   }
 
   /** Whether a Wharf platform answers at this origin (no key needed). */
@@ -165,6 +223,15 @@ export class PlatformClient {
     }
     return parsed.data;
   }
+}
+
+function logsSearch(query: LogsQuery & { follow?: boolean }): string {
+  const params = new URLSearchParams();
+  if (query.since !== undefined) params.set('since', query.since);
+  if (query.limit !== undefined) params.set('limit', String(query.limit));
+  if (query.follow) params.set('follow', '1');
+  const search = params.toString();
+  return search ? `?${search}` : '';
 }
 
 function offlineError(baseUrl: string, error: unknown): BridgeError {

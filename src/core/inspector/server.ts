@@ -12,6 +12,10 @@
 //   fragment, so it never reaches a server log or a Referer). HTTP calls send it as X-Wharf-Token; the
 //   WebSocket sends it as its first message and is closed with 4401 otherwise.
 // - Static files (the UI's code) are served without the token: they hold no data.
+//
+// Each authenticated event socket is a session (its id comes in the `ready` message). A page sends that
+// id with its calls as X-Wharf-Session, so the logs it follows (`logs.follow`) are unfollowed for it when
+// its socket closes: a tab that is closed or reloaded leaves no log stream open behind it.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +30,7 @@ import {
   isBridgeOperation,
   type Bridge,
   type BridgeResult,
+  type LogFollow,
 } from '../../shared/bridge.js';
 import { LIMITS } from '../../shared/api/projects.js';
 
@@ -135,6 +140,24 @@ async function buildInspector(
     return undefined;
   });
 
+  /** Per event socket: how many times it follows each project. */
+  const sessions = new Map<string, Map<string, number>>();
+  const followsOf = (request: FastifyRequest): Map<string, number> | null => {
+    const session = request.headers['x-wharf-session'];
+    return typeof session === 'string' ? (sessions.get(session) ?? null) : null;
+  };
+  const releaseSession = async (session: string) => {
+    const follows = sessions.get(session);
+    sessions.delete(session);
+    for (const [id, count] of follows ?? []) {
+      for (let i = 0; i < count; i++)
+        await options.bridge.invoke('logs.unfollow', { id }).catch(() => undefined);
+    }
+  };
+  app.addHook('preClose', async () => {
+    await Promise.all([...sessions.keys()].map(releaseSession));
+  });
+
   const requireToken = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!sameToken(request.headers['x-wharf-token'], token)) {
       return send(reply, {
@@ -169,6 +192,16 @@ async function buildInspector(
       }
       try {
         const value = await options.bridge.invoke(operation, (request.body ?? undefined) as never);
+        const follows = followsOf(request);
+        if (follows && operation === 'logs.follow') {
+          const id = (value as LogFollow).projectId;
+          follows.set(id, (follows.get(id) ?? 0) + 1);
+        } else if (follows && operation === 'logs.unfollow') {
+          const id = (request.body as { id: string }).id;
+          const count = follows.get(id) ?? 0;
+          if (count > 1) follows.set(id, count - 1);
+          else follows.delete(id);
+        }
         return send(reply, { ok: true, value });
       } catch (error) {
         return send(reply, bridgeFailure(error));
@@ -205,6 +238,7 @@ async function buildInspector(
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });
   app.get('/bridge/events', { websocket: true }, (socket: WebSocket) => {
     let unsubscribe: Array<() => void> = [];
+    let session: string | null = null;
     const timer = setTimeout(() => socket.close(4401, 'authenticate first'), AUTH_TIMEOUT_MS);
     socket.once('message', (data) => {
       clearTimeout(timer);
@@ -224,10 +258,14 @@ async function buildInspector(
             socket.send(JSON.stringify({ type: 'event', event, payload }));
         }),
       );
-      socket.send(JSON.stringify({ type: 'ready' }));
+      session = randomBytes(16).toString('base64url');
+      sessions.set(session, new Map());
+      socket.send(JSON.stringify({ type: 'ready', session }));
     });
     socket.on('close', () => {
       clearTimeout(timer);
+      if (session) void releaseSession(session);
+      session = null;
       for (const off of unsubscribe) off();
       unsubscribe = [];
     });

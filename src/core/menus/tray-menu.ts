@@ -1,5 +1,5 @@
 // The tray menu as plain data: what the desktop app's tray shows (online state, the projects with their
-// status and URLs, quit), built from what the Engine reports. No Electron here: src/main/tray.ts turns
+// status, a deploy action and their URLs, quit), built from what the Engine reports. No Electron here: src/main/tray.ts turns
 // this model into an Electron Menu, and the model itself is unit-tested under plain Node.
 import type { Project, ProjectStatus } from '../../shared/api/index.js';
 import type { PlatformStatus, Sourced } from '../../shared/bridge.js';
@@ -8,6 +8,7 @@ import type { PlatformStatus, Sourced } from '../../shared/bridge.js';
 export type TrayAction =
   | { kind: 'show-window' }
   | { kind: 'open-project'; projectId: string }
+  | { kind: 'deploy-project'; projectId: string }
   | { kind: 'open-url'; url: string }
   | { kind: 'quit' };
 
@@ -95,7 +96,9 @@ export function buildTrayMenu(input: TrayMenuInput): TrayMenuEntry[] {
     const sorted = [...projects].sort(
       (a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || a.name.localeCompare(b.name),
     );
-    for (const project of sorted.slice(0, max)) entries.push(projectEntry(project));
+    // Deploying needs the platform: not from the offline cache.
+    const canDeploy = status.online && source !== 'cache';
+    for (const project of sorted.slice(0, max)) entries.push(projectEntry(project, canDeploy));
     const hidden = sorted.length - Math.min(max, sorted.length);
     if (hidden > 0) {
       entries.push(
@@ -116,9 +119,17 @@ function statusLine(status: PlatformStatus): string {
   return status.online ? `● Online: ${where}` : `○ Offline: ${where}`;
 }
 
-function projectEntry(project: Project): TrayMenuSubmenu {
+function projectEntry(project: Project, canDeploy: boolean): TrayMenuSubmenu {
+  const building = project.status === 'building';
   const items: TrayMenuEntry[] = [
     item(`project:${project.id}:open`, 'Show in Wharf', { kind: 'open-project', projectId: project.id }),
+    {
+      type: 'item',
+      id: `project:${project.id}:deploy`,
+      label: building ? 'Deploying…' : project.last_deploy_at === null ? 'Deploy' : 'Redeploy',
+      enabled: canDeploy && !building,
+      action: { kind: 'deploy-project', projectId: project.id },
+    },
   ];
   const urls = projectUrls(project);
   if (urls.length > 0) {

@@ -4,6 +4,7 @@ import { useEffect } from 'react';
 import { StatusBanners } from './components/Banners';
 import { LockedOut } from './components/LockedOut';
 import { Sidebar } from './components/Sidebar';
+import { Toasts } from './components/Toasts';
 import type { Route } from './stores/navigation/store';
 import { useRoute } from './stores/navigation/selectors';
 import { useTransport } from './stores/platform/selectors';
@@ -47,6 +48,7 @@ export function App() {
           <Screen route={route} />
         </main>
       </div>
+      <Toasts />
     </div>
   );
 }

@@ -617,7 +617,7 @@ export class Runtime {
         await waitForPort(port, { timeoutMs: this.config.healthTimeoutMs, exited: process.exited });
       } catch (error) {
         build?.check();
-        throw new DeployError(`${label}: ${(error as Error).message}`);
+        throw new DeployError(`${spec.name ? `service ${spec.name}: ` : ''}${(error as Error).message}`);
       }
       log.system(`${label} is up on port ${port} (${seconds(started)})`, spec.name);
     }

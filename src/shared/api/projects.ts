@@ -240,11 +240,14 @@ export const Project = z
     created_at: Timestamp,
     updated_at: Timestamp,
     last_deploy_at: Timestamp.nullable(),
-    last_deploy_error: z.string().nullable().meta({
-      description:
-        'Why the last deploy failed, else null. When a redeploy fails while the previous version keeps ' +
-        'serving, status stays `running` and this says so.',
-    }),
+    last_deploy_error: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Why the last deploy failed, else null. When a redeploy fails while the previous version keeps ' +
+          'serving, status stays `running` and this says so.',
+      }),
   })
   .meta({ id: 'Project' });
 export type Project = z.infer<typeof Project>;

@@ -58,8 +58,12 @@ const items = (entries: TrayMenuEntry[]): TrayMenuItem[] =>
   entries.filter((e): e is TrayMenuItem => e.type === 'item');
 const submenus = (entries: TrayMenuEntry[]): TrayMenuSubmenu[] =>
   entries.filter((e): e is TrayMenuSubmenu => e.type === 'submenu');
+/** An item anywhere in the menu, submenus included. */
 const byId = (entries: TrayMenuEntry[], id: string): TrayMenuItem | undefined =>
-  items(entries).find((e) => e.id === id);
+  items(entries).find((e) => e.id === id) ??
+  submenus(entries)
+    .map((submenu) => byId(submenu.items, id))
+    .find((found) => found !== undefined);
 
 describe('buildTrayMenu', () => {
   it('starts with the online state and where the platform is, then Open Wharf', () => {
@@ -142,6 +146,13 @@ describe('buildTrayMenu', () => {
         enabled: true,
         action: { kind: 'open-project', projectId: web.id },
       },
+      {
+        type: 'item',
+        id: `project:${web.id}:deploy`,
+        label: 'Deploy',
+        enabled: true,
+        action: { kind: 'deploy-project', projectId: web.id },
+      },
       { type: 'separator' },
       {
         type: 'item',
@@ -218,10 +229,53 @@ describe('buildTrayMenu', () => {
     ]);
   });
 
-  it('offers no deploy action (the deploy API does not exist yet)', () => {
-    const menu = buildTrayMenu({ status: online, projects: [project('web', 'running')], source: 'live' });
-    const all = JSON.stringify(menu).toLowerCase();
-    expect(all).not.toContain('deploy');
+  it('offers Deploy for a project never deployed, and Redeploy once it has been', () => {
+    const fresh = project('fresh', 'created');
+    const deployed = project('deployed', 'running', { last_deploy_at: '2025-01-02T00:00:00.000Z' });
+    const failed = project('broken', 'failed', { last_deploy_at: '2025-01-02T00:00:00.000Z' });
+    const menu = buildTrayMenu({ status: online, projects: [fresh, deployed, failed], source: 'live' });
+    expect(byId(menu, `project:${fresh.id}:deploy`)).toEqual({
+      type: 'item',
+      id: `project:${fresh.id}:deploy`,
+      label: 'Deploy',
+      enabled: true,
+      action: { kind: 'deploy-project', projectId: fresh.id },
+    });
+    expect(byId(menu, `project:${deployed.id}:deploy`)).toMatchObject({
+      label: 'Redeploy',
+      enabled: true,
+      action: { kind: 'deploy-project', projectId: deployed.id },
+    });
+    expect(byId(menu, `project:${failed.id}:deploy`)?.label).toBe('Redeploy');
+  });
+
+  it('shows "Deploying…", disabled, while a project builds', () => {
+    const building = project('busy', 'building', { last_deploy_at: '2025-01-02T00:00:00.000Z' });
+    const menu = buildTrayMenu({ status: online, projects: [building], source: 'live' });
+    expect(byId(menu, `project:${building.id}:deploy`)).toMatchObject({
+      label: 'Deploying…',
+      enabled: false,
+    });
+  });
+
+  it('disables deploying while offline or showing cached projects', () => {
+    const web = project('web', 'running');
+    const offlineMenu = buildTrayMenu({ status: offline, projects: [web], source: 'cache' });
+    expect(byId(offlineMenu, `project:${web.id}:deploy`)?.enabled).toBe(false);
+    const cachedMenu = buildTrayMenu({ status: online, projects: [web], source: 'cache' });
+    expect(byId(cachedMenu, `project:${web.id}:deploy`)?.enabled).toBe(false);
+  });
+
+  it('puts the deploy item right after "Show in Wharf" in each project', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [project('a', 'running'), project('b', 'stopped')],
+      source: 'live',
+    });
+    for (const entry of submenus(menu)) {
+      const kinds = items(entry.items).map((i) => i.action?.kind);
+      expect(kinds.slice(0, 2)).toEqual(['open-project', 'deploy-project']);
+    }
   });
 
   it('is plain data that survives JSON and structured cloning', () => {

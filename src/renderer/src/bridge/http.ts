@@ -8,6 +8,9 @@
 //   archive as application/octet-stream (sent with XMLHttpRequest, which reports upload progress).
 // - Events: one WebSocket to `/bridge/events`, authenticated by its first message; close code 4401
 //   means the token was refused (no retry), any other close reconnects with backoff.
+// - The socket's `ready` message names its session; calls send it as X-Wharf-Session, so the server
+//   unfollows the logs this page follows when the socket closes. `logs.follow` and `logs.unfollow` wait
+//   (briefly) for the session to be known.
 import {
   BridgeError,
   isBridgeErrorShape,
@@ -27,6 +30,9 @@ export const TOKEN_REFUSED_CLOSE_CODE = 4401;
 
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
+/** How long a follow call waits for the event socket's session before going without it. */
+const SESSION_WAIT_MS = 3_000;
+const SESSION_OPERATIONS: ReadonlySet<BridgeOperation> = new Set(['logs.follow', 'logs.unfollow']);
 
 /** The code to report for a bare HTTP status: the first one sent with it (413 → payload_too_large). */
 function codeForStatus(status: number): ErrorCode | 'internal' {
@@ -127,6 +133,8 @@ export function httpBridge(location: Location, options: HttpBridgeOptions = {}):
     });
 
   return {
+    host: 'browser',
+
     async invoke<K extends BridgeOperation>(
       operation: K,
       input: BridgeInput<K>,
@@ -135,7 +143,14 @@ export function httpBridge(location: Location, options: HttpBridgeOptions = {}):
       if (operation === 'projects.upload') {
         return (await upload(input as UploadInput, invokeOptions?.onUploadProgress)) as BridgeOutput<K>;
       }
-      const headers = { 'X-Wharf-Token': requireToken(), 'Content-Type': 'application/json' };
+      const headers: Record<string, string> = {
+        'X-Wharf-Token': requireToken(),
+        'Content-Type': 'application/json',
+      };
+      const session = SESSION_OPERATIONS.has(operation)
+        ? await events.sessionWithin(SESSION_WAIT_MS)
+        : events.session;
+      if (session) headers['X-Wharf-Session'] = session;
       let response: Response;
       try {
         response = await doFetch(`/bridge/invoke/${encodeURIComponent(operation)}`, {
@@ -200,6 +215,9 @@ class EventStream {
   private state: TransportState;
   private started = false;
   private attempts = 0;
+  /** The server's name for the current socket, once it is ready. */
+  session: string | null = null;
+  private readonly sessionWaiters = new Set<() => void>();
 
   constructor(
     private readonly url: string,
@@ -217,6 +235,21 @@ class EventStream {
     return () => {
       set.delete(listener);
     };
+  }
+
+  /** The session once the socket is ready, or null if it is not within `ms`. */
+  sessionWithin(ms: number): Promise<string | null> {
+    if (this.session || !this.token || this.state === 'refused') return Promise.resolve(this.session);
+    this.start();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sessionWaiters.delete(done);
+        resolve(this.session);
+      };
+      const timer = setTimeout(done, ms);
+      this.sessionWaiters.add(done);
+    });
   }
 
   /** The token was refused over HTTP: stop reconnecting and tell the UI. */
@@ -249,7 +282,7 @@ class EventStream {
     }
     socket.onopen = () => socket.send(JSON.stringify({ type: 'auth', token }));
     socket.onmessage = (message) => {
-      let data: { type?: unknown; event?: unknown; payload?: unknown };
+      let data: { type?: unknown; event?: unknown; payload?: unknown; session?: unknown };
       try {
         data = JSON.parse(String(message.data)) as typeof data;
       } catch {
@@ -257,6 +290,8 @@ class EventStream {
       }
       if (data.type === 'ready') {
         this.attempts = 0;
+        this.session = typeof data.session === 'string' ? data.session : null;
+        for (const wake of [...this.sessionWaiters]) wake();
         this.setState('ready');
       } else if (data.type === 'event' && isBridgeEvent(data.event)) {
         for (const listener of [...(this.listeners.get(data.event) ?? [])]) {
@@ -269,6 +304,7 @@ class EventStream {
       }
     };
     socket.onclose = (event) => {
+      this.session = null;
       if (event.code === TOKEN_REFUSED_CLOSE_CODE) {
         this.setState('refused');
         return;

@@ -15,6 +15,8 @@ import type { RendererBridge, TransportState } from './types';
 
 export function ipcBridge(raw: RawBridge): RendererBridge {
   return {
+    host: 'electron',
+
     async invoke<K extends BridgeOperation>(operation: K, input: BridgeInput<K>): Promise<BridgeOutput<K>> {
       let result: BridgeResult;
       try {

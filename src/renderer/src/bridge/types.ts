@@ -16,6 +16,11 @@ export interface InvokeOptions {
 }
 
 export interface RendererBridge extends Bridge {
+  /**
+   * Where the app runs: in the desktop app the main process shows system notifications (a deploy that
+   * ended, say); in a browser the page shows them itself.
+   */
+  readonly host: 'electron' | 'browser';
   invoke<K extends BridgeOperation>(
     operation: K,
     input: BridgeInput<K>,

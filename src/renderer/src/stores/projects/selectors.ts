@@ -1,11 +1,12 @@
 // Selectors of the projects store.
 import { useShallow } from 'zustand/react/shallow';
-import type { DetailState, UploadState } from './store';
+import type { ActionState, DetailState, UploadState } from './store';
 import { useProjectsStore } from './store';
 
 type State = ReturnType<typeof useProjectsStore.getState>;
 
 const EMPTY_DETAIL: DetailState = { view: null, loading: false, error: null };
+const IDLE_ACTION: ActionState = { pending: null, error: null, failed: null };
 
 export const selectProjectList = (state: State) => ({
   list: state.list,
@@ -27,6 +28,11 @@ export const selectUpload =
   (state: State): UploadState | null =>
     state.uploads[id] ?? null;
 
+export const selectAction =
+  (id: string) =>
+  (state: State): ActionState =>
+    state.actions[id] ?? IDLE_ACTION;
+
 export const selectProjectActions = (state: State) => ({
   loadList: state.loadList,
   loadDetail: state.loadDetail,
@@ -36,10 +42,14 @@ export const selectProjectActions = (state: State) => ({
   upload: state.upload,
   clearUpload: state.clearUpload,
   remove: state.remove,
+  deploy: state.deploy,
+  stop: state.stop,
+  clearActionError: state.clearActionError,
 });
 
 export const useProjectList = () => useProjectsStore(useShallow(selectProjectList));
 export const useProjectDetail = (id: string) => useProjectsStore(selectDetail(id));
 export const useProject = (id: string) => useProjectsStore(selectProject(id));
 export const useUpload = (id: string) => useProjectsStore(selectUpload(id));
+export const useProjectAction = (id: string) => useProjectsStore(selectAction(id));
 export const useProjectActions = () => useProjectsStore(useShallow(selectProjectActions));

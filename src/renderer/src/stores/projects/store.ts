@@ -1,6 +1,7 @@
 // Projects: the list (live or from the Engine's cache, replaced by the `projects` event), the detail of
-// each opened project, the writes (create, env vars, build config, delete) and archive uploads with
-// their progress. Writes answer with a BridgeResult so the form that made them can place 422 errors.
+// each opened project, the writes (create, env vars, build config, delete), archive uploads with their
+// progress, and deploy / stop with the error of the last attempt. Writes answer with a BridgeResult so
+// the form that made them can place 422 errors.
 import { create } from 'zustand';
 import type {
   BuildConfigInput,
@@ -21,6 +22,14 @@ export interface DetailState {
   error: BridgeErrorShape | null;
 }
 
+/** A deploy or stop request in flight, and why the last one was refused. */
+export interface ActionState {
+  pending: 'deploy' | 'stop' | null;
+  error: BridgeErrorShape | null;
+  /** Which request `error` answered. */
+  failed: 'deploy' | 'stop' | null;
+}
+
 export type UploadPhase = 'reading' | 'sending' | 'processing' | 'done' | 'failed';
 
 export interface UploadState {
@@ -39,6 +48,7 @@ interface ProjectsState {
   listError: BridgeErrorShape | null;
   details: Readonly<Record<string, DetailState>>;
   uploads: Readonly<Record<string, UploadState>>;
+  actions: Readonly<Record<string, ActionState>>;
   loadList(): Promise<void>;
   loadDetail(id: string): Promise<void>;
   /** Creates the project; with a file (upload projects), then uploads it in the background. */
@@ -48,7 +58,10 @@ interface ProjectsState {
   upload(id: string, file: File): Promise<BridgeResult<Upload>>;
   clearUpload(id: string): void;
   remove(id: string): Promise<BridgeResult<{ id: string }>>;
-  /** Follows the `projects` event; returns the unsubscribe. */
+  deploy(id: string): Promise<BridgeResult<Project>>;
+  stop(id: string): Promise<BridgeResult<Project>>;
+  clearActionError(id: string): void;
+  /** Follows the `projects` and `deploy-finished` events; returns the unsubscribe. */
   subscribe(): () => void;
 }
 
@@ -98,12 +111,33 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
       return { list, details };
     });
 
+  const setAction = (id: string, patch: Partial<ActionState>) =>
+    set((state) => ({
+      actions: {
+        ...state.actions,
+        [id]: { pending: null, error: null, failed: null, ...state.actions[id], ...patch },
+      },
+    }));
+
+  const act = async (id: string, kind: 'deploy' | 'stop'): Promise<BridgeResult<Project>> => {
+    setAction(id, { pending: kind, error: null, failed: null });
+    const outcome = await attempt(() =>
+      bridge.invoke(kind === 'deploy' ? 'projects.deploy' : 'projects.stop', { id }),
+    );
+    if (outcome.ok) {
+      remember(outcome.value);
+      setAction(id, { pending: null });
+    } else setAction(id, { pending: null, error: outcome.error, failed: kind });
+    return outcome;
+  };
+
   return {
     list: null,
     listLoading: false,
     listError: null,
     details: {},
     uploads: {},
+    actions: {},
 
     async loadList() {
       set({ listLoading: true });
@@ -181,6 +215,8 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
       });
       if (outcome.ok) {
         setUpload(id, { phase: 'done', result: outcome.value, error: null });
+        // "Upload an archive first" is answered now.
+        if (get().actions[id]?.error?.code === 'upload_required') get().clearActionError(id);
         void get().loadDetail(id);
       } else setUpload(id, { phase: 'failed', error: outcome.error });
       return outcome;
@@ -199,17 +235,30 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
         set((state) => {
           const { [id]: _detail, ...details } = state.details;
           const { [id]: _upload, ...uploads } = state.uploads;
+          const { [id]: _action, ...actions } = state.actions;
           const list = state.list
             ? { ...state.list, projects: state.list.projects.filter((p) => p.id !== id) }
             : null;
-          return { list, details, uploads };
+          return { list, details, uploads, actions };
         });
       }
       return outcome;
     },
 
+    deploy: (id) => act(id, 'deploy'),
+    stop: (id) => act(id, 'stop'),
+
+    clearActionError(id) {
+      setAction(id, { error: null, failed: null });
+    },
+
     subscribe() {
-      return bridge.on('projects', (list) => {
+      // The event's copy of the project is the one that ended the deploy: show it at once.
+      const offFinished = bridge.on('deploy-finished', ({ project }) => {
+        if (get().list?.projects.some((p) => p.id === project.id) || get().details[project.id])
+          remember(project);
+      });
+      const offList = bridge.on('projects', (list) => {
         set((state) => {
           // Open details follow the list, so their status badges stay live too.
           const details: Record<string, DetailState> = { ...state.details };
@@ -220,6 +269,10 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
           return { list, listError: null, details };
         });
       });
+      return () => {
+        offFinished();
+        offList();
+      };
     },
   };
 });

@@ -1,5 +1,5 @@
-// One project: where it runs (URL and service URLs), its source, and its settings: archive (upload
-// projects), environment variables, build configuration, recent logs, and deletion.
+// One project: deploy and stop it, where it runs (URL and service URLs), its source, its live logs, and
+// its settings: archive (upload projects), environment variables, build configuration, and deletion.
 import { useEffect, type ReactNode } from 'react';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
@@ -7,8 +7,10 @@ import { StatusBadge } from '../../components/StatusBadge';
 import { formatDateTime, formatWhen } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
 import { useProject, useProjectActions, useProjectDetail } from '../../stores/projects/selectors';
+import { useConnection } from '../../stores/platform/selectors';
 import { BuildConfigForm } from './BuildConfigForm';
 import { DeleteProject } from './DeleteProject';
+import { DeployButtons, DeployStatus } from './DeployControls';
 import { EnvVarsEditor } from './EnvVarsEditor';
 import { LogsPanel } from './LogsPanel';
 import { describeSource } from './source';
@@ -18,6 +20,7 @@ export function ProjectDetailView({ id }: { id: string }) {
   const project = useProject(id);
   const detail = useProjectDetail(id);
   const { loadDetail } = useProjectActions();
+  const { online } = useConnection();
 
   useEffect(() => {
     void loadDetail(id);
@@ -78,7 +81,10 @@ export function ProjectDetailView({ id }: { id: string }) {
               : ' · not deployed yet'}
           </p>
         </div>
+        <DeployButtons project={project} />
       </header>
+
+      <DeployStatus project={project} />
 
       {detail.error && detail.view ? (
         <ErrorNotice error={detail.error} title="Showing what was loaded before" />
@@ -119,17 +125,10 @@ export function ProjectDetailView({ id }: { id: string }) {
         </dl>
       </section>
 
+      <LogsPanel project={project} offline={cached || online === false} />
       {project.deploy_source === 'upload' ? <UploadPanel project={project} /> : null}
       <EnvVarsEditor key={`env-${project.id}`} project={project} />
       <BuildConfigForm key={`build-${project.id}`} project={project} />
-      {detail.view ? (
-        <LogsPanel
-          logs={detail.view.logs}
-          cached={cached}
-          refreshing={detail.loading}
-          onRefresh={() => void loadDetail(id)}
-        />
-      ) : null}
       <DeleteProject project={project} />
     </div>
   );

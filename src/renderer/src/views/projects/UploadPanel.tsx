@@ -8,6 +8,7 @@ import { ErrorNotice, SuccessNote } from '../../components/Notice';
 import { formatBytes, formatWhen, plural } from '../../lib/format';
 import { archiveProblem, type UploadState } from '../../stores/projects/store';
 import { useProjectActions, useUpload } from '../../stores/projects/selectors';
+import { UPLOAD_SECTION_ID } from './DeployControls';
 
 export function UploadPanel({ project }: { project: Project }) {
   const { upload } = useProjectActions();
@@ -31,7 +32,12 @@ export function UploadPanel({ project }: { project: Project }) {
   };
 
   return (
-    <section className="card" aria-labelledby="upload-title" data-testid="upload-panel">
+    <section
+      className="card"
+      id={UPLOAD_SECTION_ID}
+      aria-labelledby="upload-title"
+      data-testid="upload-panel"
+    >
       <header className="card-header">
         <div>
           <h2 className="card-title" id="upload-title">
