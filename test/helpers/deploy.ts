@@ -1,8 +1,9 @@
 // Helpers for deploy tests: fixture apps written to disk, a local bare git repository to clone over
 // file://, requests through the app edge with the app's Host header, and waiting for a status.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type Agent, request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Project, ProjectDetail } from '../../src/shared/api/projects.js';
@@ -63,11 +64,15 @@ export function gitRepo(root: string, name: string, files: Files, branch = 'main
   } catch {
     // exists already: push another commit
   }
-  git(work, 'init', '--quiet', '--initial-branch', branch);
-  writeFiles(work, files);
-  git(work, 'add', '-A');
-  git(work, 'commit', '--quiet', '-m', 'fixture');
-  git(work, 'push', '--quiet', '--force', bare, `${branch}:${branch}`);
+  try {
+    git(work, 'init', '--quiet', '--initial-branch', branch);
+    writeFiles(work, files);
+    git(work, 'add', '-A');
+    git(work, 'commit', '--quiet', '-m', 'fixture');
+    git(work, 'push', '--quiet', '--force', bare, `${branch}:${branch}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
   return `file://${bare}`;
 }
 
@@ -82,7 +87,7 @@ export function viaEdge(
   port: number,
   host: string,
   path = '/',
-  options: { method?: string; agent?: Agent | false } = {},
+  options: { method?: string; agent?: Agent | false; headers?: Record<string, string> } = {},
 ): Promise<EdgeResponse> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -91,7 +96,7 @@ export function viaEdge(
         port,
         path,
         method: options.method ?? 'GET',
-        headers: { host: `${host}:${port}` },
+        headers: { ...options.headers, host: `${host}:${port}` },
         agent: options.agent ?? false,
         timeout: 10_000,
       },
@@ -157,3 +162,82 @@ export async function waitFor(
 }
 
 export const settled = (project: Project) => project.status === 'running' || project.status === 'failed';
+
+/** The project's last 500 log lines, as text. */
+export async function logLines(tp: TestPlatform, id: string): Promise<string[]> {
+  const detail = await call<ProjectDetail>(`${tp.api}/projects/${id}`, { key: tp.key });
+  if (detail.status !== 200) throw new Error(`GET project ${id}: ${detail.status}`);
+  return detail.body.logs.map((l) => l.line);
+}
+
+/** Polls until `check` holds; fails saying `what` after `timeoutMs`. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Polls the project's logs until a line matches; returns that line (fails with the logs). */
+export async function waitForLog(
+  tp: TestPlatform,
+  id: string,
+  pattern: RegExp,
+  timeoutMs = 15_000,
+): Promise<string> {
+  let lines: string[] = [];
+  try {
+    await until(
+      async () => (lines = await logLines(tp, id)).some((l) => pattern.test(l)),
+      `a log line matching ${pattern}`,
+      timeoutMs,
+      100,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; logs:\n${lines.map((l) => `  ${l}`).join('\n')}`);
+  }
+  return lines.find((l) => pattern.test(l))!;
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port` right now. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.setTimeout(2_000, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** The PORTs the runtime gave the project's processes, oldest first, from its "starting …" lines. */
+export function startedPorts(lines: string[]): number[] {
+  return lines.flatMap((l) => {
+    const match = /^starting .*\(PORT=(\d+)\)$/.exec(l);
+    return match ? [Number(match[1])] : [];
+  });
+}
+
+/** Upload `files` as the project's source and deploy it; resolves once it runs (fails with the logs). */
+export async function deployFiles(tp: TestPlatform, id: string, files: Files): Promise<ProjectDetail> {
+  await upload(tp, id, archiveOf(files));
+  await deploy(tp, id);
+  const detail = await waitFor(tp, id, settled);
+  if (detail.project.status !== 'running') {
+    throw new Error(
+      `project ${id} is ${detail.project.status}: ${detail.project.last_deploy_error}; logs:\n${detail.logs.map((l) => `  ${l.line}`).join('\n')}`,
+    );
+  }
+  return detail;
+}

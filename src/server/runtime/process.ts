@@ -2,6 +2,7 @@
 // started), with its output read line by line, and a health check that waits for its port. The
 // runtime's `process` driver builds on this; the `sandbox` driver wraps the same command in bwrap.
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 
@@ -63,14 +64,55 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
     exited,
     async stop(graceMs = 5_000) {
       signalGroup('SIGTERM');
-      const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
-      const exit = await exited;
-      clearTimeout(timer);
-      // Whatever the command left behind in its group goes too.
+      // The whole group gets the grace time, not only the command's shell: under `sh -c 'npm start'`
+      // the shell dies of SIGTERM at once while the app is still closing its connections.
+      let done = false;
+      void exited.then(() => (done = true));
+      const deadline = Date.now() + graceMs;
+      while (!(done && !groupAlive(child.pid)) && Date.now() < deadline) await sleep(20);
+      // Whatever is left of the group goes now, and is gone (its ports free) before stop resolves.
       signalGroup('SIGKILL');
+      const exit = await exited;
+      const killed = Date.now() + 2_000;
+      while (groupAlive(child.pid) && Date.now() < killed) await sleep(10);
       return exit;
     },
   };
+}
+
+/**
+ * Whether a process of the group `pgid` still runs. Zombies do not count: they hold no port, and an
+ * orphan's may wait long for its new parent to reap it.
+ */
+function groupAlive(pgid: number | undefined): boolean {
+  if (pgid === undefined) return false;
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue; // gone meanwhile
+      }
+      // `pid (comm) state ppid pgrp …`, where comm may hold spaces and parentheses.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') return true;
+    }
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export class HealthCheckError extends Error {}

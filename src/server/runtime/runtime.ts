@@ -6,7 +6,7 @@
 // requests finish, so a redeploy loses no request, and a failed one leaves the old version serving.
 // Crashed services restart with backoff up to a limit. The serving release is persisted with the
 // project, so a platform restart starts it again without rebuilding.
-import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { join, relative, resolve } from 'node:path';
 import type Docker from 'dockerode';
@@ -217,6 +217,7 @@ export class Runtime {
 
   /** After a platform start: run again what was running (or being deployed) when it stopped. */
   async restore(): Promise<void> {
+    killOrphans(join(this.config.dataDir, 'apps'));
     const rows = await this.db
       .selectFrom('projects')
       .selectAll()
@@ -819,5 +820,26 @@ function isVenv(dir: string): boolean {
 function assertDirectory(path: string, releaseDir: string, field: string): void {
   if (!isDirectory(path)) {
     throw new DeployError(`${field} "${relative(releaseDir, path)}" is not a folder in the source`);
+  }
+}
+
+/**
+ * Apps left running by a platform that died without stopping them (their process groups outlive it):
+ * on Linux, every process whose working folder is inside this platform's apps folder.
+ */
+function killOrphans(appsDir: string): void {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (cwd.startsWith(`${appsDir}/`)) process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone already, or not ours to look at
+    }
   }
 }

@@ -38,7 +38,7 @@ export async function cloneRepository(options: {
     createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
       options.onLine(line);
       tail.push(line);
-      if (tail.length > 5) tail.shift();
+      if (tail.length > 20) tail.shift();
     });
   }
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 5 * 60_000);
@@ -51,7 +51,11 @@ export async function cloneRepository(options: {
   });
   clearTimeout(timer);
   if (code !== 0) {
+    // git's errors (a repository may bring several: "does not appear to be a git repository", then
+    // "Could not read from remote repository"), the first being the most specific; else its last words.
+    const errors = tail.filter((l) => /^(fatal|error):/i.test(l.trim()));
     const reason =
+      (errors.length > 0 ? errors.map((l) => l.trim()).join(' ') : undefined) ??
       tail.filter((l) => /fatal|error|not found|could not/i.test(l)).at(-1) ??
       tail.at(-1) ??
       `exit code ${code}`;

@@ -4,6 +4,7 @@
 // only its own processes (pid namespace). The network is shared: the edge reaches the app on
 // 127.0.0.1:PORT either way.
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
 import type { RuntimeKind } from '../../config.js';
 import { type RunningProcess, startProcess } from '../process.js';
 
@@ -56,7 +57,7 @@ export class SandboxDriver implements CommandDriver {
       '--dev', '/dev',
       '--proc', '/proc',
       '--tmpfs', '/tmp',
-      ...this.hidden.flatMap((dir) => ['--tmpfs', dir]),
+      ...this.hiddenDirs().flatMap((dir) => ['--tmpfs', dir]),
       '--bind', spec.workspace, spec.workspace,
       '--unshare-pid',
       '--unshare-ipc',
@@ -65,5 +66,21 @@ export class SandboxDriver implements CommandDriver {
       '--chdir', spec.cwd,
     ];
     return startProcess({ ...spec, wrap });
+  }
+
+  /**
+   * The hidden folders, each created first when missing: bwrap cannot make a mount point on the
+   * read-only root (it fails "Can't mkdir"), and one created later would show through. One that cannot
+   * be created (and so does not exist) has nothing to hide.
+   */
+  private hiddenDirs(): string[] {
+    return this.hidden.filter((dir) => {
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch {
+        // not ours to create
+      }
+      return existsSync(dir);
+    });
   }
 }
