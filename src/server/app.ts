@@ -24,6 +24,8 @@ import { LogStore } from './projects/logs.js';
 import { projectRoutes } from './projects/routes.js';
 import { type CommandDriver, ProcessDriver, SandboxDriver } from './runtime/drivers/host.js';
 import { Runtime } from './runtime/runtime.js';
+import { TunnelHub } from './tunnels/hub.js';
+import { tunnelRoutes } from './tunnels/routes.js';
 import { type Store, openStore } from './store/open.js';
 
 export const API_PREFIX = '/api/v1';
@@ -36,8 +38,10 @@ export interface Platform {
   logs: LogStore;
   /** Builds and runs deployed apps. */
   runtime: Runtime;
-  /** The app edge's HTTP server, not yet listening (servePlatform starts it on the edge port). */
+  /** The app and tunnel edge's HTTP server, not yet listening (servePlatform starts it on the edge port). */
   edge: Edge;
+  /** Tunnel clients, the relays to them and their captured traffic. */
+  tunnels: TunnelHub;
   /** Where the local account's key was written, when this start created it. */
   localAccountFile: string | null;
 }
@@ -65,7 +69,8 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
         new SandboxDriver([...new Set([config.dataDir, wharfHome()])])
       : new ProcessDriver();
   const runtime = new Runtime(db, config, projects, logs, driver);
-  const edge = new Edge(config, db, runtime);
+  const tunnels = new TunnelHub(config, db, auth);
+  const edge = new Edge(config, db, runtime, tunnels);
 
   const app = Fastify({
     logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
@@ -100,6 +105,16 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
       new ApiError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
+  // Upgrades on the API port: tunnel clients connecting, and the live traffic feed.
+  app.server.on('upgrade', (req, socket, head) => {
+    tunnels.upgrade(req, socket, head, API_PREFIX).then(
+      (handled) => {
+        if (!handled) socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      },
+      () => socket.destroy(),
+    );
+  });
+  app.addHook('preClose', async () => tunnels.close());
   app.addHook('onClose', async () => {
     await edge.close();
     await runtime.close();
@@ -149,6 +164,7 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
 
       await api.register(accountRoutes, { db, config, auth });
       await api.register(projectRoutes, { db, config, projects, logs, runtime });
+      await api.register(tunnelRoutes, { hub: tunnels });
     },
     { prefix: API_PREFIX },
   );
@@ -165,6 +181,7 @@ export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Prom
     logs,
     runtime,
     edge,
+    tunnels,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
   };
 }

@@ -35,7 +35,7 @@ export class Authenticator {
     private readonly tokenTtlSeconds: number,
   ) {}
 
-  async authenticate(request: FastifyRequest): Promise<Caller> {
+  async authenticate(request: Pick<FastifyRequest, 'headers'>): Promise<Caller> {
     const apiKey = headerValue(request.headers['x-api-key']);
     if (apiKey !== undefined) return this.fromApiKey(apiKey);
     const authorization = headerValue(request.headers.authorization);

@@ -9,6 +9,7 @@ import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
+import type { TunnelHub } from '../tunnels/hub.js';
 import { type EdgePage, renderPage } from './pages.js';
 
 interface Route {
@@ -25,11 +26,14 @@ export class Edge {
   /** Host label → route, briefly: most requests then cost no query. */
   private readonly routes = new Map<string, { route: Route | null; until: number }>();
   private readonly suffix: string;
+  /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
+  private readonly upgraded = new Set<Duplex>();
 
   constructor(
     private readonly config: PlatformConfig,
     private readonly db: Store,
     private readonly runtime: Runtime,
+    private readonly tunnels: TunnelHub,
   ) {
     this.suffix = `.${config.baseDomain}`;
     this.proxy.on('error', (error, _req, res) => {
@@ -43,8 +47,21 @@ export class Edge {
         } else res.destroy();
       } else (res as Duplex).destroy();
     });
-    this.server = createServer((req, res) => void this.handle(req, res));
-    this.server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head));
+    // Nothing one request does may take the platform down: an unexpected error ends that request only.
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch(() => {
+        if (res.headersSent) res.destroy();
+        else
+          this.page(res, {
+            status: 500,
+            title: 'Edge error',
+            message: 'The edge could not answer this request.',
+          });
+      });
+    });
+    this.server.on('upgrade', (req, socket, head) => {
+      this.upgrade(req, socket, head).catch(() => socket.destroy());
+    });
     this.server.keepAliveTimeout = 65_000;
   }
 
@@ -52,12 +69,19 @@ export class Edge {
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
+      // An open WebSocket would otherwise keep the server, and the platform's shutdown, waiting.
+      for (const socket of this.upgraded) socket.destroy();
       this.proxy.close();
     });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const host = hostOf(req);
+    const tunnel = this.tunnels.subdomainOf(host);
+    if (tunnel !== null) {
+      this.tunnels.relay(req, res, tunnel);
+      return;
+    }
     const route = await this.route(host).catch(() => null);
     if (!route) {
       this.page(res, {
@@ -78,11 +102,15 @@ export class Edge {
       return;
     }
     res.once('close', target.done);
+    // The edge is where requests enter: what a client claims in X-Forwarded-* is replaced, not kept.
+    stripForwarded(req);
     this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: target.agent });
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
     const route = await this.route(hostOf(req)).catch(() => null);
     const target = route ? this.runtime.target(route.projectId, route.service) : null;
     if (!target || target.kind !== 'proxy') {
@@ -94,6 +122,7 @@ export class Edge {
     }
     // A WebSocket is long-lived: it does not hold a redeploy's drain.
     target.done();
+    stripForwarded(req);
     this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
   }
 
@@ -176,13 +205,16 @@ export class Edge {
       res.end('method not allowed: a static site answers GET and HEAD\n');
       return;
     }
-    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://edge').pathname);
+    // Still percent-encoded: send decodes it (once), and answers 400 when it is malformed.
+    const path = new URL(req.url ?? '/', 'http://edge').pathname;
     let result = await send(req, path, { root, index: ['index.html'], dotfiles: 'deny' });
     // Single-page apps route on the client: a path without an extension falls back to index.html.
     if (result.statusCode === 404 && !/\.[a-z0-9]+$/i.test(path)) {
       result = await send(req, '/index.html', { root, dotfiles: 'deny' });
     }
     res.writeHead(result.statusCode, result.headers as Record<string, string>);
+    // A file that cannot be read after all (its release removed meanwhile) ends this response only.
+    result.stream.on('error', () => res.destroy());
     result.stream.pipe(res);
   }
 
@@ -203,6 +235,11 @@ function hostOf(req: IncomingMessage): string {
   const host = (req.headers.host ?? '').toLowerCase();
   // `name:port`, or `[v6]:port`: only names route.
   return host.replace(/:\d+$/, '').replace(/\.$/, '');
+}
+
+function stripForwarded(req: IncomingMessage): void {
+  for (const name of ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port'])
+    delete req.headers[name];
 }
 
 function isServerResponse(value: unknown): value is ServerResponse {

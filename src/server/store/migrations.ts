@@ -89,4 +89,15 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('projects').addColumn('last_deploy_error', 'text').execute();
     },
   },
+  '0003_tunnel_subdomains': {
+    async up(db: Kysely<unknown>) {
+      // Which account holds each tunnel subdomain: reconnecting takes it back, another account gets 409.
+      await db.schema
+        .createTable('tunnel_subdomains')
+        .addColumn('subdomain', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('reserved_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -66,6 +66,12 @@ export interface ProjectLogsTable {
   line: string;
 }
 
+export interface TunnelSubdomainsTable {
+  subdomain: string;
+  account_id: string;
+  reserved_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -73,4 +79,5 @@ export interface Database {
   project_hosts: ProjectHostsTable;
   uploads: UploadsTable;
   project_logs: ProjectLogsTable;
+  tunnel_subdomains: TunnelSubdomainsTable;
 }

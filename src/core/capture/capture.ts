@@ -1,0 +1,178 @@
+// Capture: one HTTP exchange as a captured request (API.md §7) with its bodies up to 1 MiB each. The
+// same module runs on both sides of a tunnel: the edge keeps what it captures in memory, the tunnel
+// client writes it to the Mirror. Bodies are observed as they stream by, never buffered whole.
+import { randomBytes } from 'node:crypto';
+import {
+  CAPTURE_LIMITS,
+  type CapturedRequest,
+  type CapturedRequestDetail,
+  type HeaderList,
+} from '../../shared/api/tunnels.js';
+
+/** The first `limit` bytes of a body that streams past, and its whole size. */
+export class BodyTap {
+  size = 0;
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+
+  constructor(private readonly limit: number = CAPTURE_LIMITS.bodyBytes) {}
+
+  push(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.kept >= this.limit) return;
+    const take = Math.min(chunk.length, this.limit - this.kept);
+    // A copy: the caller's buffer may be reused once written.
+    this.chunks.push(Buffer.from(chunk.subarray(0, take)));
+    this.kept += take;
+  }
+
+  get truncated(): boolean {
+    return this.size > this.kept;
+  }
+
+  get body(): Buffer {
+    return Buffer.concat(this.chunks, this.kept);
+  }
+}
+
+/** `rawHeaders` (`[name, value, name, value…]`) as a list that keeps order and case. */
+export function headerList(raw: readonly string[]): HeaderList {
+  const list: HeaderList = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) list.push({ name: raw[i]!, value: raw[i + 1]! });
+  return list;
+}
+
+/** Headers of an HTTP/2 frame (or Node's header object) as a list, pseudo-headers left out. */
+export function headerListOf(headers: Record<string, string | string[] | number | undefined>): HeaderList {
+  const list: HeaderList = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith(':') || value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) list.push({ name, value: String(one) });
+  }
+  return list;
+}
+
+let sequence = 0;
+
+/** Request ids sort by time, like the platform's other ids: base36 milliseconds, a counter, randomness. */
+export function newRequestId(): string {
+  sequence = (sequence + 1) % 1296;
+  return `req_${Date.now().toString(36).padStart(9, '0')}${sequence.toString(36).padStart(2, '0')}${randomBytes(6).toString('hex')}`;
+}
+
+export interface ExchangeStart {
+  tunnelId: string;
+  method: string;
+  path: string;
+  /** The public URL the request was made to. */
+  url: string;
+  httpVersion: string;
+  requestHeaders: HeaderList;
+  remoteAddr: string | null;
+  replayOf?: string | null;
+  /** Defaults to a new id. */
+  id?: string;
+}
+
+/** A captured exchange in progress: feed it the bodies and the response, then finish it. */
+export class Exchange {
+  readonly requestBody = new BodyTap();
+  readonly responseBody = new BodyTap();
+  private readonly startedMs = performance.now();
+  private readonly record: CapturedRequest;
+
+  constructor(start: ExchangeStart) {
+    this.record = {
+      id: start.id ?? newRequestId(),
+      tunnel_id: start.tunnelId,
+      method: start.method,
+      path: start.path,
+      url: start.url,
+      http_version: start.httpVersion,
+      status_code: null,
+      duration_ms: null,
+      request_headers: start.requestHeaders,
+      response_headers: [],
+      request_size: 0,
+      response_size: 0,
+      remote_addr: start.remoteAddr,
+      started_at: new Date().toISOString(),
+      error: null,
+      replay_of: start.replayOf ?? null,
+    };
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  response(status: number, headers: HeaderList): void {
+    this.record.status_code = status;
+    this.record.response_headers = headers;
+  }
+
+  /** Ends the exchange (with why it failed, if it did) and returns the captured request. */
+  finish(error: string | null = null): CapturedExchange {
+    if (this.record.duration_ms === null) {
+      this.record.duration_ms = Math.round((performance.now() - this.startedMs) * 100) / 100;
+      this.record.request_size = this.requestBody.size;
+      this.record.response_size = this.responseBody.size;
+      this.record.error = error;
+    }
+    return {
+      request: { ...this.record },
+      requestBody: this.requestBody.body,
+      responseBody: this.responseBody.body,
+      requestBodyTruncated: this.requestBody.truncated,
+      responseBodyTruncated: this.responseBody.truncated,
+    };
+  }
+}
+
+export interface CapturedExchange {
+  request: CapturedRequest;
+  requestBody: Buffer;
+  responseBody: Buffer;
+  requestBodyTruncated: boolean;
+  responseBodyTruncated: boolean;
+}
+
+/** The API's detail shape: bodies as base64 (null when empty). */
+export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
+  return {
+    ...exchange.request,
+    request_body: exchange.requestBody.length > 0 ? exchange.requestBody.toString('base64') : null,
+    response_body: exchange.responseBody.length > 0 ? exchange.responseBody.toString('base64') : null,
+    request_body_truncated: exchange.requestBodyTruncated,
+    response_body_truncated: exchange.responseBodyTruncated,
+  };
+}
+
+/** The last `capacity` exchanges, oldest dropped first. */
+export class CaptureRing {
+  private readonly items: CapturedExchange[] = [];
+  private readonly byId = new Map<string, CapturedExchange>();
+  total = 0;
+
+  constructor(private readonly capacity: number = CAPTURE_LIMITS.perTunnel) {}
+
+  add(exchange: CapturedExchange): void {
+    this.items.push(exchange);
+    this.byId.set(exchange.request.id, exchange);
+    this.total += 1;
+    while (this.items.length > this.capacity) this.byId.delete(this.items.shift()!.request.id);
+  }
+
+  get(id: string): CapturedExchange | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Newest first. */
+  list(): CapturedRequest[] {
+    return this.items.map((e) => e.request).reverse();
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}

@@ -1,0 +1,94 @@
+// The tunnel protocol, shared by the edge and the client. After `GET /api/v1/tunnels/connect` is
+// upgraded (to the raw `wharf-tunnel` stream, or to a WebSocket), HTTP/2 runs over the connection with
+// roles reversed: the edge is the HTTP/2 client and opens one stream per public request; the tunnel
+// client is the HTTP/2 server and answers each stream from the local app.
+//
+// A stream's request carries the public request's method, path and headers (hop-by-hop ones dropped),
+// plus the headers below. A public WebSocket (or any Upgrade) travels as a stream marked with
+// `wharf-upgrade`: the client replays the request head to the local app over a fresh TCP connection,
+// and from then on the stream carries raw bytes both ways, the app's `101` response included.
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { Settings } from 'node:http2';
+
+export const STREAM_HEADERS = {
+  /** The captured request's id, so both sides name the exchange alike. */
+  requestId: 'wharf-request-id',
+  /** The public client's address. */
+  remoteAddr: 'wharf-remote-addr',
+  /** Set on upgrade streams: the stream is a raw byte pipe after the request head. */
+  upgrade: 'wharf-upgrade',
+  /** Set by the edge on replays: the id of the exchange replayed. */
+  replayOf: 'wharf-replay-of',
+} as const;
+
+/** Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. */
+export const STREAM_WINDOW = 16 * 1024 * 1024;
+export const SESSION_WINDOW = 64 * 1024 * 1024;
+
+export const SESSION_SETTINGS: Settings = {
+  initialWindowSize: STREAM_WINDOW,
+  maxConcurrentStreams: 10_000,
+  maxHeaderListSize: 256 * 1024,
+  enablePush: false,
+};
+
+/** Headers that describe one HTTP/1.1 connection, not the message: HTTP/2 forbids them. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'te',
+  'http2-settings',
+]);
+
+export function isHopByHop(name: string): boolean {
+  return HOP_BY_HOP.has(name.toLowerCase());
+}
+
+/** HTTP/1.1 request headers (Node's raw list) as HTTP/2 request headers. */
+export function requestHeadersToH2(
+  raw: readonly string[],
+  pseudo: { method: string; path: string; authority: string; scheme: string },
+  extra: OutgoingHttpHeaders = {},
+): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {
+    ':method': pseudo.method,
+    ':path': pseudo.path,
+    ':authority': pseudo.authority,
+    ':scheme': pseudo.scheme,
+  };
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (isHopByHop(name) || name.startsWith(':')) continue;
+    const value = raw[i + 1]!;
+    const existing = headers[name];
+    if (existing === undefined) headers[name] = value;
+    else if (name === 'cookie') headers[name] = `${String(existing)}; ${value}`;
+    else headers[name] = Array.isArray(existing) ? [...existing, value] : [String(existing), value];
+  }
+  return { ...headers, ...extra };
+}
+
+/** HTTP/1.1 response headers (Node's object) as HTTP/2 response headers. */
+export function responseHeadersToH2(status: number, headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ':status': status };
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || isHopByHop(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** HTTP/2 headers without pseudo-headers and our own stream headers, for an HTTP/1.1 message. */
+export function h2HeadersToHttp1(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const ours = new Set<string>(Object.values(STREAM_HEADERS));
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || name.startsWith(':') || ours.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
