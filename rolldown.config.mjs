@@ -5,7 +5,7 @@
 import { defineConfig } from 'rolldown';
 
 export default defineConfig({
-  input: { cli: 'src/cli/index.ts', platform: 'src/server/app.ts' },
+  input: { cli: 'src/cli/index.ts', platform: 'src/server/app.ts', tunnel: 'src/core/tunnel/client.ts' },
   platform: 'node',
   external: [/^node:/, 'better-sqlite3', 'dockerode'],
   resolve: { extensionAlias: { '.js': ['.ts', '.js'] } },

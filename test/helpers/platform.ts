@@ -31,7 +31,15 @@ export interface TestPlatform {
 
 let accounts = 0;
 
-export async function startPlatform(config: Partial<PlatformConfig> = {}): Promise<TestPlatform> {
+export interface StartOptions {
+  /** The API's port (default 0: a free one), e.g. to restart a platform where its clients expect it. */
+  port?: number;
+}
+
+export async function startPlatform(
+  config: Partial<PlatformConfig> = {},
+  options: StartOptions = {},
+): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
   const platform = await buildPlatform({ ...config, dataDir });
   // The edge on a free port (or the one asked for): project URLs then carry it.
@@ -40,7 +48,7 @@ export async function startPlatform(config: Partial<PlatformConfig> = {}): Promi
     platform.edge.server.listen(config.edgePort ?? 0, '127.0.0.1', resolve);
   });
   platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
-  await platform.app.listen({ host: '127.0.0.1', port: 0 });
+  await platform.app.listen({ host: '127.0.0.1', port: options.port ?? 0 });
   const { port } = platform.app.server.address() as AddressInfo;
   const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')) as {
     account_id: string;

@@ -17,12 +17,15 @@ export class BodyTap {
 
   constructor(private readonly limit: number = CAPTURE_LIMITS.bodyBytes) {}
 
+  /**
+   * Observes a chunk going by. It is kept by reference until `body` copies the kept bytes out once, so
+   * the chunk must not change afterwards (Node's streams hand out a fresh buffer for every chunk).
+   */
   push(chunk: Buffer): void {
     this.size += chunk.length;
     if (this.kept >= this.limit) return;
     const take = Math.min(chunk.length, this.limit - this.kept);
-    // A copy: the caller's buffer may be reused once written.
-    this.chunks.push(Buffer.from(chunk.subarray(0, take)));
+    this.chunks.push(take === chunk.length ? chunk : chunk.subarray(0, take));
     this.kept += take;
   }
 
@@ -30,6 +33,7 @@ export class BodyTap {
     return this.size > this.kept;
   }
 
+  /** The kept bytes, in a buffer of their own (so that no chunk's larger backing memory stays alive). */
   get body(): Buffer {
     return Buffer.concat(this.chunks, this.kept);
   }
@@ -53,11 +57,20 @@ export function headerListOf(headers: Record<string, string | string[] | number 
 }
 
 let sequence = 0;
+/** Random bytes drawn 4 KiB at a time: one call per request costs more than the rest of its id. */
+let entropy = Buffer.alloc(0);
+let entropyAt = 0;
 
 /** Request ids sort by time, like the platform's other ids: base36 milliseconds, a counter, randomness. */
 export function newRequestId(): string {
   sequence = (sequence + 1) % 1296;
-  return `req_${Date.now().toString(36).padStart(9, '0')}${sequence.toString(36).padStart(2, '0')}${randomBytes(6).toString('hex')}`;
+  if (entropyAt + 6 > entropy.length) {
+    entropy = randomBytes(4096);
+    entropyAt = 0;
+  }
+  const random = entropy.toString('hex', entropyAt, entropyAt + 6);
+  entropyAt += 6;
+  return `req_${Date.now().toString(36).padStart(9, '0')}${sequence.toString(36).padStart(2, '0')}${random}`;
 }
 
 export interface ExchangeStart {
@@ -148,19 +161,44 @@ export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
   };
 }
 
-/** The last `capacity` exchanges, oldest dropped first. */
+/**
+ * The last `capacity` exchanges, oldest dropped first. Their bodies share a byte budget: past it, the
+ * oldest exchanges lose their bodies (flagged truncated) before any metadata is dropped, so 1,000
+ * exchanges of 1 MiB bodies cannot hold 2 GiB.
+ */
 export class CaptureRing {
   private readonly items: CapturedExchange[] = [];
   private readonly byId = new Map<string, CapturedExchange>();
+  private bodyBytes = 0;
+  /** The index of the oldest exchange that may still hold bodies. */
+  private firstWithBodies = 0;
   total = 0;
 
-  constructor(private readonly capacity: number = CAPTURE_LIMITS.perTunnel) {}
+  constructor(
+    private readonly capacity: number = CAPTURE_LIMITS.perTunnel,
+    private readonly bodyBudget = 64 * 1024 * 1024,
+  ) {}
 
   add(exchange: CapturedExchange): void {
     this.items.push(exchange);
     this.byId.set(exchange.request.id, exchange);
+    this.bodyBytes += exchange.requestBody.length + exchange.responseBody.length;
     this.total += 1;
-    while (this.items.length > this.capacity) this.byId.delete(this.items.shift()!.request.id);
+    while (this.items.length > this.capacity) {
+      const dropped = this.items.shift()!;
+      this.byId.delete(dropped.request.id);
+      this.bodyBytes -= dropped.requestBody.length + dropped.responseBody.length;
+      this.firstWithBodies = Math.max(0, this.firstWithBodies - 1);
+    }
+    while (this.bodyBytes > this.bodyBudget && this.firstWithBodies < this.items.length - 1) {
+      const old = this.items[this.firstWithBodies]!;
+      this.bodyBytes -= old.requestBody.length + old.responseBody.length;
+      if (old.requestBody.length > 0) old.requestBodyTruncated = true;
+      if (old.responseBody.length > 0) old.responseBodyTruncated = true;
+      old.requestBody = Buffer.alloc(0);
+      old.responseBody = Buffer.alloc(0);
+      this.firstWithBodies += 1;
+    }
   }
 
   get(id: string): CapturedExchange | undefined {

@@ -11,6 +11,7 @@ import WebSocket, { createWebSocketStream } from 'ws';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
 import { type CapturedExchange, Exchange, headerList, headerListOf } from '../capture/capture.js';
 import {
+  GOAWAY_REPLACED,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
@@ -30,6 +31,14 @@ export interface TunnelClientOptions {
   transport?: 'raw' | 'websocket';
   /** The first reconnect delay; doubles up to 15 s. */
   backoffMs?: number;
+  /**
+   * How often the connection is checked with an HTTP/2 PING (default 15 s; 0: never). A PING left
+   * unanswered that long means the connection is dead without having said so (a laptop that slept, a
+   * NAT that forgot it, or a session HTTP/2 ended on its own after too many resets) and it is replaced.
+   */
+  heartbeatMs?: number;
+  /** Capture each exchange and emit it as `exchange` (default true; off only to measure its cost). */
+  capture?: boolean;
 }
 
 export interface TunnelInfo {
@@ -58,6 +67,8 @@ export interface TunnelClientEvents {
 
 export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private session: ServerHttp2Session | null = null;
+  /** The connection to the platform the session runs over (a socket, or a WebSocket's stream). */
+  private transport: Duplex | null = null;
   private stopped = false;
   private attempt = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -109,21 +120,68 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     const { transport, info } = await (this.options.transport === 'websocket'
       ? this.openWebSocket()
       : this.openRaw());
+    if (this.stopped) {
+      // stop() was called while this connection was being made.
+      transport.destroy();
+      throw new Error('the tunnel client was stopped');
+    }
     this.info = info;
     this.attempt = 0;
-    const session = http2.performServerHandshake(transport, { settings: SESSION_SETTINGS });
+    const session = http2.performServerHandshake(transport, {
+      settings: SESSION_SETTINGS,
+    });
+    let replaced = false;
     session.on('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     session.on('stream', (stream, headers) => this.answer(stream, headers));
     session.on('error', () => undefined);
+    session.on('goaway', (_code, _lastStreamId, data) => {
+      if (data?.toString() === GOAWAY_REPLACED) replaced = true;
+    });
     session.once('close', () => {
       transport.destroy();
       if (this.session === session) this.session = null;
+      if (this.transport === transport) this.transport = null;
+      if (replaced && !this.stopped) {
+        // Another connection of the same account took the subdomain: reconnecting would take it back,
+        // and that one would then do the same.
+        this.stopped = true;
+        this.setState('stopped', `another connection took over ${info.subdomain}`);
+        return;
+      }
       this.scheduleReconnect('the connection to the platform closed');
     });
     transport.once('close', () => session.destroy());
+    transport.on('error', () => undefined);
     this.session = session;
+    this.transport = transport;
+    this.heartbeat(session, transport);
     this.setState('online');
     return info;
+  }
+
+  /** PINGs the edge every `heartbeatMs`; an unanswered one ends the connection (and so reconnects). */
+  private heartbeat(session: ServerHttp2Session, transport: Duplex) {
+    const every = this.options.heartbeatMs ?? 15_000;
+    if (every <= 0) return;
+    let waiting = false;
+    const timer = setInterval(() => {
+      if (session.destroyed) return;
+      if (waiting) {
+        transport.destroy();
+        return;
+      }
+      waiting = true;
+      try {
+        session.ping((error) => {
+          waiting = false;
+          if (error && !session.destroyed) transport.destroy();
+        });
+      } catch {
+        transport.destroy();
+      }
+    }, every);
+    timer.unref();
+    session.once('close', () => clearInterval(timer));
   }
 
   private scheduleReconnect(reason: string) {
@@ -197,83 +255,141 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     const method = String(headers[':method'] ?? 'GET');
     const path = String(headers[':path'] ?? '/');
     const authority = headers[':authority'] as string | undefined;
-    const exchange = new Exchange({
-      id: headers[STREAM_HEADERS.requestId] as string | undefined,
-      tunnelId: this.info?.id ?? 'tun_unknown',
-      method,
-      path,
-      url: `${this.info?.url ?? `http://${authority}`}${path}`,
-      httpVersion: 'HTTP/1.1',
-      requestHeaders: headerListOf(headers).filter((h) => !h.name.startsWith('wharf-')),
-      remoteAddr: (headers[STREAM_HEADERS.remoteAddr] as string | undefined) || null,
-      replayOf: (headers[STREAM_HEADERS.replayOf] as string | undefined) ?? null,
-    });
+    const exchange =
+      (this.options.capture ?? true)
+        ? new Exchange({
+            id: headers[STREAM_HEADERS.requestId] as string | undefined,
+            tunnelId: this.info?.id ?? 'tun_unknown',
+            method,
+            path,
+            url: `${this.info?.url ?? `http://${authority}`}${path}`,
+            httpVersion: 'HTTP/1.1',
+            // Host travels as HTTP/2's :authority; the capture shows it as the public client sent it.
+            requestHeaders: [
+              ...(authority ? [{ name: 'host', value: authority }] : []),
+              ...headerListOf(headers).filter((h) => !h.name.startsWith('wharf-')),
+            ],
+            remoteAddr: (headers[STREAM_HEADERS.remoteAddr] as string | undefined) || null,
+            replayOf: (headers[STREAM_HEADERS.replayOf] as string | undefined) ?? null,
+          })
+        : null;
+    const localHeaders = h2HeadersToHttp1(headers);
+    localHeaders.host = this.localHostHeader(authority);
+    // The edge ends a stream with its HEADERS when the public request has no body. A body of unknown
+    // length goes chunked: Node would send a GET's, DELETE's or OPTIONS' body unframed otherwise.
+    const bodiless = stream.endAfterHeaders;
+    if (!bodiless && localHeaders['content-length'] === undefined)
+      localHeaders['transfer-encoding'] = 'chunked';
+    /** Set once the exchange has ended, one way or another. */
+    let settled = false;
+    const fail = (reason: string) => {
+      if (settled) return;
+      settled = true;
+      local.destroy();
+      if (!stream.headersSent && !stream.closed && !stream.destroyed) {
+        const body = Buffer.from(`Wharf tunnel: the local app did not answer (${reason}).\n`);
+        exchange?.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
+        exchange?.responseBody.push(body);
+        stream.respond({
+          ':status': 502,
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': body.length,
+          [STREAM_HEADERS.error]: reason.replace(/[^\x20-\x7e]/g, ' '),
+        });
+        stream.end(body);
+      } else if (!stream.closed && !stream.destroyed) {
+        // A reset without END_STREAM (close() would end the stream first): the edge then cuts the
+        // public response off instead of passing a truncated body as a whole one.
+        stream.destroy(new Error(reason));
+      }
+      if (exchange) this.emit('exchange', exchange.finish(reason));
+    };
     const local = httpRequest(
       {
         host: this.options.localHost ?? '127.0.0.1',
         port: this.options.localPort,
         method,
         path,
-        headers: { ...h2HeadersToHttp1(headers), host: this.localHostHeader(authority) },
+        headers: localHeaders,
         agent: this.agent,
       },
       (res) => {
-        exchange.response(res.statusCode ?? 502, headerList(res.rawHeaders));
-        try {
-          stream.respond(responseHeadersToH2(res.statusCode ?? 502, res.headers));
-        } catch {
+        if (settled) {
           res.destroy();
           return;
         }
+        const status = res.statusCode ?? 502;
+        try {
+          stream.respond(responseHeadersToH2(status, res.headers));
+        } catch (error) {
+          // A status HTTP/2 cannot carry (a 101 without an upgrade, a 1xx or one past 599).
+          res.destroy();
+          fail(`its response cannot be relayed: ${(error as Error).message}`);
+          return;
+        }
+        exchange?.response(status, headerList(res.rawHeaders));
         res.on('data', (chunk: Buffer) => {
-          exchange.responseBody.push(chunk);
+          exchange?.responseBody.push(chunk);
           if (!stream.write(chunk)) {
             res.pause();
             stream.once('drain', () => res.resume());
           }
         });
         res.on('end', () => {
+          if (settled) return;
+          settled = true;
           stream.end();
-          this.emit('exchange', exchange.finish());
+          if (exchange) this.emit('exchange', exchange.finish());
         });
-        res.on('error', (error) => {
-          stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-          this.emit('exchange', exchange.finish(error.message));
+        res.on('close', () => {
+          if (!res.complete) fail('the app closed the connection in the middle of its response');
         });
+        res.on('error', () => undefined);
       },
     );
     local.on('error', (error: NodeJS.ErrnoException) => {
-      const reason =
+      fail(
         error.code === 'ECONNREFUSED'
-          ? `nothing is listening on ${this.options.localHost ?? 'localhost'}:${this.options.localPort}`
-          : error.message;
-      if (!stream.headersSent && !stream.closed) {
-        const body = `Wharf tunnel: the local app did not answer (${reason}).\n`;
-        exchange.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
-        stream.respond({ ':status': 502, 'content-type': 'text/plain; charset=utf-8' });
-        stream.end(body);
-      } else stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-      this.emit('exchange', exchange.finish(reason));
+          ? `nothing is listening on ${this.options.localHost ?? '127.0.0.1'}:${this.options.localPort}`
+          : error.message,
+      );
     });
-    stream.on('data', (chunk: Buffer) => {
-      exchange.requestBody.push(chunk);
-      if (!local.write(chunk)) {
-        stream.pause();
-        local.once('drain', () => stream.resume());
-      }
+    if (bodiless) {
+      local.end();
+      // Read the (empty) request side, or Node resets the stream once the response is sent.
+      stream.resume();
+    } else {
+      stream.on('data', (chunk: Buffer) => {
+        exchange?.requestBody.push(chunk);
+        if (!local.write(chunk)) {
+          stream.pause();
+          local.once('drain', () => stream.resume());
+        }
+      });
+      stream.on('end', () => local.end());
+    }
+    // The edge reset the stream (the public client went away): the app's request is aborted too.
+    stream.on('close', () => {
+      if (settled) return;
+      settled = true;
+      local.destroy();
+      if (exchange) this.emit('exchange', exchange.finish('the public client went away'));
     });
-    stream.on('end', () => local.end());
-    stream.on('aborted', () => local.destroy());
   }
 
   /** A public Upgrade: the request head goes to the app over a new connection, then bytes flow raw. */
   private answerUpgrade(stream: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     const socket = netConnect(this.options.localPort, this.options.localHost ?? '127.0.0.1');
-    const hop = JSON.parse(String(headers['wharf-upgrade-headers'] ?? '{}')) as Record<string, string>;
+    socket.setNoDelay(true);
+    let hop: Record<string, string | undefined> = {};
+    try {
+      hop = JSON.parse(String(headers[STREAM_HEADERS.upgradeHeaders] ?? '{}')) as typeof hop;
+    } catch {
+      // defaults below
+    }
     const lines = [`GET ${String(headers[':path'] ?? '/')} HTTP/1.1`];
     lines.push(`host: ${this.localHostHeader(headers[':authority'] as string | undefined)}`);
     for (const [name, value] of Object.entries(h2HeadersToHttp1(headers))) {
-      if (name === 'wharf-upgrade-headers') continue;
       for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
     }
     lines.push(`connection: ${hop.connection ?? 'Upgrade'}`, `upgrade: ${hop.upgrade ?? 'websocket'}`);
@@ -292,7 +408,11 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     socket.on('close', () => {
       if (!stream.closed) stream.end();
     });
-    stream.on('close', () => socket.destroy());
+    // Ended, not destroyed: what the public client sent last (a close frame) still reaches the app.
+    stream.on('close', () => {
+      socket.end();
+      setTimeout(() => socket.destroy(), 5_000).unref();
+    });
   }
 }
 

@@ -19,11 +19,24 @@ export const STREAM_HEADERS = {
   upgrade: 'wharf-upgrade',
   /** Set by the edge on replays: the id of the exchange replayed. */
   replayOf: 'wharf-replay-of',
+  /**
+   * Set by the client on a response it made up because the local app failed (its 502): why, so the
+   * edge captures the exchange with that error too. The edge removes it from the public response.
+   */
+  error: 'wharf-error',
+  /** On upgrade streams: the public request's own `Connection` and `Upgrade` headers, as JSON. */
+  upgradeHeaders: 'wharf-upgrade-headers',
 } as const;
+
+/** Our stream headers: never taken from a public request or an app's response, never passed on. */
+const OURS: ReadonlySet<string> = new Set(Object.values(STREAM_HEADERS));
 
 /** Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. */
 export const STREAM_WINDOW = 16 * 1024 * 1024;
 export const SESSION_WINDOW = 64 * 1024 * 1024;
+
+/** GOAWAY opaque data the edge sends to a client whose subdomain another connection took over. */
+export const GOAWAY_REPLACED = 'wharf:replaced';
 
 export const SESSION_SETTINGS: Settings = {
   initialWindowSize: STREAM_WINDOW,
@@ -48,6 +61,19 @@ export function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name.toLowerCase());
 }
 
+/** The header names a `Connection` header lists: hop-by-hop for this message too (RFC 9110 §7.6.1). */
+function connectionTokens(value: string | string[] | number | undefined): Set<string> | null {
+  if (value === undefined) return null;
+  const tokens = new Set<string>();
+  for (const one of Array.isArray(value) ? value : [String(value)]) {
+    for (const token of one.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name !== '' && name !== 'close' && name !== 'keep-alive' && name !== 'upgrade') tokens.add(name);
+    }
+  }
+  return tokens.size > 0 ? tokens : null;
+}
+
 /** HTTP/1.1 request headers (Node's raw list) as HTTP/2 request headers. */
 export function requestHeadersToH2(
   raw: readonly string[],
@@ -60,23 +86,29 @@ export function requestHeadersToH2(
     ':authority': pseudo.authority,
     ':scheme': pseudo.scheme,
   };
+  const connection: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') connection.push(raw[i + 1]!);
+  }
+  const listed = connectionTokens(connection.length > 0 ? connection : undefined);
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    if (isHopByHop(name) || name.startsWith(':')) continue;
+    if (isHopByHop(name) || name.startsWith(':') || OURS.has(name) || listed?.has(name)) continue;
     const value = raw[i + 1]!;
     const existing = headers[name];
     if (existing === undefined) headers[name] = value;
     else if (name === 'cookie') headers[name] = `${String(existing)}; ${value}`;
     else headers[name] = Array.isArray(existing) ? [...existing, value] : [String(existing), value];
   }
-  return { ...headers, ...extra };
+  return Object.assign(headers, extra);
 }
 
 /** HTTP/1.1 response headers (Node's object) as HTTP/2 response headers. */
 export function responseHeadersToH2(status: number, headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = { ':status': status };
+  const listed = connectionTokens(headers.connection);
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || isHopByHop(name)) continue;
+    if (value === undefined || isHopByHop(name) || OURS.has(name) || listed?.has(name)) continue;
     out[name] = value;
   }
   return out;
@@ -85,9 +117,8 @@ export function responseHeadersToH2(status: number, headers: IncomingHttpHeaders
 /** HTTP/2 headers without pseudo-headers and our own stream headers, for an HTTP/1.1 message. */
 export function h2HeadersToHttp1(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  const ours = new Set<string>(Object.values(STREAM_HEADERS));
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || name.startsWith(':') || ours.has(name)) continue;
+    if (value === undefined || name.startsWith(':') || OURS.has(name)) continue;
     out[name] = value;
   }
   return out;

@@ -111,6 +111,11 @@ export class Edge {
     socket.on('error', () => socket.destroy());
     this.upgraded.add(socket);
     socket.once('close', () => this.upgraded.delete(socket));
+    const tunnel = this.tunnels.subdomainOf(hostOf(req));
+    if (tunnel !== null) {
+      this.tunnels.relayUpgrade(req, socket, head, tunnel);
+      return;
+    }
     const route = await this.route(hostOf(req)).catch(() => null);
     const target = route ? this.runtime.target(route.projectId, route.service) : null;
     if (!target || target.kind !== 'proxy') {

@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import {
@@ -16,6 +17,7 @@ import {
   headerListOf,
 } from '../../core/capture/capture.js';
 import {
+  GOAWAY_REPLACED,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
@@ -25,6 +27,7 @@ import {
   TUNNEL_HEADERS,
   TUNNEL_UPGRADE_PROTOCOL,
   type CapturedRequest,
+  type HeaderList,
   type Tunnel as TunnelView,
 } from '../../shared/api/tunnels.js';
 import { RESERVED_SUBDOMAINS } from '../../shared/dns-label.js';
@@ -37,6 +40,11 @@ import type { Store } from '../store/open.js';
 import { type EdgePage, renderPage } from '../edge/pages.js';
 
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const OFFLINE_TUNNEL_KEPT_MS = 60 * 60_000;
+/** What one live-feed subscriber may have waiting to be sent before entries are skipped. */
+const FEED_BUFFER_BYTES = 4 * 1024 * 1024;
+/** How long a replay waits for the app's whole response. */
+const REPLAY_TIMEOUT_MS = 60_000;
 
 export class Tunnel {
   readonly ring = new CaptureRing();
@@ -78,6 +86,8 @@ export class TunnelHub {
   private readonly tunnels = new Map<string, Tunnel>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
   private readonly suffix: string;
+  /** Whether public exchanges are captured (always, but for measuring what capture costs). */
+  capture = true;
 
   constructor(
     private readonly config: PlatformConfig,
@@ -133,7 +143,7 @@ export class TunnelHub {
     }
     const feed = new RegExp(`^${prefix}/ws/traffic/([^/]+)$`).exec(url.pathname);
     if (feed) {
-      await this.traffic(req, socket, head, decodeURIComponent(feed[1]!)).catch((error: unknown) =>
+      await this.traffic(req, socket, head, decodeParam(feed[1]!)).catch((error: unknown) =>
         refuse(socket, error),
       );
       return true;
@@ -170,8 +180,17 @@ export class TunnelHub {
       );
       this.tunnels.set(subdomain, tunnel);
     }
-    // The same account connecting again takes the subdomain over from its older connection.
-    tunnel.session?.close();
+    // The same account connecting again takes the subdomain over from its older connection, and tells
+    // that one why, so that it stops instead of reconnecting and taking it back in turn.
+    const previous = tunnel.session;
+    if (previous && !previous.closed && !previous.destroyed) {
+      try {
+        previous.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
+      } catch {
+        // already going away
+      }
+      previous.close();
+    }
     const responseHeaders = [
       `${TUNNEL_HEADERS.id}: ${tunnel.id}`,
       `${TUNNEL_HEADERS.subdomain}: ${subdomain}`,
@@ -180,7 +199,12 @@ export class TunnelHub {
     let transport: Duplex;
     if (protocol === 'websocket') {
       transport = await new Promise<Duplex>((resolve) => {
-        this.wss.once('headers', (headers) => headers.push(...responseHeaders));
+        const addHeaders = (headers: string[], request: IncomingMessage) => {
+          if (request !== req) return;
+          headers.push(...responseHeaders);
+          this.wss.off('headers', addHeaders);
+        };
+        this.wss.on('headers', addHeaders);
         this.wss.handleUpgrade(req, socket, head, (ws) => resolve(createWebSocketStream(ws)));
       });
     } else {
@@ -188,6 +212,8 @@ export class TunnelHub {
         `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE_PROTOCOL}\r\n${responseHeaders.join('\r\n')}\r\n\r\n`,
       );
       if (head.length > 0) socket.unshift(head);
+      // Small frames (a request's HEADERS) must not wait for Nagle.
+      (socket as Partial<Socket>).setNoDelay?.(true);
       transport = socket;
     }
     const session = http2.connect(`http://${subdomain}`, {
@@ -199,6 +225,10 @@ export class TunnelHub {
     session.once('close', () => {
       if (tunnel.session === session) tunnel.session = null;
       transport.destroy();
+      // An offline tunnel keeps its captures for a while (its client may come back), then goes.
+      setTimeout(() => {
+        if (!tunnel.online && this.tunnels.get(subdomain) === tunnel) this.tunnels.delete(subdomain);
+      }, OFFLINE_TUNNEL_KEPT_MS).unref();
     });
     transport.once('close', () => session.destroy());
     tunnel.session = session;
@@ -208,15 +238,6 @@ export class TunnelHub {
   /** Relays a public request for a tunnel host. */
   relay(req: IncomingMessage, res: ServerResponse, subdomain: string): void {
     const tunnel = this.tunnels.get(subdomain);
-    const exchange = new Exchange({
-      tunnelId: tunnel?.id ?? 'tun_none',
-      method: req.method ?? 'GET',
-      path: req.url ?? '/',
-      url: edgeUrl(this.config, `${subdomain}.${this.config.tunnelDomain}`) + (req.url ?? '/'),
-      httpVersion: `HTTP/${req.httpVersion}`,
-      requestHeaders: headerList(req.rawHeaders),
-      remoteAddr: req.socket.remoteAddress ?? null,
-    });
     if (!tunnel) {
       page(res, {
         status: 404,
@@ -226,10 +247,27 @@ export class TunnelHub {
       });
       return;
     }
-    const stream = this.open(tunnel, req, exchange);
+    const path = req.url ?? '/';
+    const exchange = this.capture
+      ? new Exchange({
+          tunnelId: tunnel.id,
+          method: req.method ?? 'GET',
+          path,
+          url: tunnel.url + path,
+          httpVersion: `HTTP/${req.httpVersion}`,
+          requestHeaders: headerList(req.rawHeaders),
+          remoteAddr: req.socket.remoteAddress ?? null,
+        })
+      : null;
+    const body = hasBody(req);
+    if (body && exchange) req.on('data', (chunk: Buffer) => exchange.requestBody.push(chunk));
+    const stream = this.open(tunnel, req, exchange, body);
     if (!stream) {
       req.resume();
-      tunnel.record(exchange.finish('tunnel offline'));
+      // Recorded once the body went by, so that its size and first bytes are in the capture.
+      const record = () => exchange && tunnel.record(exchange.finish('tunnel offline'));
+      if (body && !req.complete && !req.destroyed) req.once('close', record);
+      else record();
       page(res, {
         status: 502,
         title: 'Tunnel offline',
@@ -239,30 +277,26 @@ export class TunnelHub {
       });
       return;
     }
-    req.on('data', (chunk: Buffer) => exchange.requestBody.push(chunk));
-    req.pipe(stream);
+    if (body) req.pipe(stream);
     let failed: string | null = null;
     stream.on('response', (headers) => {
       const status = Number(headers[':status']);
-      const list = headerListOf(headers);
-      exchange.response(status, list);
-      const out: Record<string, string | string[]> = {};
-      for (const { name, value } of list) {
-        const existing = out[name];
-        out[name] =
-          existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
-      }
-      res.writeHead(status, out);
+      const error = headers[STREAM_HEADERS.error];
+      if (error !== undefined) failed = String(error);
+      const list = headerListOf(headers).filter((h) => h.name !== STREAM_HEADERS.error);
+      exchange?.response(status, list);
+      res.writeHead(status, outgoing(list));
+      // Only now: DATA that arrived with the HEADERS must not be written before them.
+      stream.on('data', (chunk: Buffer) => {
+        exchange?.responseBody.push(chunk);
+        if (!res.write(chunk)) {
+          stream.pause();
+          res.once('drain', () => stream.resume());
+        }
+      });
+      stream.on('end', () => res.end());
     });
-    stream.on('data', (chunk: Buffer) => {
-      exchange.responseBody.push(chunk);
-      if (!res.write(chunk)) {
-        stream.pause();
-        res.once('drain', () => stream.resume());
-      }
-    });
-    stream.on('end', () => res.end());
-    stream.on('error', (error) => (failed = error.message));
+    stream.on('error', (error) => (failed ??= error.message));
     stream.on('close', () => {
       if (!res.headersSent) {
         failed ??= 'the tunnel client closed the stream without a response';
@@ -275,10 +309,24 @@ export class TunnelHub {
         failed ??= 'the response was cut off';
         res.destroy();
       }
-      tunnel.record(exchange.finish(failed));
+      if (exchange) tunnel.record(exchange.finish(failed));
     });
     res.on('close', () => {
-      if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      if (stream.closed || stream.destroyed) return;
+      if (res.writableEnded) {
+        // The whole response went out: the stream closes by itself (Node may not have marked it closed
+        // yet; closing it here would reset it, and resetting every stream trips the client's
+        // reset-flood guard). If the request body is still coming, our side ends without it.
+        if (!stream.writableEnded) {
+          req.unpipe(stream);
+          stream.end();
+        }
+        return;
+      }
+      // The public client went away. A reset without END_STREAM, so the tunnel client aborts the local
+      // request instead of seeing a body that ended normally (close() would end the stream first).
+      failed ??= 'the public client went away';
+      stream.destroy(new Error(failed));
     });
   }
 
@@ -286,37 +334,51 @@ export class TunnelHub {
   relayUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, subdomain: string): void {
     socket.on('error', () => socket.destroy());
     const tunnel = this.tunnels.get(subdomain);
-    if (!tunnel?.online) {
-      socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
-    const stream = tunnel.session!.request(
-      {
-        ...requestHeadersToH2(
+    let stream: ClientHttp2Stream;
+    try {
+      if (!tunnel?.online) throw new Error('tunnel offline');
+      stream = tunnel.session!.request(
+        requestHeadersToH2(
           req.rawHeaders,
           { method: 'GET', path: req.url ?? '/', authority: req.headers.host ?? subdomain, scheme: 'http' },
           {
+            ...forwarded(req),
             [STREAM_HEADERS.upgrade]: String(req.headers.upgrade ?? 'websocket'),
             [STREAM_HEADERS.remoteAddr]: req.socket.remoteAddress ?? '',
+            // The app needs the hop-by-hop headers of an upgrade; they travel in one header of ours.
+            [STREAM_HEADERS.upgradeHeaders]: JSON.stringify({
+              connection: req.headers.connection,
+              upgrade: req.headers.upgrade,
+            }),
           },
         ),
-        // The app needs the hop-by-hop headers of an upgrade; they travel in one header of ours.
-        'wharf-upgrade-headers': JSON.stringify({
-          connection: req.headers.connection,
-          upgrade: req.headers.upgrade,
-        }),
-      },
-      { endStream: false },
-    );
+        { endStream: false },
+      );
+    } catch {
+      socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
     if (head.length > 0) stream.write(head);
-    stream.on('response', () => {
+    stream.on('response', (headers) => {
+      if (headers[':status'] !== 200) {
+        socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
       stream.pipe(socket);
       socket.pipe(stream);
     });
     stream.on('error', () => socket.destroy());
-    stream.on('close', () => socket.destroy());
+    // Ended, not destroyed: what the app sent last (a WebSocket close frame) still reaches the client.
+    stream.on('close', () => {
+      socket.end();
+      setTimeout(() => socket.destroy(), 5_000).unref();
+    });
     socket.on('close', () => {
-      if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      // Ending our side lets the client end the app's connection in turn: no reset on every close.
+      if (!stream.closed && !stream.destroyed && !stream.writableEnded) stream.end();
+      setTimeout(() => {
+        if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      }, 5_000).unref();
     });
   }
 
@@ -329,6 +391,15 @@ export class TunnelHub {
       throw new ApiError('tunnel_unavailable', `the tunnel client for ${tunnel.subdomain} is offline`);
     }
     const { request } = original;
+    if (original.requestBodyTruncated) {
+      // Sending the first 1 MiB as if it were the whole body would be another request altogether.
+      throw validationError([
+        {
+          path: 'request_body',
+          message: `the request body (${request.request_size} bytes) was not kept whole, so it cannot be replayed`,
+        },
+      ]);
+    }
     const exchange = new Exchange({
       tunnelId: tunnel.id,
       method: request.method,
@@ -339,36 +410,62 @@ export class TunnelHub {
       remoteAddr: null,
       replayOf: request.id,
     });
-    const raw = request.request_headers.flatMap(({ name, value }) => [name, value]);
-    const stream = tunnel.session!.request(
-      requestHeadersToH2(
-        raw,
-        {
-          method: request.method,
-          path: request.path,
-          authority: `${tunnel.subdomain}.${this.config.tunnelDomain}`,
-          scheme: 'http',
-        },
-        { [STREAM_HEADERS.requestId]: exchange.id, [STREAM_HEADERS.replayOf]: request.id },
-      ),
-    );
-    exchange.requestBody.push(original.requestBody);
-    stream.end(original.requestBody);
-    const error = await new Promise<string | null>((resolve) => {
-      stream.on('response', (headers) =>
-        exchange.response(Number(headers[':status']), headerListOf(headers)),
+    const authority = hostOfUrl(request.url) ?? `${tunnel.subdomain}.${this.config.tunnelDomain}`;
+    const body = original.requestBody;
+    // The body is whole and known: its length replaces whatever framing the original came with.
+    const raw = request.request_headers
+      .filter(({ name }) => name.toLowerCase() !== 'content-length')
+      .flatMap(({ name, value }) => [name, value]);
+    let stream: ClientHttp2Stream;
+    try {
+      stream = tunnel.session!.request(
+        requestHeadersToH2(
+          raw,
+          { method: request.method, path: request.path, authority, scheme: 'http' },
+          {
+            ...(body.length > 0 ? { 'content-length': body.length } : {}),
+            'x-forwarded-proto': 'http',
+            'x-forwarded-host': authority,
+            [STREAM_HEADERS.requestId]: exchange.id,
+            [STREAM_HEADERS.replayOf]: request.id,
+          },
+        ),
+        { endStream: body.length === 0 },
       );
-      stream.on('data', (chunk: Buffer) => exchange.responseBody.push(chunk));
+    } catch {
+      throw new ApiError('tunnel_unavailable', `the tunnel client for ${tunnel.subdomain} is going away`);
+    }
+    if (body.length > 0) {
+      exchange.requestBody.push(body);
+      stream.end(body);
+    }
+    const error = await new Promise<string | null>((resolve) => {
+      stream.setTimeout(REPLAY_TIMEOUT_MS, () =>
+        stream.destroy(new Error(`no whole response within ${REPLAY_TIMEOUT_MS / 1000} s`)),
+      );
+      stream.on('response', (headers) => {
+        const failed = headers[STREAM_HEADERS.error];
+        exchange.response(
+          Number(headers[':status']),
+          headerListOf(headers).filter((h) => h.name !== STREAM_HEADERS.error),
+        );
+        stream.on('data', (chunk: Buffer) => exchange.responseBody.push(chunk));
+        stream.on('end', () => resolve(failed === undefined ? null : String(failed)));
+      });
       stream.on('error', (e) => resolve(e.message));
-      stream.on('end', () => resolve(null));
-      stream.on('close', () => resolve('the tunnel client closed the stream'));
+      stream.on('close', () => resolve('the tunnel client closed the stream without a whole response'));
     });
     const captured = exchange.finish(error);
     tunnel.record(captured);
     return captured.request;
   }
 
-  private open(tunnel: Tunnel, req: IncomingMessage, exchange: Exchange): ClientHttp2Stream | null {
+  private open(
+    tunnel: Tunnel,
+    req: IncomingMessage,
+    exchange: Exchange | null,
+    body: boolean,
+  ): ClientHttp2Stream | null {
     if (!tunnel.online) return null;
     try {
       return tunnel.session!.request(
@@ -381,14 +478,13 @@ export class TunnelHub {
             scheme: 'http',
           },
           {
-            [STREAM_HEADERS.requestId]: exchange.id,
+            ...forwarded(req),
+            ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
             [STREAM_HEADERS.remoteAddr]: req.socket.remoteAddress ?? '',
-            'x-forwarded-for': forwardedFor(req),
-            'x-forwarded-proto': 'http',
-            'x-forwarded-host': req.headers.host ?? '',
           },
         ),
-        { endStream: false },
+        // A request without a body ends with its HEADERS: the client then sends none to the app either.
+        { endStream: !body },
       );
     } catch {
       return null;
@@ -399,15 +495,24 @@ export class TunnelHub {
     const caller = await this.caller(req);
     const tunnel = this.find(caller.accountId, tunnelUrl);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const send = (request: CapturedRequest) => ws.send(JSON.stringify(request));
+      const send = (request: CapturedRequest) => {
+        // A subscriber that does not keep up misses entries rather than growing the edge's memory.
+        if (ws.bufferedAmount < FEED_BUFFER_BYTES) ws.send(JSON.stringify(request));
+      };
       tunnel.feed.on('request', send);
       ws.on('close', () => tunnel.feed.off('request', send));
       ws.on('error', () => ws.terminate());
     });
   }
 
+  /** The caller of an upgrade: X-API-Key or a Bearer token, or (browsers set no headers) `?token=`. */
   private async caller(req: IncomingMessage): Promise<Caller> {
-    const caller = await this.auth.authenticate({ headers: req.headers });
+    let headers = req.headers;
+    if (headers['x-api-key'] === undefined && headers.authorization === undefined) {
+      const token = new URL(req.url ?? '/', 'http://platform').searchParams.get('token');
+      if (token) headers = { ...headers, authorization: `Bearer ${token}` };
+    }
+    const caller = await this.auth.authenticate({ headers });
     assertScope(caller, 'deploy');
     return caller;
   }
@@ -452,10 +557,53 @@ export class TunnelHub {
   }
 }
 
-function forwardedFor(req: IncomingMessage): string {
-  const previous = req.headers['x-forwarded-for'];
-  const address = req.socket.remoteAddress ?? '';
-  return previous ? `${String(previous)}, ${address}` : address;
+/**
+ * X-Forwarded-* for the app. The edge is where requests enter: what a public client claims in these
+ * headers is replaced, not kept (as the app edge does).
+ */
+function forwarded(req: IncomingMessage): Record<string, string> {
+  return {
+    'x-forwarded-for': req.socket.remoteAddress ?? '',
+    'x-forwarded-proto': 'http',
+    'x-forwarded-host': req.headers.host ?? '',
+  };
+}
+
+/** Whether a public request has a body (HTTP/1.1 framing: a length, or chunked). */
+function hasBody(req: IncomingMessage): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && length !== '0';
+}
+
+/** A header list as Node's outgoing headers, repeated names (Set-Cookie) as arrays. */
+function outgoing(list: HeaderList): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const { name, value } of list) {
+    const existing = out[name];
+    if (existing === undefined) out[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else out[name] = [existing, value];
+  }
+  return out;
+}
+
+/** `host[:port]` of a URL, or null. */
+function hostOfUrl(url: string): string | null {
+  try {
+    return new URL(url).host || null;
+  } catch {
+    return null;
+  }
+}
+
+/** A percent-encoded path segment; a malformed one is kept as it is (and then matches no tunnel). */
+function decodeParam(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 function page(res: ServerResponse, edgePage: EdgePage): void {
