@@ -5,6 +5,7 @@ import { BridgeError } from '../shared/bridge.js';
 import { adminCommand } from './admin.js';
 import { appCommand } from './app.js';
 import { deployCommand } from './deploy.js';
+import { httpCommand } from './http.js';
 import { CommandExit, UsageError, processIo, type Io } from './io.js';
 import { loginCommand } from './login.js';
 import { logsCommand } from './logs.js';
@@ -34,6 +35,7 @@ export function buildProgram(io: Io = processIo): Command {
   program.addCommand(deployCommand(io));
   program.addCommand(logsCommand(io));
   program.addCommand(stopCommand(io));
+  program.addCommand(httpCommand(io));
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {
     command.exitOverride();

@@ -5,10 +5,15 @@
 // unreachable. While anyone listens to its events it polls the project list (cheaply, with ETags; every
 // second while a project builds) and reports changes, online/offline transitions and the end of each
 // deploy it sees. Followed logs come from one platform stream per project (api-client/log-follower.ts).
+// It owns the tunnels it starts (TunnelClient): their states go out as `tunnels` events, every exchange
+// they capture is stored in the Mirror's traffic history and goes out, batched, as `traffic` events;
+// replays go straight to the tunnel's local port, never through the platform.
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import type { Account, Project } from '../shared/api/index.js';
+import type { Account, CapturedRequestDetail, HeaderList, Project } from '../shared/api/index.js';
 import {
   BRIDGE_EVENTS,
   BridgeError,
@@ -23,13 +28,24 @@ import {
   type BridgeRequests,
   type ConnectionTest,
   type DeployOutcome,
+  type LocalTunnel,
   type PlatformStatus,
   type ProjectList,
+  type ReplayInput,
   type SettingsView,
+  type StartTunnelInput,
+  type TrafficQuery,
 } from '../shared/bridge.js';
+import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../shared/dns-label.js';
+import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
+import { Exchange, headerList, toDetail } from './capture/capture.js';
+import { toCurl } from './capture/curl.js';
+import { toHar } from './capture/har.js';
+import type { CaptureOrigin } from './mirror/captures.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
+import { TunnelClient, TunnelRefusedError, type TunnelState } from './tunnel/client.js';
 import type { SecretStore } from './secret-store.js';
 import {
   DEFAULT_LOCAL_PLATFORM_URL,
@@ -63,6 +79,19 @@ export interface EngineOptions {
   buildingPollIntervalMs?: number;
   /** How long followed log lines gather before a `project-logs` event. */
   logFlushMs?: number;
+  /**
+   * A platform for this session only, instead of the saved setting (`wharf http --platform --api-key`):
+   * `local`, or a remote origin with its key. Settings cannot be changed while one is given.
+   */
+  platformOverride?: { mode: 'local' } | { mode: 'remote'; origin: string; apiKey: string };
+  /** The most the traffic history may hold, in bytes (default 256 MiB); the oldest exchanges go first. */
+  trafficHistoryBytes?: number;
+  /** How long captured exchanges gather before they are stored and sent as a `traffic` event. */
+  trafficFlushMs?: number;
+  /** The first reconnect delay of tunnels (doubling up to 15 s). */
+  tunnelBackoffMs?: number;
+  /** Wharf's version, for the HAR creator. */
+  version?: string;
 }
 
 /** What tells whether a deploy ended between two looks at a project. */
@@ -89,7 +118,28 @@ interface Connection {
   origin: string;
   client: PlatformClient;
   hasKey: boolean;
+  apiKey: string | null;
 }
+
+/** A tunnel this Engine runs. */
+interface RunningTunnel {
+  /** The Engine's own id (`local_…`): stable while it runs, whatever the platform calls it. */
+  key: string;
+  client: TunnelClient;
+  view: LocalTunnel;
+  /** Every id it went by (the local one, and each platform id it had): any of them finds it. */
+  ids: Set<string>;
+  /** Set by tunnels.stop, so its `stopped` state is not taken for a refusal. */
+  stopping: boolean;
+}
+
+/** Events that need the platform polled while someone listens; tunnel and traffic events do not. */
+const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
+  (event) => event !== 'tunnels' && event !== 'traffic',
+);
+
+/** How long a replay waits for the local app to say anything. */
+const REPLAY_IDLE_MS = 30_000;
 
 type Handlers = { [K in BridgeOperation]: (input: BridgeInput<K>) => Promise<BridgeOutput<K>> };
 
@@ -111,10 +161,22 @@ export class Engine implements Bridge {
   /** The deploy state of each project last seen on the current platform. */
   private seen = new Map<string, DeployState>();
   private readonly follows: LogFollowers;
+  private readonly tunnels = new Map<string, RunningTunnel>();
 
   constructor(private readonly options: EngineOptions) {
-    this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'));
-    this.settings = readSettings(options.home);
+    this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'), {
+      captures: {
+        ...(options.trafficHistoryBytes === undefined ? {} : { limitBytes: options.trafficHistoryBytes }),
+        ...(options.trafficFlushMs === undefined ? {} : { flushMs: options.trafficFlushMs }),
+      },
+    });
+    this.mirror.captures.on('stored', (requests) => this.emit('traffic', { requests }));
+    // A batch that could not be written is lost for the history; the tunnel itself carries on.
+    this.mirror.captures.on('failed', () => undefined);
+    const override = options.platformOverride;
+    this.settings = override
+      ? { platform: override.mode === 'local' ? 'local' : override.origin }
+      : readSettings(options.home);
     this.status = {
       mode: this.settings.platform === 'local' ? 'local' : 'remote',
       platformUrl: this.settings.platform === 'local' ? DEFAULT_LOCAL_PLATFORM_URL : this.settings.platform,
@@ -145,7 +207,7 @@ export class Engine implements Bridge {
 
   on<E extends BridgeEventName>(event: E, listener: (payload: BridgeEvents[E]) => void): () => void {
     this.events.on(event, listener);
-    this.schedulePoll();
+    if (POLLED_EVENTS.includes(event)) this.schedulePoll();
     return () => {
       this.events.off(event, listener);
       if (this.listenerCount() === 0) this.stopPolling();
@@ -156,10 +218,14 @@ export class Engine implements Bridge {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     this.follows.closeAll();
     this.stopPolling();
+    await Promise.all([...this.tunnels.values()].map((tunnel) => this.stopTunnel(tunnel)));
     await this.polling?.catch(() => undefined);
+    // Stores what the tunnels captured last (and sends it) before the listeners go.
+    this.mirror.captures.flush();
     this.events.removeAllListeners();
     this.mirror.close();
   }
@@ -238,6 +304,43 @@ export class Engine implements Bridge {
     },
     'logs.follow': async (input) => this.follows.follow(requireId(input)),
     'logs.unfollow': async (input) => this.follows.unfollow(requireId(input)),
+    'tunnels.list': async () => this.tunnelViews(),
+    'tunnels.start': async (input) => this.startTunnel(input),
+    'tunnels.stop': async (input) => {
+      const tunnel = this.findTunnel(requireString(input, 'id', 'a tunnel id'));
+      if (!tunnel) {
+        throw new BridgeError('not_found', 404, `no tunnel ${String(input.id)} runs in this app`);
+      }
+      return this.stopTunnel(tunnel);
+    },
+    'traffic.list': async (input) => {
+      const query: TrafficQuery = input ?? {};
+      const tunnelId = query.tunnelId;
+      return this.mirror.captures.list(
+        query,
+        typeof tunnelId === 'string' && tunnelId !== '' ? this.tunnelNames(tunnelId) : undefined,
+      );
+    },
+    'traffic.get': async (input) => this.captured(requireString(input, 'id', 'a request id')),
+    'traffic.replay': async (input) => this.replay(input),
+    'traffic.clear': async (input) => {
+      const tunnelId = input?.tunnelId;
+      if (tunnelId !== undefined && (typeof tunnelId !== 'string' || tunnelId === ''))
+        throw new BridgeError('bad_request', 400, 'tunnelId must be a tunnel id');
+      return {
+        deleted: this.mirror.captures.clear(tunnelId === undefined ? undefined : this.tunnelNames(tunnelId)),
+      };
+    },
+    'traffic.har': async (input) => {
+      const ids = (input as { ids?: unknown } | null)?.ids;
+      if (!Array.isArray(ids) || ids.length === 0 || ids.some((id) => typeof id !== 'string')) {
+        throw new BridgeError('bad_request', 400, 'ids must be a non-empty list of request ids');
+      }
+      if (ids.length > 10_000) throw new BridgeError('bad_request', 400, 'at most 10,000 requests per HAR');
+      const requests = (ids as string[]).map((id) => this.captured(id));
+      return JSON.stringify(toHar(requests, { version: this.options.version ?? 'dev' }), null, 2);
+    },
+    'traffic.curl': async (input) => toCurl(this.captured(requireString(input, 'id', 'a request id'))),
   };
 
   // --- settings -------------------------------------------------------------------------------
@@ -245,16 +348,28 @@ export class Engine implements Bridge {
   private async settingsView(): Promise<SettingsView> {
     const connection = await this.connect().catch(() => null);
     const local = this.settings.platform === 'local';
+    const given = this.options.platformOverride?.mode === 'remote';
     return {
       mode: local ? 'local' : 'remote',
       platformUrl: connection?.origin ?? (local ? DEFAULT_LOCAL_PLATFORM_URL : this.settings.platform),
       hasApiKey: connection?.hasKey ?? false,
-      keyStorage: local ? 'file' : this.options.secrets.kind,
-      keyStorageWarning: local ? null : this.options.secrets.warning,
+      keyStorage: local ? 'file' : given ? 'none' : this.options.secrets.kind,
+      keyStorageWarning: local
+        ? null
+        : given
+          ? 'the API key was given on the command line'
+          : this.options.secrets.warning,
     };
   }
 
   private async updateSettings(update: BridgeInput<'settings.update'>): Promise<SettingsView> {
+    if (this.options.platformOverride) {
+      throw new BridgeError(
+        'bad_request',
+        400,
+        'this session uses the platform given on the command line: change settings in `wharf app` or the desktop app',
+      );
+    }
     let platform = this.settings.platform;
     if (update.platform !== undefined) {
       if (update.platform === 'local') platform = 'local';
@@ -374,15 +489,19 @@ export class Engine implements Bridge {
         origin: local.url,
         client: new PlatformClient({ baseUrl: local.url, apiKey: local.apiKey }),
         hasKey: true,
+        apiKey: local.apiKey,
       };
     } else {
       const origin = this.settings.platform;
-      const key = this.options.secrets.get(apiKeySecretName(origin));
+      const override = this.options.platformOverride;
+      const key =
+        override?.mode === 'remote' ? override.apiKey : this.options.secrets.get(apiKeySecretName(origin));
       this.connection = {
         mode: 'remote',
         origin,
         client: new PlatformClient({ baseUrl: origin, apiKey: key }),
         hasKey: key !== null,
+        apiKey: key,
       };
     }
     if (this.status.platformUrl !== this.connection.origin)
@@ -538,6 +657,246 @@ export class Engine implements Bridge {
     for (const event of finished) this.emit('deploy-finished', event);
   }
 
+  // --- tunnels ------------------------------------------------------------------------------
+
+  private tunnelViews(): LocalTunnel[] {
+    return [...this.tunnels.values()].map((tunnel) => ({ ...tunnel.view }));
+  }
+
+  private emitTunnels(): void {
+    this.emit('tunnels', this.tunnelViews());
+  }
+
+  /** The running tunnel known by any of its ids (local, or a platform id it had). */
+  private findTunnel(id: string): RunningTunnel | null {
+    for (const tunnel of this.tunnels.values()) if (tunnel.ids.has(id)) return tunnel;
+    return null;
+  }
+
+  /**
+   * The names a tunnel's traffic is filed under: for a running tunnel, every id it went by, its key
+   * and its subdomain (so earlier sessions on the same public URL count too); else the name as given
+   * (a platform tunnel id, a key or a subdomain from the history).
+   */
+  private tunnelNames(id: string): string[] {
+    const tunnel = this.findTunnel(id);
+    if (!tunnel) return [id];
+    return [...tunnel.ids, ...(tunnel.view.subdomain ? [tunnel.view.subdomain] : [])];
+  }
+
+  private async startTunnel(input: StartTunnelInput): Promise<LocalTunnel> {
+    const { port, subdomain, hostHeader } = checkTunnelInput(input);
+    if (subdomain !== undefined) {
+      for (const other of this.tunnels.values()) {
+        if (other.view.subdomain === subdomain && other.view.state !== 'stopped') {
+          throw new BridgeError(
+            'conflict',
+            409,
+            `a tunnel to port ${other.view.localPort} already uses the subdomain "${subdomain}"`,
+          );
+        }
+      }
+    }
+    const connection = await this.connect();
+    if (!connection.apiKey) throw notConfigured(connection.origin);
+    const key = `local_${randomBytes(8).toString('hex')}`;
+    const client = new TunnelClient({
+      platformUrl: connection.origin,
+      apiKey: connection.apiKey,
+      localPort: port,
+      hostHeader,
+      ...(subdomain === undefined ? {} : { subdomain }),
+      ...(this.options.tunnelBackoffMs === undefined ? {} : { backoffMs: this.options.tunnelBackoffMs }),
+    });
+    const tunnel: RunningTunnel = {
+      key,
+      client,
+      ids: new Set([key]),
+      stopping: false,
+      view: {
+        id: key,
+        localPort: port,
+        hostHeader,
+        subdomain: subdomain ?? null,
+        url: null,
+        state: 'connecting',
+        detail: null,
+        startedAt: new Date().toISOString(),
+      },
+    };
+    client.on('state', (state, detail) => this.tunnelState(tunnel, state, detail));
+    client.on('exchange', (exchange) => {
+      const origin: CaptureOrigin = {
+        tunnelKey: key,
+        subdomain: tunnel.view.subdomain,
+        localPort: port,
+        hostHeader,
+      };
+      this.mirror.captures.add(exchange, origin);
+    });
+    this.tunnels.set(key, tunnel);
+    this.emitTunnels();
+    try {
+      await client.start();
+    } catch (error) {
+      const stoppedMeanwhile = tunnel.stopping;
+      client.removeAllListeners('state');
+      this.tunnels.delete(key);
+      await client.stop().catch(() => undefined);
+      if (!stoppedMeanwhile) this.emitTunnels();
+      throw stoppedMeanwhile ? this.stoppedWhileStarting() : tunnelError(error, connection.origin);
+    }
+    if (tunnel.stopping || this.closed) {
+      // Stopped while it connected: the connection it just made must not outlive it.
+      await client.stop();
+      throw this.stoppedWhileStarting();
+    }
+    return { ...tunnel.view };
+  }
+
+  private stoppedWhileStarting(): BridgeError {
+    return this.closed
+      ? new BridgeError('unavailable', 503, 'the Engine is shutting down')
+      : new BridgeError('conflict', 409, 'the tunnel was stopped before it came online');
+  }
+
+  private tunnelState(tunnel: RunningTunnel, state: TunnelState, detail?: string): void {
+    if (tunnel.stopping) return;
+    const { view, client } = tunnel;
+    if (state === 'online' && client.info) {
+      tunnel.ids.add(client.info.id);
+      view.id = client.info.id;
+      view.subdomain = client.info.subdomain;
+      view.url = client.info.url;
+    }
+    view.state = state;
+    view.detail = state === 'online' ? null : (detail ?? null);
+    this.emitTunnels();
+  }
+
+  private async stopTunnel(tunnel: RunningTunnel): Promise<LocalTunnel> {
+    tunnel.stopping = true;
+    await tunnel.client.stop();
+    this.tunnels.delete(tunnel.key);
+    tunnel.view.state = 'stopped';
+    tunnel.view.detail = null;
+    this.emitTunnels();
+    return { ...tunnel.view };
+  }
+
+  // --- traffic --------------------------------------------------------------------------------
+
+  private captured(id: string): CapturedRequestDetail {
+    const stored = this.mirror.captures.get(id);
+    if (!stored) throw new BridgeError('not_found', 404, `request ${id} is not in the traffic history`);
+    return stored.detail;
+  }
+
+  /**
+   * Sends a captured request (edited or not) to the local port of the tunnel that captured it, over
+   * plain HTTP, and captures the answer as a new exchange with `replay_of` set. A failure to reach the
+   * app is captured too (with its error) rather than thrown: it is what happened.
+   */
+  private async replay(input: ReplayInput): Promise<CapturedRequestDetail> {
+    const id = requireString(input, 'id', 'a request id');
+    const stored = this.mirror.captures.get(id);
+    if (!stored) throw new BridgeError('not_found', 404, `request ${id} is not in the traffic history`);
+    const original = stored.detail;
+    const running =
+      (stored.tunnelKey ? this.tunnels.get(stored.tunnelKey) : undefined) ??
+      this.findTunnel(original.tunnel_id) ??
+      undefined;
+    const port = running?.view.localPort ?? stored.localPort;
+    if (!port) {
+      throw new BridgeError(
+        'bad_request',
+        400,
+        `request ${id} did not come through a tunnel of this machine: its local port is unknown`,
+      );
+    }
+    const edit = checkReplayInput(input);
+    if (edit.body === undefined && original.request_body_truncated) {
+      throw new BridgeError(
+        'bad_request',
+        400,
+        `only the first ${Buffer.from(original.request_body ?? '', 'base64').length} of the ${original.request_size} bytes of this request's body were captured: edit the body to replay it`,
+      );
+    }
+    const method = edit.method ?? original.method;
+    const path = edit.path ?? original.path;
+    const body =
+      edit.body !== undefined
+        ? edit.body
+        : original.request_body
+          ? Buffer.from(original.request_body, 'base64')
+          : Buffer.alloc(0);
+    const hostMode = running?.view.hostHeader ?? stored.hostHeader ?? 'preserve';
+    const publicUrl = new URL(original.url);
+    // The captured Host is the public one: an unedited replay sends what the tunnel's Host mode says.
+    const given = (
+      edit.headers ?? original.request_headers.filter(({ name }) => name.toLowerCase() !== 'host')
+    ).filter(({ name }) => !REPLAY_DROPPED_HEADERS.has(name.toLowerCase()));
+    const headers: HeaderList = [];
+    if (!given.some(({ name }) => name.toLowerCase() === 'host')) {
+      const host =
+        hostMode === 'preserve' ? publicUrl.host : hostMode === 'rewrite' ? `localhost:${port}` : hostMode;
+      headers.push({ name: 'host', value: host });
+    }
+    headers.push(...given);
+    if (body.length > 0 || !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method.toUpperCase()))
+      headers.push({ name: 'content-length', value: String(body.length) });
+
+    const exchange = new Exchange({
+      tunnelId: running?.client.info?.id ?? original.tunnel_id,
+      method,
+      path,
+      url: `${publicUrl.origin}${path}`,
+      httpVersion: 'HTTP/1.1',
+      requestHeaders: headers,
+      remoteAddr: null,
+      replayOf: original.id,
+    });
+    exchange.requestBody.push(body);
+    const error = await new Promise<string | null>((resolve) => {
+      const outgoing: Record<string, string | string[]> = {};
+      for (const { name, value } of headers) {
+        const existing = outgoing[name];
+        if (existing === undefined) outgoing[name] = value;
+        else if (name.toLowerCase() !== 'host')
+          outgoing[name] = [...(Array.isArray(existing) ? existing : [existing]), value];
+      }
+      const req = httpRequest(
+        { host: '127.0.0.1', port, method, path, headers: outgoing, agent: false },
+        (res) => {
+          exchange.response(res.statusCode ?? 0, headerList(res.rawHeaders));
+          res.on('data', (chunk: Buffer) => exchange.responseBody.push(chunk));
+          res.on('end', () => resolve(null));
+          res.on('error', (e) => resolve(e.message));
+          res.on('aborted', () => resolve('the local app closed the connection mid-response'));
+        },
+      );
+      req.setTimeout(REPLAY_IDLE_MS, () =>
+        req.destroy(
+          new Error(`the local app on port ${port} did not answer within ${REPLAY_IDLE_MS / 1000} s`),
+        ),
+      );
+      req.on('error', (e: NodeJS.ErrnoException) =>
+        resolve(e.code === 'ECONNREFUSED' ? `nothing is listening on 127.0.0.1:${port}` : e.message),
+      );
+      req.end(body);
+    });
+    const captured = exchange.finish(error);
+    this.mirror.captures.add(captured, {
+      tunnelKey: running?.key ?? stored.tunnelKey,
+      subdomain: running?.view.subdomain ?? stored.subdomain,
+      localPort: port,
+      hostHeader: hostMode,
+    });
+    // Stored (and sent to listeners) now, so the answer can be looked up at once.
+    this.mirror.captures.flush();
+    return toDetail(captured);
+  }
+
   // --- events ---------------------------------------------------------------------------------
 
   private emit<E extends BridgeEventName>(event: E, payload: BridgeEvents[E]): void {
@@ -557,8 +916,9 @@ export class Engine implements Bridge {
     }
   }
 
+  /** Listeners of the events that need polling. */
   private listenerCount(): number {
-    return BRIDGE_EVENTS.reduce((sum, event) => sum + this.events.listenerCount(event), 0);
+    return POLLED_EVENTS.reduce((sum, event) => sum + this.events.listenerCount(event), 0);
   }
 
   private schedulePoll(): void {
@@ -590,6 +950,123 @@ function requireId(input: unknown): string {
   if (typeof id !== 'string' || id === '')
     throw new BridgeError('bad_request', 400, 'a project id is required');
   return id;
+}
+
+function requireString(input: unknown, field: string, what: string): string {
+  const value = (input as Record<string, unknown> | null | undefined)?.[field];
+  if (typeof value !== 'string' || value === '')
+    throw new BridgeError('bad_request', 400, `${what} is required`);
+  return value;
+}
+
+function invalid(path: string, message: string): BridgeError {
+  return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
+}
+
+const HOST_NAME =
+  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/i;
+
+/** `preserve`, `rewrite`, or a host name (with an optional port) for the Host header. */
+export function isHostHeaderMode(value: string): boolean {
+  return value === 'preserve' || value === 'rewrite' || HOST_NAME.test(value);
+}
+
+function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: string; hostHeader: string } {
+  const { port, subdomain, hostHeader } = (input ?? {}) as Partial<StartTunnelInput>;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw invalid('port', 'must be a port number from 1 to 65535');
+  if (subdomain !== undefined && subdomain !== null && subdomain !== '') {
+    if (typeof subdomain !== 'string' || !DNS_LABEL_PATTERN.test(subdomain))
+      throw invalid(
+        'subdomain',
+        'must be a lowercase DNS label: letters, digits and hyphens, such as my-app',
+      );
+    if (RESERVED_SUBDOMAINS.has(subdomain))
+      throw invalid('subdomain', `"${subdomain}" is reserved for the platform`);
+  }
+  const mode = hostHeader === undefined || hostHeader === null || hostHeader === '' ? 'preserve' : hostHeader;
+  if (typeof mode !== 'string' || !isHostHeaderMode(mode))
+    throw invalid('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
+  return { port, hostHeader: mode, ...(subdomain ? { subdomain } : {}) };
+}
+
+/** Headers of a connection, not of the request: a replay has its own connection. */
+const REPLAY_DROPPED_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'upgrade',
+  'content-length',
+  'http2-settings',
+]);
+
+/** Whether text holds whitespace or a control character (not allowed in a request target). */
+function hasControlOrSpace(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code <= 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function checkReplayInput(input: ReplayInput): {
+  method?: string;
+  path?: string;
+  headers?: HeaderList;
+  body?: Buffer;
+} {
+  const out: { method?: string; path?: string; headers?: HeaderList; body?: Buffer } = {};
+  if (input.method !== undefined) {
+    if (typeof input.method !== 'string' || !METHOD.test(input.method))
+      throw invalid('method', 'must be an HTTP method such as GET or POST');
+    out.method = input.method.toUpperCase();
+  }
+  if (input.path !== undefined) {
+    if (typeof input.path !== 'string' || !input.path.startsWith('/') || hasControlOrSpace(input.path))
+      throw invalid('path', 'must start with / and hold no spaces or control characters');
+    out.path = input.path;
+  }
+  if (input.headers !== undefined) {
+    if (!Array.isArray(input.headers)) throw invalid('headers', 'must be a list of { name, value }');
+    input.headers.forEach((header, i) => {
+      const { name, value } = (header ?? {}) as { name?: unknown; value?: unknown };
+      if (typeof name !== 'string' || !METHOD.test(name))
+        throw invalid(`headers[${i}].name`, 'must be a header name');
+      if (typeof value !== 'string' || /[\r\n]/.test(value) || value.includes('\0'))
+        throw invalid(`headers[${i}].value`, 'must be text on one line');
+    });
+    out.headers = input.headers.map(({ name, value }) => ({ name, value }));
+  }
+  if (input.body !== undefined) {
+    if (input.body === null) out.body = Buffer.alloc(0);
+    else if (typeof input.body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(input.body.replace(/\s+/g, '')))
+      throw invalid('body', 'must be base64');
+    else out.body = Buffer.from(input.body, 'base64');
+  }
+  return out;
+}
+
+/** Why a tunnel could not start, as the Bridge reports it: the platform's problem when it answered. */
+function tunnelError(error: unknown, origin: string): BridgeError {
+  if (error instanceof BridgeError) return error;
+  if (error instanceof TunnelRefusedError) {
+    const code: ErrorCode =
+      error.code in ERROR_STATUS
+        ? (error.code as ErrorCode)
+        : error.status === 401
+          ? 'unauthorized'
+          : error.status === 409
+            ? 'conflict'
+            : error.status >= 500
+              ? 'unavailable'
+              : 'bad_request';
+    return new BridgeError(code, error.status, error.message);
+  }
+  return new BridgeError('offline', 0, `cannot open a tunnel to ${origin}: ${(error as Error).message}`);
 }
 
 function isOffline(error: unknown): boolean {

@@ -11,6 +11,9 @@ import type {
   LogLine,
   Upload,
   BuildConfigInput,
+  CapturedRequest,
+  CapturedRequestDetail,
+  HeaderList,
 } from './api/index.js';
 import type { ErrorCode, FieldError } from './errors.js';
 
@@ -121,6 +124,68 @@ export interface DeployFinishedEvent {
   outcome: DeployOutcome;
 }
 
+/** A tunnel this Engine runs: a local port on a public URL. */
+export interface LocalTunnel {
+  /** The platform's tunnel id once connected (`tun_…`); a local id (`local_…`) before. */
+  id: string;
+  localPort: number;
+  /** `preserve` (the public Host), `rewrite` (`localhost:<port>`) or a fixed host name. */
+  hostHeader: string;
+  subdomain: string | null;
+  url: string | null;
+  state: 'connecting' | 'online' | 'reconnecting' | 'stopped';
+  /** Why it is reconnecting or stopped, when it is. */
+  detail: string | null;
+  startedAt: string;
+}
+
+export interface StartTunnelInput {
+  port: number;
+  subdomain?: string;
+  hostHeader?: string;
+}
+
+/** Filters of the traffic history (the Mirror); all optional, combined with AND. */
+export interface TrafficQuery {
+  tunnelId?: string;
+  /** Full-text search over method, path, headers and text bodies (SQLite FTS5 syntax is escaped). */
+  q?: string;
+  methods?: string[];
+  /** Status classes (`2xx`…`5xx`), exact codes (`404`), or `error` for exchanges without a response. */
+  statuses?: string[];
+  /** Substring of the path. */
+  path?: string;
+  /** `name` or `name: value substring`. */
+  header?: string;
+  minDurationMs?: number;
+  maxDurationMs?: number;
+  /** Only requests older than this id (paging backwards); newest first. */
+  before?: string;
+  /** Default 200, at most 1,000. */
+  limit?: number;
+}
+
+export interface TrafficPage {
+  requests: CapturedRequest[];
+  /** How many match in all (for the list's scroll height). */
+  total: number;
+}
+
+/** A replay, optionally edited; unedited fields are the original's. */
+export interface ReplayInput {
+  id: string;
+  method?: string;
+  path?: string;
+  headers?: HeaderList;
+  /** base64 */
+  body?: string | null;
+}
+
+/** A batch of new exchanges captured by this Engine's tunnels (sent at most every 50 ms). */
+export interface TrafficEvent {
+  requests: CapturedRequest[];
+}
+
 export interface BridgeRequests {
   'settings.get': { input: void; output: SettingsView };
   'settings.update': { input: SettingsUpdate; output: SettingsView };
@@ -143,6 +208,18 @@ export interface BridgeRequests {
   /** Starts (or joins) following a project's logs: `project-logs` events until `logs.unfollow`. */
   'logs.follow': { input: { id: string }; output: LogFollow };
   'logs.unfollow': { input: { id: string }; output: LogUnfollow };
+  'tunnels.list': { input: void; output: LocalTunnel[] };
+  /** Resolves once the tunnel is online (or rejects with why the platform refused it). */
+  'tunnels.start': { input: StartTunnelInput; output: LocalTunnel };
+  'tunnels.stop': { input: { id: string }; output: LocalTunnel };
+  'traffic.list': { input: TrafficQuery; output: TrafficPage };
+  'traffic.get': { input: { id: string }; output: CapturedRequestDetail };
+  /** Sends the request straight to the tunnel's local port again; the new exchange is captured too. */
+  'traffic.replay': { input: ReplayInput; output: CapturedRequestDetail };
+  'traffic.clear': { input: { tunnelId?: string }; output: { deleted: number } };
+  /** HAR 1.2 of the given exchanges, as JSON text. */
+  'traffic.har': { input: { ids: string[] }; output: string };
+  'traffic.curl': { input: { id: string }; output: string };
 }
 
 export type BridgeOperation = keyof BridgeRequests;
@@ -167,6 +244,15 @@ export const BRIDGE_OPERATIONS = [
   'projects.logs',
   'logs.follow',
   'logs.unfollow',
+  'tunnels.list',
+  'tunnels.start',
+  'tunnels.stop',
+  'traffic.list',
+  'traffic.get',
+  'traffic.replay',
+  'traffic.clear',
+  'traffic.har',
+  'traffic.curl',
 ] as const satisfies readonly BridgeOperation[];
 
 export interface BridgeEvents {
@@ -178,6 +264,10 @@ export interface BridgeEvents {
   'project-logs': ProjectLogsEvent;
   /** A project went from `building` to `running` or `failed` (or a redeploy failed while running). */
   'deploy-finished': DeployFinishedEvent;
+  /** The Engine's tunnels changed (started, online, reconnecting, stopped). */
+  tunnels: LocalTunnel[];
+  /** New exchanges through this Engine's tunnels. */
+  traffic: TrafficEvent;
 }
 
 export type BridgeEventName = keyof BridgeEvents;
@@ -187,6 +277,8 @@ export const BRIDGE_EVENTS = [
   'projects',
   'project-logs',
   'deploy-finished',
+  'tunnels',
+  'traffic',
 ] as const satisfies readonly BridgeEventName[];
 
 /** Codes of errors that do not come from the platform's API. */

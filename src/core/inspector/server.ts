@@ -13,6 +13,9 @@
 //   WebSocket sends it as its first message and is closed with 4401 otherwise.
 // - Static files (the UI's code) are served without the token: they hold no data.
 //
+// The traffic API under /api (api.ts, shaped like ngrok's agent API) follows the same rules: read-only
+// GETs need only a local Host; its POSTs and DELETEs also need the token or a same-origin request.
+//
 // Each authenticated event socket is a session (its id comes in the `ready` message). A page sends that
 // id with its calls as X-Wharf-Session, so the logs it follows (`logs.follow`) are unfollowed for it when
 // its socket closes: a tab that is closed or reloaded leaves no log stream open behind it.
@@ -33,10 +36,13 @@ import {
   type LogFollow,
 } from '../../shared/bridge.js';
 import { LIMITS } from '../../shared/api/projects.js';
+import { registerInspectorApi, sendProblem } from './api.js';
 
 export const DEFAULT_INSPECTOR_PORT = 4040;
 const PORT_ATTEMPTS = 10;
 const AUTH_TIMEOUT_MS = 5_000;
+/** JSON bodies of Bridge and API calls: a replay may carry an edited 1 MiB body, base64-encoded. */
+const CALL_BODY_LIMIT = Math.max(LIMITS.jsonBodyBytes, 4 * 1024 * 1024);
 
 export interface InspectorOptions {
   bridge: Bridge;
@@ -122,7 +128,9 @@ async function buildInspector(
     const refuse = (message: string) => {
       // A refused upgrade's socket belongs to no HTTP connection any more: end it with the answer.
       if (isUpgrade) reply.raw.once('finish', () => request.raw.socket.destroy());
-      return reply.code(403).header('connection', 'close').type('text/plain; charset=utf-8').send(message);
+      reply.header('connection', 'close');
+      if (request.url.startsWith('/api/')) return sendProblem(reply, 'forbidden', 403, message);
+      return reply.code(403).type('text/plain; charset=utf-8').send(message);
     };
     const host = request.headers.host?.toLowerCase();
     if (!host || !allowedHosts().includes(host)) {
@@ -181,7 +189,7 @@ async function buildInspector(
 
   app.post<{ Params: { operation: string } }>(
     '/bridge/invoke/:operation',
-    { preHandler: requireToken },
+    { preHandler: requireToken, bodyLimit: CALL_BODY_LIMIT },
     async (request, reply) => {
       const { operation } = request.params;
       if (!isBridgeOperation(operation) || operation === 'projects.upload') {
@@ -234,6 +242,13 @@ async function buildInspector(
       }
     },
   );
+
+  await registerInspectorApi(app, {
+    bridge: options.bridge,
+    hasToken: (request) => sameToken(request.headers['x-wharf-token'], token),
+    origins: allowedOrigins,
+    bodyLimit: CALL_BODY_LIMIT,
+  });
 
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });
   app.get('/bridge/events', { websocket: true }, (socket: WebSocket) => {

@@ -1,10 +1,11 @@
 // The Mirror: the Engine's local SQLite (better-sqlite3, WAL) that keeps what the app has seen, so it
 // can be shown offline. Rows are filed under the platform origin and account they came from, so a
 // switch of platform or key never shows another account's data. Schema versions use user_version.
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import type { Project } from '../../shared/api/projects.js';
+import { CAPTURES_MIGRATION, CaptureStore, type CaptureStoreOptions } from './captures.js';
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE projects (
@@ -25,6 +26,8 @@ const MIGRATIONS: string[] = [
      platform TEXT NOT NULL PRIMARY KEY,
      account_id TEXT NOT NULL
    );`,
+  // 2: the traffic history of the tunnels (captures.ts).
+  CAPTURES_MIGRATION,
 ];
 
 export interface MirrorScope {
@@ -37,27 +40,56 @@ export interface CachedProjects {
   fetchedAt: string | null;
 }
 
+export interface MirrorOptions {
+  /** The traffic history's size bound and batching. */
+  captures?: CaptureStoreOptions;
+}
+
 export class Mirror {
   private readonly db: SQLite.Database;
+  /** The traffic history of the tunnels. */
+  readonly captures: CaptureStore;
 
   /** `file` is a path, or `:memory:`. */
-  constructor(file: string) {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  constructor(file: string, options: MirrorOptions = {}) {
+    if (file !== ':memory:') {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      // Captured traffic holds cookies and tokens: the file (and its -wal and -shm, which SQLite
+      // creates with the same mode) is for this user only.
+      if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+      else {
+        try {
+          chmodSync(file, 0o600);
+        } catch {
+          // not ours to change (another user's file opened read-write): leave it
+        }
+      }
+    }
     this.db = new SQLite(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
+    this.captures = new CaptureStore(this.db, options.captures);
   }
 
   private migrate(): void {
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    for (let i = version; i < MIGRATIONS.length; i++) {
-      this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[i]!);
-        this.db.pragma(`user_version = ${i + 1}`);
-      })();
-    }
+    // IMMEDIATE: two processes opening a new file at once must not both run a migration.
+    this.db
+      .transaction(() => {
+        const version = this.db.pragma('user_version', { simple: true }) as number;
+        for (let i = version; i < MIGRATIONS.length; i++) {
+          this.db.exec(MIGRATIONS[i]!);
+          this.db.pragma(`user_version = ${i + 1}`);
+        }
+      })
+      .immediate();
+  }
+
+  /** `PRAGMA integrity_check`: `ok`, or what is wrong with the file. */
+  integrityCheck(): string {
+    const rows = this.db.pragma('integrity_check') as Array<{ integrity_check: string }>;
+    return rows.map((r) => r.integrity_check).join('\n');
   }
 
   /** The account last seen on a platform, so cached data can be shown before the platform answers. */
@@ -138,6 +170,7 @@ export class Mirror {
   }
 
   close(): void {
+    this.captures.close();
     this.db.close();
   }
 }

@@ -1,0 +1,405 @@
+// The Mirror's traffic history (CaptureStore): batching, the size bound with oldest-first eviction,
+// filters, full-text search (with FTS5 syntax in user input made harmless), paging, and that it stays
+// on disk across reopening.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Exchange, type CapturedExchange } from '../../../src/core/capture/capture.js';
+import { ftsQuery, type CaptureOrigin } from '../../../src/core/mirror/captures.js';
+import { Mirror } from '../../../src/core/mirror/mirror.js';
+import type { HeaderList } from '../../../src/shared/api/tunnels.js';
+import { BridgeError } from '../../../src/shared/bridge.js';
+
+const mirrors: Mirror[] = [];
+const dirs: string[] = [];
+
+function open(
+  file = ':memory:',
+  limitBytes?: number,
+  writeBudget?: { share: number; burstMs: number },
+): Mirror {
+  const mirror = new Mirror(file, {
+    captures: { flushMs: 10, ...(limitBytes ? { limitBytes } : {}), ...(writeBudget ? { writeBudget } : {}) },
+  });
+  mirrors.push(mirror);
+  return mirror;
+}
+
+afterEach(() => {
+  for (const mirror of mirrors.splice(0)) {
+    try {
+      mirror.close();
+    } catch {
+      // already closed by the test
+    }
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const origin: CaptureOrigin = {
+  tunnelKey: 'local_a',
+  subdomain: 'demo',
+  localPort: 3000,
+  hostHeader: 'preserve',
+};
+
+interface Spec {
+  method?: string;
+  path?: string;
+  tunnelId?: string;
+  status?: number | null;
+  requestHeaders?: HeaderList;
+  responseHeaders?: HeaderList;
+  requestBody?: Buffer | string;
+  responseBody?: Buffer | string;
+  error?: string | null;
+  replayOf?: string;
+}
+
+let clock = 0;
+
+function exchange(spec: Spec = {}): CapturedExchange {
+  const e = new Exchange({
+    tunnelId: spec.tunnelId ?? 'tun_aaaaaaaaaaaaaaaaaaaaaa',
+    method: spec.method ?? 'GET',
+    path: spec.path ?? '/',
+    url: `http://demo.tunnel.localhost:8788${spec.path ?? '/'}`,
+    httpVersion: 'HTTP/1.1',
+    requestHeaders: spec.requestHeaders ?? [{ name: 'user-agent', value: 'test' }],
+    remoteAddr: '127.0.0.1',
+    replayOf: spec.replayOf ?? null,
+  });
+  if (spec.requestBody !== undefined) e.requestBody.push(Buffer.from(spec.requestBody));
+  if (spec.status !== null) e.response(spec.status ?? 200, spec.responseHeaders ?? []);
+  if (spec.responseBody !== undefined) e.responseBody.push(Buffer.from(spec.responseBody));
+  const finished = e.finish(spec.error ?? null);
+  // Distinct, increasing durations for the duration filters.
+  finished.request.duration_ms = ++clock;
+  return finished;
+}
+
+const json: HeaderList = [{ name: 'Content-Type', value: 'application/json; charset=utf-8' }];
+const png: HeaderList = [{ name: 'content-type', value: 'image/png' }];
+
+describe('ftsQuery', () => {
+  it('quotes every word as a prefix phrase, so FTS5 operators are plain text', () => {
+    expect(ftsQuery('hello world')).toBe('"hello"* "world"*');
+    expect(ftsQuery('a"b OR c')).toBe('"a""b"* "OR"* "c"*');
+    expect(ftsQuery('NEAR(x y) *:^-')).toBe('"NEAR(x"* "y)"*');
+    expect(ftsQuery('  / ?= ')).toBeNull();
+    expect(ftsQuery('')).toBeNull();
+  });
+});
+
+describe('CaptureStore', () => {
+  it('writes exchanges in batches, emits them once stored, and reads them back with bodies', async () => {
+    const mirror = open();
+    const batches: string[][] = [];
+    mirror.captures.on('stored', (requests) => batches.push(requests.map((r) => r.id)));
+    const a = exchange({ method: 'POST', path: '/a', requestBody: 'ping', responseBody: 'pong' });
+    const b = exchange({ path: '/b' });
+    mirror.captures.add(a, origin);
+    mirror.captures.add(b, origin);
+    expect(batches).toEqual([]);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(batches).toEqual([[a.request.id, b.request.id]]);
+
+    const stored = mirror.captures.get(a.request.id)!;
+    expect(stored).toMatchObject({ tunnelKey: 'local_a', subdomain: 'demo', localPort: 3000 });
+    expect(stored.detail).toMatchObject({
+      id: a.request.id,
+      method: 'POST',
+      path: '/a',
+      request_body: Buffer.from('ping').toString('base64'),
+      response_body: Buffer.from('pong').toString('base64'),
+      request_body_truncated: false,
+    });
+    expect(mirror.captures.get(b.request.id)!.detail.request_body).toBeNull();
+    expect(mirror.captures.get('req_nope')).toBeNull();
+
+    // Reads see what is still queued.
+    const c = exchange({ path: '/c' });
+    mirror.captures.add(c, origin);
+    expect(mirror.captures.list().requests.map((r) => r.path)).toEqual(['/c', '/b', '/a']);
+    // The same exchange twice is kept once.
+    mirror.captures.add(c, origin);
+    expect(mirror.captures.list().total).toBe(3);
+  });
+
+  it('writes big batches in several transactions, all of them stored', async () => {
+    const mirror = open();
+    const batches: number[] = [];
+    mirror.captures.on('stored', (requests) => batches.push(requests.length));
+    const body = Buffer.alloc(100 * 1024, 1);
+    for (let i = 0; i < 30; i++)
+      mirror.captures.add(exchange({ path: `/b${i}`, responseBody: body }), origin);
+    for (let i = 0; i < 1200; i++) mirror.captures.add(exchange({ path: `/s${i}` }), origin);
+    const deadline = Date.now() + 5_000;
+    while (batches.reduce((a, b) => a + b, 0) < 1230 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(1230);
+    expect(batches.length).toBeGreaterThan(3);
+    expect(Math.max(...batches)).toBeLessThanOrEqual(500);
+  });
+
+  it('keeps exchanges without their bodies once writing exceeds its time budget', () => {
+    const mirror = open(':memory:', undefined, { share: 0, burstMs: 0 });
+    const e = exchange({
+      method: 'POST',
+      path: '/shed',
+      requestHeaders: json,
+      requestBody: '{"a":"guava"}',
+      responseBody: 'ok',
+    });
+    mirror.captures.add(e, origin);
+    const detail = mirror.captures.get(e.request.id)!.detail;
+    expect(detail).toMatchObject({
+      path: '/shed',
+      request_body: null,
+      response_body: null,
+      request_body_truncated: true,
+      response_body_truncated: true,
+      request_size: 13,
+    });
+    expect(mirror.captures.shedBodies).toBe(1);
+    expect(mirror.captures.list({ q: 'shed' }).total).toBe(1);
+    expect(mirror.captures.list({ q: 'guava' }).total).toBe(0);
+    // An exchange without bodies loses nothing.
+    const bare = exchange({ path: '/bare' });
+    mirror.captures.add(bare, origin);
+    expect(mirror.captures.get(bare.request.id)!.detail.response_body_truncated).toBe(false);
+  });
+
+  it('keeps the truncation flags', () => {
+    const mirror = open();
+    const e = new Exchange({
+      tunnelId: 'tun_x',
+      method: 'POST',
+      path: '/big',
+      url: 'http://demo.tunnel.localhost/big',
+      httpVersion: 'HTTP/1.1',
+      requestHeaders: [],
+      remoteAddr: null,
+    });
+    e.requestBody.push(Buffer.alloc(1024 * 1024 + 10, 1));
+    e.response(200, []);
+    mirror.captures.add(e.finish(), origin);
+    const detail = mirror.captures.get(e.id)!.detail;
+    expect(detail.request_body_truncated).toBe(true);
+    expect(detail.response_body_truncated).toBe(false);
+    expect(detail.request_size).toBe(1024 * 1024 + 10);
+    expect(Buffer.from(detail.request_body!, 'base64').length).toBe(1024 * 1024);
+  });
+
+  it('filters by tunnel, method, status, path, header and duration', () => {
+    const mirror = open();
+    const all = [
+      exchange({ method: 'GET', path: '/users/1', status: 200 }),
+      exchange({
+        method: 'POST',
+        path: '/users',
+        status: 201,
+        requestHeaders: [{ name: 'X-Trace', value: 'Abc-123' }],
+      }),
+      exchange({ method: 'DELETE', path: '/users/1', status: 404, tunnelId: 'tun_other' }),
+      exchange({
+        method: 'GET',
+        path: '/boom',
+        status: 500,
+        responseHeaders: [{ name: 'Retry-After', value: '5' }],
+      }),
+      exchange({ method: 'GET', path: '/down', status: null, error: 'tunnel offline' }),
+      exchange({ method: 'GET', path: '/refused', status: 502, error: 'nothing is listening' }),
+    ];
+    mirror.captures.add(all[0]!, origin);
+    mirror.captures.add(all[1]!, origin);
+    mirror.captures.add(all[2]!, { ...origin, tunnelKey: 'local_b', subdomain: 'other' });
+    for (const e of all.slice(3)) mirror.captures.add(e, origin);
+    const paths = (query: Parameters<typeof mirror.captures.list>[0]) =>
+      mirror.captures.list(query).requests.map((r) => r.path);
+
+    expect(paths({ tunnelId: 'tun_other' })).toEqual(['/users/1']);
+    expect(paths({ tunnelId: 'local_b' })).toEqual(['/users/1']);
+    expect(paths({ tunnelId: 'other' })).toEqual(['/users/1']);
+    expect(mirror.captures.list({ tunnelId: 'local_a' }).total).toBe(5);
+    expect(mirror.captures.list({}, ['tun_other', 'nope']).total).toBe(1);
+    expect(mirror.captures.list({ tunnelId: 'ignored' }, ['local_a', 'other']).total).toBe(6);
+    expect(paths({ methods: ['post', 'DELETE'] })).toEqual(['/users/1', '/users']);
+    expect(paths({ statuses: ['2xx'] })).toEqual(['/users', '/users/1']);
+    expect(paths({ statuses: ['404', '5xx'] })).toEqual(['/refused', '/boom', '/users/1']);
+    expect(paths({ statuses: ['error'] })).toEqual(['/refused', '/down']);
+    expect(paths({ path: 'USERS/' })).toEqual(['/users/1', '/users/1']);
+    expect(paths({ header: 'x-trace' })).toEqual(['/users']);
+    expect(paths({ header: 'X-Trace: abc-1' })).toEqual(['/users']);
+    expect(paths({ header: 'x-trace: nope' })).toEqual([]);
+    expect(paths({ header: 'retry-after: 5' })).toEqual(['/boom']);
+    const durations = all.map((e) => e.request.duration_ms!);
+    expect(paths({ minDurationMs: durations[3], maxDurationMs: durations[4] })).toEqual(['/down', '/boom']);
+    expect(mirror.captures.list({ methods: ['GET'], statuses: ['2xx', '5xx'] }).total).toBe(3);
+  });
+
+  it('refuses malformed filters with the field named', () => {
+    const mirror = open();
+    const refusal = (query: object) => {
+      try {
+        mirror.captures.list(query);
+      } catch (error) {
+        return error as BridgeError;
+      }
+      throw new Error('no error');
+    };
+    expect(refusal({ statuses: ['2x'] })).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: 'statuses' }],
+    });
+    expect(refusal({ limit: 0 })).toMatchObject({ errors: [{ path: 'limit' }] });
+    expect(refusal({ methods: ['GET; DROP'] })).toMatchObject({ errors: [{ path: 'methods' }] });
+    expect(refusal({ minDurationMs: -1 })).toBeInstanceOf(BridgeError);
+    expect(refusal({ header: ': x' })).toMatchObject({ errors: [{ path: 'header' }] });
+  });
+
+  it('searches method, path, headers and text bodies; binary bodies are not indexed', () => {
+    const mirror = open();
+    const items = {
+      jsonBody: exchange({
+        method: 'POST',
+        path: '/orders',
+        requestHeaders: json,
+        requestBody: '{"customer":"Zanzibar Ltd"}',
+      }),
+      gzipped: exchange({
+        path: '/report',
+        responseHeaders: [...json, { name: 'content-encoding', value: 'gzip' }],
+        responseBody: gzipSync('{"total":"quetzalcoatl"}'),
+      }),
+      binary: exchange({ path: '/logo.png', responseHeaders: png, responseBody: 'zanzibar in a png' }),
+      header: exchange({
+        path: '/h',
+        requestHeaders: [{ name: 'Authorization', value: 'Bearer xylophone' }],
+      }),
+      form: exchange({
+        method: 'PUT',
+        path: '/form?name=J%C3%BCrgen+Smith',
+        requestHeaders: [{ name: 'content-type', value: 'application/x-www-form-urlencoded' }],
+        requestBody: 'city=S%C3%A3o+Paulo',
+      }),
+    };
+    for (const e of Object.values(items)) mirror.captures.add(e, origin);
+    const found = (q: string) => mirror.captures.list({ q }).requests.map((r) => r.path);
+
+    expect(found('zanzibar')).toEqual(['/orders']);
+    expect(found('zanz')).toEqual(['/orders']);
+    expect(found('quetzalcoatl')).toEqual(['/report']);
+    expect(found('xylophone')).toEqual(['/h']);
+    expect(found('bearer xylo')).toEqual(['/h']);
+    expect(found('jürgen')).toEqual(['/form?name=J%C3%BCrgen+Smith']);
+    expect(found('paulo')).toEqual(['/form?name=J%C3%BCrgen+Smith']);
+    expect(found('put')).toEqual(['/form?name=J%C3%BCrgen+Smith']);
+    expect(found('logo png')).toEqual(['/logo.png']);
+    expect(found('/orders')).toEqual(['/orders']);
+    // FTS5 syntax in the input is text, never an error or an operator.
+    for (const q of [
+      '"',
+      'zanzibar OR xylophone',
+      'NEAR(a b)',
+      'customer:*',
+      '(',
+      'a AND',
+      '^x',
+      '-x',
+      '*',
+    ]) {
+      expect(() => found(q), q).not.toThrow();
+    }
+    expect(found('zanzibar OR xylophone')).toEqual([]);
+    // No word at all: matched in the path instead.
+    expect(found('?name=')).toEqual(['/form?name=J%C3%BCrgen+Smith']);
+    expect(mirror.captures.list({ q: 'zanzibar', methods: ['GET'] }).total).toBe(0);
+  });
+
+  it('pages backwards with before, newest first, with the total of all matches', () => {
+    const mirror = open();
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      const e = exchange({ path: `/p${i}`, method: i % 2 ? 'POST' : 'GET' });
+      ids.push(e.request.id);
+      mirror.captures.add(e, origin);
+    }
+    const first = mirror.captures.list({ limit: 10 });
+    expect(first.total).toBe(25);
+    expect(first.requests.map((r) => r.path)).toEqual(Array.from({ length: 10 }, (_, i) => `/p${24 - i}`));
+    const second = mirror.captures.list({ limit: 10, before: first.requests.at(-1)!.id });
+    expect(second.total).toBe(25);
+    expect(second.requests[0]!.path).toBe('/p14');
+    const third = mirror.captures.list({ limit: 10, before: second.requests.at(-1)!.id });
+    expect(third.requests.map((r) => r.path)).toEqual(['/p4', '/p3', '/p2', '/p1', '/p0']);
+    const posts = mirror.captures.list({ methods: ['POST'], limit: 5, before: ids[20] });
+    expect(posts.total).toBe(12);
+    expect(posts.requests.map((r) => r.path)).toEqual(['/p19', '/p17', '/p15', '/p13', '/p11']);
+    expect(mirror.captures.list({ before: 'req_unknown' }).requests).toEqual([]);
+    expect(mirror.captures.list({ limit: 5000 }).requests).toHaveLength(25);
+  });
+
+  it('evicts the oldest exchanges once the history outgrows its size limit', () => {
+    const mirror = open(':memory:', 200_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const e = exchange({
+        path: `/e${i}`,
+        requestHeaders: json,
+        responseHeaders: json,
+        responseBody: `{"n":"word${i}"}`.padEnd(20_000, ' '),
+      });
+      ids.push(e.request.id);
+      mirror.captures.add(e, origin);
+      mirror.captures.flush();
+      expect(mirror.captures.stats().bytes).toBeLessThanOrEqual(200_000);
+    }
+    const { count, bytes } = mirror.captures.stats();
+    // Each holds ~40 kB (its 20 kB body, and the same text in the index).
+    expect(count).toBeGreaterThanOrEqual(3);
+    expect(count).toBeLessThanOrEqual(5);
+    expect(bytes).toBeGreaterThan(120_000);
+    const kept = mirror.captures.list({ limit: 1000 }).requests.map((r) => r.id);
+    expect(kept).toEqual(ids.slice(-count).reverse());
+    expect(mirror.captures.get(ids[0]!)).toBeNull();
+    // The evicted rows are gone from the index as well.
+    expect(mirror.captures.list({ q: 'word0' }).total).toBe(0);
+    expect(mirror.captures.list({ q: 'word39' }).total).toBe(1);
+  });
+
+  it('clears everything or one tunnel', () => {
+    const mirror = open();
+    mirror.captures.add(exchange({ path: '/a', requestHeaders: [{ name: 'x', value: 'findme' }] }), origin);
+    mirror.captures.add(exchange({ path: '/b' }), origin);
+    mirror.captures.add(exchange({ path: '/c', tunnelId: 'tun_c' }), { ...origin, tunnelKey: 'local_c' });
+    expect(mirror.captures.clear(['local_c'])).toBe(1);
+    expect(mirror.captures.clear([])).toBe(0);
+    expect(mirror.captures.list().requests.map((r) => r.path)).toEqual(['/b', '/a']);
+    expect(mirror.captures.stats().count).toBe(2);
+    expect(mirror.captures.clear()).toBe(2);
+    expect(mirror.captures.stats()).toMatchObject({ count: 0, bytes: 0 });
+    expect(mirror.captures.list({ q: 'findme' }).total).toBe(0);
+    mirror.captures.add(exchange({ path: '/d' }), origin);
+    expect(mirror.captures.list().total).toBe(1);
+  });
+
+  it('keeps the history on disk across reopening, and passes integrity_check', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-captures-'));
+    dirs.push(dir);
+    const file = join(dir, 'mirror.db');
+    const first = open(file);
+    const e = exchange({ path: '/kept', requestHeaders: json, requestBody: '{"keep":"persimmon"}' });
+    first.captures.add(e, origin);
+    first.close();
+    // Only this user may read captured traffic.
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const second = open(file);
+    expect(second.integrityCheck()).toBe('ok');
+    expect(second.captures.get(e.request.id)!.detail.path).toBe('/kept');
+    expect(second.captures.list({ q: 'persimmon' }).total).toBe(1);
+    expect(second.captures.stats().count).toBe(1);
+  });
+});
