@@ -1,8 +1,10 @@
 // The tray menu as plain data: what the desktop app's tray shows (online state, the projects with their
-// status, a deploy action and their URLs, quit), built from what the Engine reports. No Electron here: src/main/tray.ts turns
-// this model into an Electron Menu, and the model itself is unit-tested under plain Node.
+// status, a deploy action and their URLs, the tunnels with Copy URL and Stop, "Share port N" for the
+// ports shared lately, quit), built from what the Engine reports. No Electron here: src/main/tray.ts
+// turns this model into an Electron Menu, and the model itself is unit-tested under plain Node. A tray
+// has no room for a form, so a port not shared before is started from the window.
 import type { Project, ProjectStatus } from '../../shared/api/index.js';
-import type { PlatformStatus, Sourced } from '../../shared/bridge.js';
+import type { BridgeErrorShape, LocalTunnel, PlatformStatus, Sourced } from '../../shared/bridge.js';
 
 /** What clicking an item does; src/main/tray.ts carries it out. */
 export type TrayAction =
@@ -10,6 +12,9 @@ export type TrayAction =
   | { kind: 'open-project'; projectId: string }
   | { kind: 'deploy-project'; projectId: string }
   | { kind: 'open-url'; url: string }
+  | { kind: 'start-tunnel'; port: number }
+  | { kind: 'stop-tunnel'; tunnelId: string }
+  | { kind: 'copy-text'; text: string }
   | { kind: 'quit' };
 
 export interface TrayMenuItem {
@@ -49,9 +54,22 @@ export interface TrayMenuInput {
   source: Sourced['source'] | null;
   /** How many projects to list before "N more…"; the rest are one click away in the window. */
   maxProjects?: number;
+  /** The tunnels the Engine runs; null (or absent) while not known yet. */
+  tunnels?: LocalTunnel[] | null;
+  /** Local ports shared lately, most recent first (see rememberPort): each one a "Share port N". */
+  recentPorts?: readonly number[];
 }
 
 export const TRAY_MAX_PROJECTS = 15;
+/** How many recently shared ports the tray offers. */
+export const TRAY_RECENT_PORTS = 3;
+
+export const TUNNEL_GLYPHS: Record<LocalTunnel['state'], string> = {
+  online: '●',
+  connecting: '◐',
+  reconnecting: '◐',
+  stopped: '○',
+};
 
 /** One glyph per status, so the state reads at a glance even in a monochrome menu. */
 export const STATUS_GLYPHS: Record<ProjectStatus, string> = {
@@ -110,8 +128,108 @@ export function buildTrayMenu(input: TrayMenuInput): TrayMenuEntry[] {
   }
 
   entries.push({ type: 'separator' });
+  entries.push(...tunnelEntries(input.tunnels ?? null, input.recentPorts ?? [], status.online));
+
+  entries.push({ type: 'separator' });
   entries.push(item('quit', 'Quit Wharf', { kind: 'quit' }));
   return entries;
+}
+
+/** The tunnels running (a submenu each), then "Share port N" for recent ports not running. */
+function tunnelEntries(
+  tunnels: LocalTunnel[] | null,
+  recentPorts: readonly number[],
+  online: boolean,
+): TrayMenuEntry[] {
+  const entries: TrayMenuEntry[] = [{ type: 'header', label: 'Tunnels' }];
+  const running = (tunnels ?? []).filter((tunnel) => tunnel.state !== 'stopped');
+  for (const tunnel of running) entries.push(tunnelEntry(tunnel));
+  const busy = new Set(running.map((tunnel) => tunnel.localPort));
+  for (const port of recentPorts.filter((p) => !busy.has(p)).slice(0, TRAY_RECENT_PORTS)) {
+    entries.push({
+      type: 'item',
+      id: `tunnel-share:${port}`,
+      label: `Share port ${port}`,
+      // A tunnel needs the platform.
+      enabled: online,
+      action: { kind: 'start-tunnel', port },
+    });
+  }
+  entries.push(
+    item(
+      'tunnel-share-other',
+      running.length + recentPorts.length > 0 ? 'Share another port…' : 'Share a local port…',
+      {
+        kind: 'show-window',
+      },
+    ),
+  );
+  return entries;
+}
+
+function tunnelEntry(tunnel: LocalTunnel): TrayMenuSubmenu {
+  const prefix = `tunnel:${tunnel.id}`;
+  const items: TrayMenuEntry[] = [];
+  if (tunnel.detail) items.push({ type: 'header', label: truncate(tunnel.detail, 80) });
+  const url = tunnel.url && isHttpUrl(tunnel.url) ? tunnel.url : null;
+  items.push({
+    type: 'item',
+    id: `${prefix}:copy`,
+    label: 'Copy URL',
+    enabled: url !== null,
+    action: url ? { kind: 'copy-text', text: url } : null,
+  });
+  items.push({
+    type: 'item',
+    id: `${prefix}:open`,
+    label: 'Open in Browser',
+    enabled: url !== null && tunnel.state === 'online',
+    action: url ? { kind: 'open-url', url } : null,
+  });
+  items.push({ type: 'separator' });
+  items.push(item(`${prefix}:stop`, 'Stop', { kind: 'stop-tunnel', tunnelId: tunnel.id }));
+  const where = url
+    ? hostOf(url)
+    : tunnel.state === 'connecting'
+      ? 'connecting…'
+      : 'waiting for the platform';
+  return {
+    type: 'submenu',
+    id: prefix,
+    label: `${TUNNEL_GLYPHS[tunnel.state]} Port ${tunnel.localPort} → ${where}`,
+    items,
+  };
+}
+
+/** `port` first, then the other recent ports, at most `max`. */
+export function rememberPort(recent: readonly number[], port: number, max = TRAY_RECENT_PORTS * 2): number[] {
+  return [port, ...recent.filter((p) => p !== port)].slice(0, max);
+}
+
+/** What the tray says once a port it shared is online; whether its URL was put on the clipboard. */
+export function tunnelStartedNotice(tunnel: LocalTunnel, copied: boolean): { title: string; body: string } {
+  return {
+    title: `Port ${tunnel.localPort} is shared`,
+    body: tunnel.url
+      ? `${tunnel.url}${copied ? ' (copied to the clipboard)' : ''}`
+      : 'The tunnel is up; its URL shows in Wharf.',
+  };
+}
+
+/** What the tray says when starting or stopping a tunnel failed. */
+export function tunnelFailedNotice(
+  what: 'start' | 'stop',
+  port: number | null,
+  error: BridgeErrorShape,
+): { title: string; body: string } {
+  const subject = port === null ? 'the tunnel' : `port ${port}`;
+  return {
+    title: what === 'start' ? `Could not share ${subject}` : `Could not stop ${subject}`,
+    body: truncate(
+      error.detail ? error.detail[0]!.toUpperCase() + error.detail.slice(1) : 'Unknown error',
+      200,
+    ),
+  };
 }
 
 function statusLine(status: PlatformStatus): string {

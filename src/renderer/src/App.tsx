@@ -13,6 +13,7 @@ import { NewProjectView } from './views/projects/NewProjectView';
 import { ProjectDetailView } from './views/projects/ProjectDetailView';
 import { ProjectsView } from './views/projects/ProjectsView';
 import { SettingsView } from './views/settings/SettingsView';
+import { TrafficView, useSelectedTitle } from './views/traffic/TrafficView';
 
 export function App() {
   const transport = useTransport();
@@ -61,6 +62,8 @@ function Screen({ route }: { route: Route }) {
       return <NewProjectView />;
     case 'project':
       return <ProjectDetailView key={route.id} id={route.id} />;
+    case 'traffic':
+      return <TrafficView requestId={route.requestId} />;
     case 'settings':
       return <SettingsView />;
   }
@@ -68,14 +71,17 @@ function Screen({ route }: { route: Route }) {
 
 function useDocumentTitle(route: Route) {
   const project = useProject(route.screen === 'project' ? route.id : '');
+  const traffic = useSelectedTitle(route.screen === 'traffic' ? route.requestId : null);
   const title =
     route.screen === 'settings'
       ? 'Settings'
-      : route.screen === 'new-project'
-        ? 'New project'
-        : route.screen === 'project'
-          ? (project?.name ?? 'Project')
-          : 'Projects';
+      : route.screen === 'traffic'
+        ? traffic
+        : route.screen === 'new-project'
+          ? 'New project'
+          : route.screen === 'project'
+            ? (project?.name ?? 'Project')
+            : 'Projects';
   useEffect(() => {
     document.title = `${title} · Wharf`;
   }, [title]);

@@ -1,12 +1,17 @@
 // The tray menu model: plain data built from the platform status and the project list.
 import { describe, expect, it } from 'vitest';
 import type { Project, ProjectStatus } from '../../../src/shared/api/index.js';
-import type { PlatformStatus } from '../../../src/shared/bridge.js';
+import type { LocalTunnel, PlatformStatus } from '../../../src/shared/bridge.js';
 import {
   STATUS_GLYPHS,
   TRAY_MAX_PROJECTS,
+  TRAY_RECENT_PORTS,
+  TUNNEL_GLYPHS,
   buildTrayMenu,
+  rememberPort,
   trayTooltip,
+  tunnelFailedNotice,
+  tunnelStartedNotice,
   type TrayMenuEntry,
   type TrayMenuItem,
   type TrayMenuSubmenu,
@@ -296,5 +301,201 @@ describe('trayTooltip', () => {
   it('says online with the platform host, or offline', () => {
     expect(trayTooltip(online)).toBe('Wharf: online (127.0.0.1:8787)');
     expect(trayTooltip(offline)).toBe('Wharf: offline');
+  });
+});
+
+function tunnel(port: number, extra: Partial<LocalTunnel> = {}): LocalTunnel {
+  return {
+    id: `tun_${String(port).padStart(8, '0')}`,
+    localPort: port,
+    hostHeader: 'preserve',
+    subdomain: `app${port}`,
+    url: `http://app${port}.tunnel.localhost:8788`,
+    state: 'online',
+    detail: null,
+    startedAt: '2025-01-01T00:00:00.000Z',
+    ...extra,
+  };
+}
+
+/** The entries after the "Tunnels" header, up to the next separator. */
+function tunnelSection(entries: TrayMenuEntry[]): TrayMenuEntry[] {
+  const start = entries.findIndex((e) => e.type === 'header' && e.label === 'Tunnels');
+  const rest = entries.slice(start + 1);
+  const end = rest.findIndex((e) => e.type === 'separator');
+  return end === -1 ? rest : rest.slice(0, end);
+}
+
+describe('the tray’s tunnels', () => {
+  it('has a Tunnels section before Quit, pointing to the window to share a first port', () => {
+    const menu = buildTrayMenu({ status: online, projects: [], source: 'live' });
+    expect(tunnelSection(menu)).toEqual([
+      {
+        type: 'item',
+        id: 'tunnel-share-other',
+        label: 'Share a local port…',
+        enabled: true,
+        action: { kind: 'show-window' },
+      },
+    ]);
+    expect(menu.slice(-2).map((e) => e.type)).toEqual(['separator', 'item']);
+  });
+
+  it('offers "Share port N" for the recent ports, most recent first, and another port in the window', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [],
+      source: 'live',
+      tunnels: [],
+      recentPorts: [3000, 8080],
+    });
+    expect(tunnelSection(menu)).toEqual([
+      {
+        type: 'item',
+        id: 'tunnel-share:3000',
+        label: 'Share port 3000',
+        enabled: true,
+        action: { kind: 'start-tunnel', port: 3000 },
+      },
+      {
+        type: 'item',
+        id: 'tunnel-share:8080',
+        label: 'Share port 8080',
+        enabled: true,
+        action: { kind: 'start-tunnel', port: 8080 },
+      },
+      {
+        type: 'item',
+        id: 'tunnel-share-other',
+        label: 'Share another port…',
+        enabled: true,
+        action: { kind: 'show-window' },
+      },
+    ]);
+  });
+
+  it(`offers at most ${TRAY_RECENT_PORTS} recent ports, leaving out those already shared`, () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [],
+      source: 'live',
+      tunnels: [tunnel(3000)],
+      recentPorts: [3000, 4000, 5000, 6000, 7000],
+    });
+    const shares = items(tunnelSection(menu)).filter((i) => i.action?.kind === 'start-tunnel');
+    expect(shares.map((i) => i.label)).toEqual(['Share port 4000', 'Share port 5000', 'Share port 6000']);
+  });
+
+  it('disables sharing while the platform is offline', () => {
+    const menu = buildTrayMenu({ status: offline, projects: null, source: null, recentPorts: [3000] });
+    expect(byId(menu, 'tunnel-share:3000')?.enabled).toBe(false);
+  });
+
+  it('lists each running tunnel with Copy URL, Open in Browser and Stop', () => {
+    const running = tunnel(3000);
+    const [entry] = submenus(
+      tunnelSection(buildTrayMenu({ status: online, projects: [], source: 'live', tunnels: [running] })),
+    );
+    expect(entry).toEqual({
+      type: 'submenu',
+      id: `tunnel:${running.id}`,
+      label: `${TUNNEL_GLYPHS.online} Port 3000 → app3000.tunnel.localhost:8788`,
+      items: [
+        {
+          type: 'item',
+          id: `tunnel:${running.id}:copy`,
+          label: 'Copy URL',
+          enabled: true,
+          action: { kind: 'copy-text', text: running.url },
+        },
+        {
+          type: 'item',
+          id: `tunnel:${running.id}:open`,
+          label: 'Open in Browser',
+          enabled: true,
+          action: { kind: 'open-url', url: running.url },
+        },
+        { type: 'separator' },
+        {
+          type: 'item',
+          id: `tunnel:${running.id}:stop`,
+          label: 'Stop',
+          enabled: true,
+          action: { kind: 'stop-tunnel', tunnelId: running.id },
+        },
+      ],
+    });
+  });
+
+  it('shows why a tunnel reconnects, keeps its URL to copy, and does not open it meanwhile', () => {
+    const flaky = tunnel(3000, { state: 'reconnecting', detail: 'the platform closed the connection' });
+    const [entry] = submenus(
+      tunnelSection(buildTrayMenu({ status: online, projects: [], source: 'live', tunnels: [flaky] })),
+    );
+    expect(entry?.label.startsWith(TUNNEL_GLYPHS.reconnecting)).toBe(true);
+    expect(entry?.items[0]).toEqual({ type: 'header', label: 'the platform closed the connection' });
+    expect(byId(entry!.items, `tunnel:${flaky.id}:copy`)?.enabled).toBe(true);
+    expect(byId(entry!.items, `tunnel:${flaky.id}:open`)?.enabled).toBe(false);
+  });
+
+  it('cannot copy the URL of a tunnel that has none yet, nor a URL that is not http(s)', () => {
+    const connecting = tunnel(3000, { id: 'local_1', state: 'connecting', url: null, subdomain: null });
+    const odd = tunnel(4000, { url: 'javascript:alert(1)' });
+    const menu = buildTrayMenu({ status: online, projects: [], source: 'live', tunnels: [connecting, odd] });
+    expect(submenus(tunnelSection(menu))[0]?.label).toBe(
+      `${TUNNEL_GLYPHS.connecting} Port 3000 → connecting…`,
+    );
+    expect(byId(menu, 'tunnel:local_1:copy')).toMatchObject({ enabled: false, action: null });
+    expect(byId(menu, `tunnel:${odd.id}:copy`)).toMatchObject({ enabled: false, action: null });
+  });
+
+  it('leaves stopped tunnels out', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [],
+      source: 'live',
+      tunnels: [tunnel(3000, { state: 'stopped' })],
+      recentPorts: [3000],
+    });
+    expect(submenus(tunnelSection(menu))).toEqual([]);
+    expect(byId(menu, 'tunnel-share:3000')?.enabled).toBe(true);
+  });
+
+  it('is plain data with tunnels too', () => {
+    const menu = buildTrayMenu({
+      status: online,
+      projects: [],
+      source: 'live',
+      tunnels: [tunnel(3000)],
+      recentPorts: [1],
+    });
+    expect(structuredClone(menu)).toEqual(menu);
+  });
+});
+
+describe('rememberPort', () => {
+  it('puts the port first without repeating it, and keeps a few', () => {
+    expect(rememberPort([], 3000)).toEqual([3000]);
+    expect(rememberPort([8080, 3000, 5173], 3000)).toEqual([3000, 8080, 5173]);
+    expect(rememberPort([1, 2, 3], 4, 3)).toEqual([4, 1, 2]);
+  });
+});
+
+describe('tunnel notices', () => {
+  it('says where a shared port is, and whether its URL was copied', () => {
+    expect(tunnelStartedNotice(tunnel(3000), true)).toEqual({
+      title: 'Port 3000 is shared',
+      body: 'http://app3000.tunnel.localhost:8788 (copied to the clipboard)',
+    });
+    expect(tunnelStartedNotice(tunnel(3000), false).body).toBe('http://app3000.tunnel.localhost:8788');
+  });
+
+  it('says why a port could not be shared or stopped', () => {
+    const error = { code: 'offline' as const, status: 0, detail: 'cannot reach http://127.0.0.1:8787' };
+    expect(tunnelFailedNotice('start', 3000, error)).toEqual({
+      title: 'Could not share port 3000',
+      body: 'Cannot reach http://127.0.0.1:8787',
+    });
+    expect(tunnelFailedNotice('stop', null, error).title).toBe('Could not stop the tunnel');
   });
 });

@@ -23,6 +23,11 @@ const PATHS = {
   search: 'M11 18a7 7 0 1 0 0-14 7 7 0 0 0 0 14Zm9 2-4-4',
   'arrow-down': 'M12 5v14M6 13l6 6 6-6',
   spinner: 'M12 3a9 9 0 1 0 9 9',
+  traffic: 'M7 4 3 8l4 4M3 8h14M17 20l4-4-4-4M21 16H7',
+  replay: 'M4 12a8 8 0 1 0 2.3-5.6M4 4v4h4',
+  edit: 'M4 20h4L19 9l-4-4L4 16v4ZM14 6l4 4',
+  filter: 'M4 5h16l-6 8v6l-4-1v-5L4 5Z',
+  link: 'M10 14a4 4 0 0 0 5.7 0l3-3a4 4 0 0 0-5.7-5.7l-1 1M14 10a4 4 0 0 0-5.7 0l-3 3a4 4 0 0 0 5.7 5.7l1-1',
 } as const;
 
 export type IconName = keyof typeof PATHS;

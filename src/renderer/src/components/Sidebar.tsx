@@ -2,6 +2,7 @@
 import { routeHref, type Route } from '../stores/navigation/store';
 import { useRoute } from '../stores/navigation/selectors';
 import { useConnection, useTransport } from '../stores/platform/selectors';
+import { useLiveTunnelCount } from '../stores/tunnels/selectors';
 import { BrandMark, Icon, type IconName } from './Icon';
 
 const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array<Route['screen']> }> = [
@@ -10,6 +11,12 @@ const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array
     icon: 'projects',
     route: { screen: 'projects' },
     matches: ['projects', 'project', 'new-project'],
+  },
+  {
+    label: 'Traffic',
+    icon: 'traffic',
+    route: { screen: 'traffic', requestId: null },
+    matches: ['traffic'],
   },
   { label: 'Settings', icon: 'settings', route: { screen: 'settings' }, matches: ['settings'] },
 ];
@@ -26,6 +33,7 @@ export function Sidebar() {
   const route = useRoute();
   const { online, mode, platformUrl, problem } = useConnection();
   const transport = useTransport();
+  const liveTunnels = useLiveTunnelCount();
   const state =
     transport === 'reconnecting'
       ? 'reconnecting'
@@ -45,16 +53,28 @@ export function Sidebar() {
       <ul className="nav-list">
         {ITEMS.map((item) => {
           const active = item.matches.includes(route.screen);
+          // The Traffic link counts the tunnels that run.
+          const badge = item.route.screen === 'traffic' && liveTunnels > 0;
           return (
             <li key={item.label}>
               <a
                 className={`nav-link${active ? ' is-active' : ''}`}
                 href={routeHref(item.route)}
                 aria-current={active ? 'page' : undefined}
+                aria-label={
+                  badge
+                    ? `${item.label}, ${liveTunnels} ${liveTunnels === 1 ? 'tunnel' : 'tunnels'} running`
+                    : undefined
+                }
                 data-testid={`nav-${item.route.screen}`}
               >
                 <Icon name={item.icon} />
                 {item.label}
+                {badge ? (
+                  <span className="nav-badge" aria-hidden="true">
+                    {liveTunnels}
+                  </span>
+                ) : null}
               </a>
             </li>
           );

@@ -4,6 +4,8 @@ import { useLogsStore } from './logs/store';
 import { usePlatformStore } from './platform/store';
 import { useProjectsStore } from './projects/store';
 import { useToastsStore } from './toasts/store';
+import { useTrafficStore } from './traffic/store';
+import { useTunnelsStore } from './tunnels/store';
 
 export function startStores(): () => void {
   const platform = usePlatformStore.getState();
@@ -12,14 +14,21 @@ export function startStores(): () => void {
   // Once the list has answered, the status reflects that contact.
   const catchUp = () => void projects.loadList().then(() => platform.load());
   const logs = useLogsStore.getState();
+  const tunnels = useTunnelsStore.getState();
+  const traffic = useTrafficStore.getState();
   const stops = [
     projects.subscribe(),
     logs.subscribe(),
+    tunnels.subscribe(),
+    traffic.subscribe(),
     useToastsStore.getState().subscribe(),
     platform.subscribe(() => {
       catchUp();
       // The app forgot this page's follows with its event socket.
       logs.refollowAll();
+      // Tunnel changes and exchanges may have happened while the socket was down.
+      void tunnels.load();
+      if (useTrafficStore.getState().status !== 'idle') void traffic.reload();
     }),
   ];
   catchUp();

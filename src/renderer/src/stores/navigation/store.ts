@@ -1,16 +1,19 @@
-// Where the user is: a route kept in the URL fragment (`#/projects/prj_…`), so reloads, back/forward
-// and plain links (`<a href="#/settings">`) work in a browser and in Electron's file:// page alike.
+// Where the user is: a route kept in the URL fragment (`#/projects/prj_…`, `#/traffic/req_…`), so
+// reloads, back/forward and plain links (`<a href="#/settings">`) work in a browser and in Electron's
+// file:// page alike.
 import { create } from 'zustand';
 
 export type Route =
   | { screen: 'projects' }
   | { screen: 'new-project' }
   | { screen: 'project'; id: string }
+  | { screen: 'traffic'; requestId: string | null }
   | { screen: 'settings' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'settings') return { screen: 'settings' };
+  if (parts[0] === 'traffic') return { screen: 'traffic', requestId: parts[1] ?? null };
   if (parts[0] === 'projects' && parts[1] === 'new') return { screen: 'new-project' };
   if (parts[0] === 'projects' && parts[1]) return { screen: 'project', id: parts[1] };
   return { screen: 'projects' };
@@ -24,6 +27,8 @@ export function routeHref(route: Route): string {
       return '#/projects/new';
     case 'project':
       return `#/projects/${encodeURIComponent(route.id)}`;
+    case 'traffic':
+      return route.requestId ? `#/traffic/${encodeURIComponent(route.requestId)}` : '#/traffic';
     case 'settings':
       return '#/settings';
   }

@@ -6,6 +6,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { Project } from '../../../../shared/api/projects.js';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
+import { copyText } from '../../lib/clipboard';
 import { plural } from '../../lib/format';
 import {
   LOG_STREAM_NAMES,
@@ -288,27 +289,4 @@ function Line({ entry, query }: { entry: LogEntry; query: string }) {
 function formatTime(iso: string): string {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? '' : timeOfDay.format(date);
-}
-
-/** The clipboard API where the page may use it; else the older copy command on a hidden selection. */
-async function copyText(text: string): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    const area = document.createElement('textarea');
-    area.value = text;
-    area.setAttribute('readonly', '');
-    area.style.position = 'fixed';
-    area.style.opacity = '0';
-    document.body.append(area);
-    area.select();
-    try {
-      return document.execCommand('copy');
-    } catch {
-      return false;
-    } finally {
-      area.remove();
-    }
-  }
 }
