@@ -10,7 +10,7 @@ import type { PlatformConfig } from '../config.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
-import { type EdgePage, renderPage } from './pages.js';
+import { type EdgePage, sendPage } from './pages.js';
 
 interface Route {
   projectId: string;
@@ -224,15 +224,7 @@ export class Edge {
   }
 
   private page(res: ServerResponse, page: EdgePage): void {
-    const body = renderPage(page);
-    res.writeHead(page.status, {
-      'content-type': 'text/html; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'cache-control': 'no-store',
-      'x-wharf-edge': page.title,
-      ...(page.retryAfter ? { 'retry-after': String(page.retryAfter) } : {}),
-    });
-    res.end(body);
+    sendPage(res, page);
   }
 }
 

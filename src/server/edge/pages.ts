@@ -1,5 +1,6 @@
 // The edge's own pages (404, 502, 503): small, self-contained HTML that says what happened and what
 // to do, for a person who opened an app's URL.
+import type { ServerResponse } from 'node:http';
 export interface EdgePage {
   status: number;
   title: string;
@@ -42,4 +43,17 @@ ${page.hint ? `<p class="hint">${escapeHtml(page.hint)}</p>` : ''}
 ${page.retryAfter ? `<p class="hint">This page retries by itself every ${page.retryAfter} s.</p>` : ''}
 </main></body></html>
 `;
+}
+
+/** Answers with the page, never cached, with Retry-After when it retries. */
+export function sendPage(res: ServerResponse, page: EdgePage): void {
+  const body = renderPage(page);
+  res.writeHead(page.status, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-wharf-edge': page.title,
+    ...(page.retryAfter ? { 'retry-after': String(page.retryAfter) } : {}),
+  });
+  res.end(body);
 }

@@ -37,7 +37,7 @@ import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import type { Store } from '../store/open.js';
-import { type EdgePage, renderPage } from '../edge/pages.js';
+import { sendPage } from '../edge/pages.js';
 
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const OFFLINE_TUNNEL_KEPT_MS = 60 * 60_000;
@@ -606,16 +606,7 @@ function decodeParam(segment: string): string {
   }
 }
 
-function page(res: ServerResponse, edgePage: EdgePage): void {
-  const body = renderPage(edgePage);
-  res.writeHead(edgePage.status, {
-    'content-type': 'text/html; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    ...(edgePage.retryAfter ? { 'retry-after': String(edgePage.retryAfter) } : {}),
-  });
-  res.end(body);
-}
+const page = sendPage;
 
 /** Answers a refused upgrade with its problem+json, then closes the socket. */
 function refuse(socket: Duplex, error: unknown): void {
