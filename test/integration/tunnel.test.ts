@@ -506,6 +506,19 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
     ws.close(4001, 'bye');
     expect((await once(ws, 'close'))[0]).toBe(4001);
     expect(await withTimeout(appSawClose, 5_000, 'the app to see the close')).toEqual([4001, 'bye']);
+
+    // The handshake is captured on both sides, under one id, with the app's 101.
+    const onClient = exchanges.find((e) => e.request.path === '/socket?x=1');
+    expect(onClient?.request).toMatchObject({ method: 'GET', status_code: 101, error: null });
+    expect(onClient?.request.response_headers).toContainEqual({ name: 'Upgrade', value: 'websocket' });
+    const list = await call<Array<{ id: string; path: string; status_code: number | null }>>(
+      `${tp.api}/tunnels/${sub}/requests`,
+      { key: tp.key },
+    );
+    expect(list.body.find((r) => r.path === '/socket?x=1')).toMatchObject({
+      id: onClient!.request.id,
+      status_code: 101,
+    });
   });
 
   it('streams a 10 MiB upload: the app sees the first bytes before the client finished sending', async () => {

@@ -214,3 +214,34 @@ export class CaptureRing {
     return this.items.length;
   }
 }
+
+/**
+ * Reads the head of an HTTP/1.1 response out of raw bytes (an Upgrade's `101 Switching Protocols`,
+ * or its refusal), for capturing WebSocket handshakes that travel as a byte stream.
+ */
+export class ResponseHeadReader {
+  private buffered = Buffer.alloc(0);
+  done = false;
+
+  /** Feeds bytes; returns the status and headers once the head is complete, else null. */
+  push(chunk: Buffer): { status: number; headers: HeaderList } | null {
+    if (this.done) return null;
+    this.buffered = Buffer.concat([this.buffered, chunk]);
+    const end = this.buffered.indexOf('\r\n\r\n');
+    if (end < 0) {
+      // Not an HTTP head after all (or an absurd one): stop looking.
+      if (this.buffered.length > 64 * 1024) this.done = true;
+      return null;
+    }
+    this.done = true;
+    const [statusLine = '', ...lines] = this.buffered.subarray(0, end).toString('latin1').split('\r\n');
+    const match = /^HTTP\/\d(?:\.\d)? (\d{3})/.exec(statusLine);
+    if (!match) return null;
+    const headers: HeaderList = [];
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      if (colon > 0) headers.push({ name: line.slice(0, colon).trim(), value: line.slice(colon + 1).trim() });
+    }
+    return { status: Number(match[1]), headers };
+  }
+}

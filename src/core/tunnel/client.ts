@@ -9,7 +9,13 @@ import { connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import WebSocket, { createWebSocketStream } from 'ws';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
-import { type CapturedExchange, Exchange, headerList, headerListOf } from '../capture/capture.js';
+import {
+  type CapturedExchange,
+  Exchange,
+  ResponseHeadReader,
+  headerList,
+  headerListOf,
+} from '../capture/capture.js';
 import {
   GOAWAY_REPLACED,
   SESSION_SETTINGS,
@@ -393,13 +399,56 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
     }
     lines.push(`connection: ${hop.connection ?? 'Upgrade'}`, `upgrade: ${hop.upgrade ?? 'websocket'}`);
+    // The handshake is captured like any exchange; the frames that follow are not.
+    const path = String(headers[':path'] ?? '/');
+    const authority = headers[':authority'] as string | undefined;
+    const exchange =
+      (this.options.capture ?? true)
+        ? new Exchange({
+            id: headers[STREAM_HEADERS.requestId] as string | undefined,
+            tunnelId: this.info?.id ?? 'tun_unknown',
+            method: 'GET',
+            path,
+            url: `${this.info?.url ?? `http://${authority}`}${path}`,
+            httpVersion: 'HTTP/1.1',
+            requestHeaders: [
+              ...(authority ? [{ name: 'host', value: authority }] : []),
+              ...headerListOf(headers).filter((h) => !h.name.startsWith('wharf-')),
+              { name: 'connection', value: hop.connection ?? 'Upgrade' },
+              { name: 'upgrade', value: hop.upgrade ?? 'websocket' },
+            ],
+            remoteAddr: (headers[STREAM_HEADERS.remoteAddr] as string | undefined) || null,
+          })
+        : null;
+    let recorded = false;
+    const record = (error: string | null) => {
+      if (recorded || !exchange) return;
+      recorded = true;
+      this.emit('exchange', exchange.finish(error));
+    };
+    const reader = new ResponseHeadReader();
+    const onData = (chunk: Buffer) => {
+      const head = reader.push(chunk);
+      if (head) exchange?.response(head.status, head.headers);
+      if (reader.done) {
+        socket.off('data', onData);
+        record(head ? null : 'the app did not answer the upgrade with an HTTP response');
+      }
+    };
+    if (exchange) socket.on('data', onData);
     socket.once('connect', () => {
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       stream.respond({ ':status': 200 });
       stream.pipe(socket);
       socket.pipe(stream);
     });
-    socket.on('error', () => {
+    socket.on('close', () => record('the app closed the connection before answering the upgrade'));
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      record(
+        error.code === 'ECONNREFUSED'
+          ? `nothing is listening on ${this.options.localHost ?? 'localhost'}:${this.options.localPort}`
+          : error.message,
+      );
       if (!stream.headersSent && !stream.closed) {
         stream.respond({ ':status': 502 });
         stream.end();

@@ -15,6 +15,7 @@ import {
   Exchange,
   headerList,
   headerListOf,
+  ResponseHeadReader,
 } from '../../core/capture/capture.js';
 import {
   GOAWAY_REPLACED,
@@ -334,6 +335,25 @@ export class TunnelHub {
   relayUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, subdomain: string): void {
     socket.on('error', () => socket.destroy());
     const tunnel = this.tunnels.get(subdomain);
+    // The handshake is captured like any exchange (the frames that follow are not).
+    const exchange =
+      tunnel && this.capture
+        ? new Exchange({
+            tunnelId: tunnel.id,
+            method: req.method ?? 'GET',
+            path: req.url ?? '/',
+            url: edgeUrl(this.config, `${subdomain}.${this.config.tunnelDomain}`) + (req.url ?? '/'),
+            httpVersion: `HTTP/${req.httpVersion}`,
+            requestHeaders: headerList(req.rawHeaders),
+            remoteAddr: req.socket.remoteAddress ?? null,
+          })
+        : null;
+    let recorded = false;
+    const record = (error: string | null) => {
+      if (recorded || !exchange || !tunnel) return;
+      recorded = true;
+      tunnel.record(exchange.finish(error));
+    };
     let stream: ClientHttp2Stream;
     try {
       if (!tunnel?.online) throw new Error('tunnel offline');
@@ -345,6 +365,7 @@ export class TunnelHub {
             ...forwarded(req),
             [STREAM_HEADERS.upgrade]: String(req.headers.upgrade ?? 'websocket'),
             [STREAM_HEADERS.remoteAddr]: req.socket.remoteAddress ?? '',
+            ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
             // The app needs the hop-by-hop headers of an upgrade; they travel in one header of ours.
             [STREAM_HEADERS.upgradeHeaders]: JSON.stringify({
               connection: req.headers.connection,
@@ -355,21 +376,39 @@ export class TunnelHub {
         { endStream: false },
       );
     } catch {
+      record('tunnel offline');
       socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
     }
     if (head.length > 0) stream.write(head);
     stream.on('response', (headers) => {
       if (headers[':status'] !== 200) {
+        record('the tunnel client could not reach the local app');
         socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
         return;
+      }
+      if (exchange) {
+        const reader = new ResponseHeadReader();
+        const onData = (chunk: Buffer) => {
+          const head = reader.push(chunk);
+          if (head) exchange.response(head.status, head.headers);
+          if (reader.done) {
+            stream.off('data', onData);
+            record(head ? null : 'the app did not answer the upgrade with an HTTP response');
+          }
+        };
+        stream.on('data', onData);
       }
       stream.pipe(socket);
       socket.pipe(stream);
     });
-    stream.on('error', () => socket.destroy());
+    stream.on('error', () => {
+      record('the tunnel stream failed');
+      socket.destroy();
+    });
     // Ended, not destroyed: what the app sent last (a WebSocket close frame) still reaches the client.
     stream.on('close', () => {
+      record('the connection closed before the app answered');
       socket.end();
       setTimeout(() => socket.destroy(), 5_000).unref();
     });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { BodyTap, CaptureRing, Exchange, headerList } from '../../../src/core/capture/capture.js';
+import {
+  BodyTap,
+  CaptureRing,
+  Exchange,
+  ResponseHeadReader,
+  headerList,
+} from '../../../src/core/capture/capture.js';
 
 function exchange(bodyBytes: number) {
   const e = new Exchange({
@@ -60,5 +66,28 @@ describe('headerList', () => {
       { name: 'Set-Cookie', value: 'a=1' },
       { name: 'set-cookie', value: 'b=2' },
     ]);
+  });
+});
+
+describe('ResponseHeadReader', () => {
+  it('reads a 101 head split across chunks, and then stops looking', () => {
+    const reader = new ResponseHeadReader();
+    expect(reader.push(Buffer.from('HTTP/1.1 101 Switching Protocols\r\nUpgrade: web'))).toBeNull();
+    const head = reader.push(Buffer.from('socket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello'));
+    expect(head).toEqual({
+      status: 101,
+      headers: [
+        { name: 'Upgrade', value: 'websocket' },
+        { name: 'Connection', value: 'Upgrade' },
+      ],
+    });
+    expect(reader.done).toBe(true);
+    expect(reader.push(Buffer.from('HTTP/1.1 200 OK\r\n\r\n'))).toBeNull();
+  });
+
+  it('gives up on bytes that are not an HTTP response', () => {
+    const reader = new ResponseHeadReader();
+    expect(reader.push(Buffer.from('garbage\r\n\r\n'))).toBeNull();
+    expect(reader.done).toBe(true);
   });
 });
