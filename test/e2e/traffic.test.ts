@@ -545,6 +545,10 @@ describe('the Traffic screen offline', () => {
       expect(await page.getByTestId('tunnels-offline').innerText()).toMatch(
         /The platform cannot be reached[\s\S]*The history below comes from this computer/,
       );
+      // The banner speaks of this screen, not of cached projects.
+      await expect
+        .poll(() => page.getByTestId('offline-banner').innerText())
+        .toMatch(/Offline — tunnels cannot start; the traffic history below is kept on this computer/);
       await expect
         .poll(() => paths(page).then((p) => p.slice(0, 2)))
         .toEqual(['/closed-on-sundays', '/api/orders?page=5']);

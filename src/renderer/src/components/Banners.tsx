@@ -1,6 +1,7 @@
 // The banners above every screen: the platform is offline (and what is shown comes from the cache),
 // the platform refuses us, or the page lost its connection to the Wharf app itself.
 import { formatWhen } from '../lib/format';
+import { useRoute } from '../stores/navigation/selectors';
 import { useConnection, useTransport } from '../stores/platform/selectors';
 import { useProjectList } from '../stores/projects/selectors';
 import { Icon } from './Icon';
@@ -10,6 +11,7 @@ export function StatusBanners() {
   const transport = useTransport();
   const { online, problem } = useConnection();
   const { list } = useProjectList();
+  const route = useRoute();
 
   if (transport === 'reconnecting') {
     return (
@@ -30,9 +32,11 @@ export function StatusBanners() {
         <Icon name="alert" className="banner-icon" />
         <p>
           <strong>
-            {cached
-              ? `Offline — showing projects cached at ${formatWhen(list?.fetchedAt)}`
-              : 'Offline — the platform cannot be reached'}
+            {route.screen === 'traffic'
+              ? 'Offline — tunnels cannot start; the traffic history below is kept on this computer'
+              : cached
+                ? `Offline — showing projects cached at ${formatWhen(list?.fetchedAt)}`
+                : 'Offline — the platform cannot be reached'}
           </strong>
           {problem ? <span className="banner-detail">{capitalize(problem)}</span> : null}
         </p>
