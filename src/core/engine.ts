@@ -1066,7 +1066,15 @@ function tunnelError(error: unknown, origin: string): BridgeError {
               : 'bad_request';
     return new BridgeError(code, error.status, error.message);
   }
-  return new BridgeError('offline', 0, `cannot open a tunnel to ${origin}: ${(error as Error).message}`);
+  // The client's own messages already name the platform ("cannot reach <origin>: …").
+  const message = (error as Error).message;
+  return new BridgeError(
+    'offline',
+    0,
+    message.includes(origin)
+      ? `cannot open a tunnel: ${message}`
+      : `cannot open a tunnel to ${origin}: ${message}`,
+  );
 }
 
 function isOffline(error: unknown): boolean {

@@ -562,6 +562,8 @@ describe('the Traffic screen offline', () => {
       const refused = page.getByTestId('tunnel-start-error');
       await refused.waitFor({ timeout: 15_000 });
       expect(await refused.innerText()).toMatch(/The tunnel could not start: \S/);
+      // The platform's address is named once, not once per layer of the error.
+      expect((await refused.innerText()).match(/http:\/\/127\.0\.0\.1:\d+/g)).toHaveLength(1);
       await screenshot(page, 'traffic-offline');
 
       // Clearing the history works offline too (it is this computer's), after a confirmation.
