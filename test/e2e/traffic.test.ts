@@ -6,12 +6,13 @@
 // down (and cleared); older requests paged in from the Mirror as the list scrolls. Then 100,000 rows:
 // only the visible ones in the DOM, and scrolling stays quick.
 import { readFileSync } from 'node:fs';
-import { type IncomingHttpHeaders, type Server, createServer, request } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { screenshot, useAppStack } from './stack.js';
+import { type EdgeResponse, viaEdge } from '../helpers/deploy.js';
 
 // The browser globals used inside page.evaluate (test files are type-checked without the DOM library).
 declare const document: {
@@ -97,45 +98,13 @@ const ui = useAppStack({
   teardown: () => new Promise<void>((done) => (app ? app.close(() => done()) : done())),
 });
 
-interface Sent {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
 /** A request through the platform's edge to the tunnel at `<subdomain>.tunnel.localhost`. */
 function viaTunnel(
   subdomain: string,
   path: string,
   options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<Sent> {
-  const port = ui.stack.edgePort;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: options.method ?? 'GET',
-        headers: { ...options.headers, host: `${subdomain}.tunnel.localhost:${port}` },
-        agent: false,
-        timeout: 10_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
+): Promise<EdgeResponse> {
+  return viaEdge(ui.stack.edgePort, `${subdomain}.tunnel.localhost`, path, options);
 }
 
 const paths = (page: Page) =>

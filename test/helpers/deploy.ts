@@ -87,7 +87,12 @@ export function viaEdge(
   port: number,
   host: string,
   path = '/',
-  options: { method?: string; agent?: Agent | false; headers?: Record<string, string> } = {},
+  options: {
+    method?: string;
+    agent?: Agent | false;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+  } = {},
 ): Promise<EdgeResponse> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -115,7 +120,7 @@ export function viaEdge(
     );
     req.on('timeout', () => req.destroy(new Error(`no answer from the edge for ${host}${path}`)));
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
