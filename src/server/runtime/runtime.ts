@@ -328,13 +328,14 @@ export class Runtime {
       state.current = instance;
       state.build = null;
       this.supervise(state, instance);
+      // The log says so before the status does: whoever sees `running` finds the whole log.
+      log.system(`running at ${this.projects.toProject(row).url} (deployed in ${seconds(started)})`);
+      await log.flush();
       await this.projects.setRuntimeState(row.id, {
         status: 'running',
         release: JSON.stringify(release),
         last_deploy_error: null,
       });
-      log.system(`running at ${this.projects.toProject(row).url} (deployed in ${seconds(started)})`);
-      await log.flush();
       if (previous && state.current === instance) {
         await this.stopInstance(previous, { drain: true, removeDir: true });
       }
