@@ -9,6 +9,8 @@ import {
   type HeaderList,
 } from '../../shared/api/tunnels.js';
 
+const EMPTY = Buffer.alloc(0);
+
 /** The first `limit` bytes of a body that streams past, and its whole size. */
 export class BodyTap {
   size = 0;
@@ -35,6 +37,10 @@ export class BodyTap {
 
   /** The kept bytes, in a buffer of their own (so that no chunk's larger backing memory stays alive). */
   get body(): Buffer {
+    if (this.kept === 0) return EMPTY;
+    const only = this.chunks.length === 1 ? this.chunks[0]! : null;
+    // A chunk that is its own whole allocation is kept as is: copying it would only cost time and GC.
+    if (only && only.byteOffset === 0 && only.buffer.byteLength === only.length) return only;
     return Buffer.concat(this.chunks, this.kept);
   }
 }

@@ -3,10 +3,11 @@
 // request, answered from the local app; each exchange is captured. It reconnects with backoff and
 // keeps its subdomain.
 import { EventEmitter } from 'node:events';
-import { Agent, type IncomingMessage, request as httpRequest } from 'node:http';
+import { type IncomingMessage, request as httpRequest } from 'node:http';
 import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
-import { connect as netConnect } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { isIPv6, connect as netConnect } from 'node:net';
+import { type Duplex, Readable } from 'node:stream';
+import { type Dispatcher, Pool } from 'undici';
 import WebSocket, { createWebSocketStream } from 'ws';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
 import {
@@ -78,12 +79,17 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private stopped = false;
   private attempt = 0;
   private timer: NodeJS.Timeout | null = null;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 512 });
+  private readonly pool: Pool;
   info: TunnelInfo | null = null;
   state: TunnelState = 'connecting';
 
   constructor(private readonly options: TunnelClientOptions) {
     super();
+    const host = options.localHost ?? '127.0.0.1';
+    this.pool = new Pool(`http://${isIPv6(host) ? `[${host}]` : host}:${options.localPort}`, {
+      connections: 512,
+      keepAliveTimeout: 10_000,
+    });
   }
 
   /** Connects; resolves with the tunnel once online; rejects when the platform refuses it. */
@@ -107,7 +113,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         }, 1_000).unref();
       });
     }
-    this.agent.destroy();
+    await this.pool.destroy();
   }
 
   private setState(state: TunnelState, detail?: string) {
@@ -279,19 +285,17 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
             replayOf: (headers[STREAM_HEADERS.replayOf] as string | undefined) ?? null,
           })
         : null;
-    const localHeaders = h2HeadersToHttp1(headers);
-    localHeaders.host = this.localHostHeader(authority);
-    // The edge ends a stream with its HEADERS when the public request has no body. A body of unknown
-    // length goes chunked: Node would send a GET's, DELETE's or OPTIONS' body unframed otherwise.
+    const localHost = this.localHostHeader(authority);
+    // The edge ends a stream with its HEADERS when the public request has no body; otherwise the body
+    // streams on, with its length if the public request gave one, else chunked.
     const bodiless = stream.endAfterHeaders;
-    if (!bodiless && localHeaders['content-length'] === undefined)
-      localHeaders['transfer-encoding'] = 'chunked';
     /** Set once the exchange has ended, one way or another. */
     let settled = false;
+    let controller: Dispatcher.DispatchController | null = null;
     const fail = (reason: string) => {
       if (settled) return;
       settled = true;
-      local.destroy();
+      controller?.abort(new Error(reason));
       if (!stream.headersSent && !stream.closed && !stream.destroyed) {
         const body = Buffer.from(`Wharf tunnel: the local app did not answer (${reason}).\n`);
         exchange?.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
@@ -310,75 +314,108 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       }
       if (exchange) this.emit('exchange', exchange.finish(reason));
     };
-    const local = httpRequest(
-      {
-        host: this.options.localHost ?? '127.0.0.1',
-        port: this.options.localPort,
-        method,
-        path,
-        headers: localHeaders,
-        agent: this.agent,
+    // The request body reaches undici through a stream of its own: undici destroys the body it was
+    // given once it has sent it, and this HTTP/2 stream still has a response to carry.
+    let body: Readable | null = null;
+    if (!bodiless) {
+      const requestBody = new Readable({ read: () => void stream.resume() });
+      stream.on('data', (chunk: Buffer) => {
+        exchange?.requestBody.push(chunk);
+        if (!requestBody.push(chunk)) stream.pause();
+      });
+      stream.on('end', () => requestBody.push(null));
+      body = requestBody;
+    }
+    /**
+     * A response whose length is known ends with its last chunk (`end(chunk)`: one DATA frame with
+     * END_STREAM instead of a write and an empty frame). Anything else is written as it comes: an
+     * event stream must not wait for the next event.
+     */
+    let remaining = -1;
+    let ended = false;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: (c) => {
+        controller = c;
+        if (settled) c.abort(new Error('the public client went away'));
       },
-      (res) => {
-        if (settled) {
-          res.destroy();
-          return;
-        }
-        const status = res.statusCode ?? 502;
+      onResponseStart: (c, status, responseHeaders) => {
+        if (settled) return c.abort(new Error('the public client went away'));
+        if (status < 200) return; // an informational response: the final one follows
         try {
-          stream.respond(responseHeadersToH2(status, res.headers));
+          stream.respond(responseHeadersToH2(status, responseHeaders), { endStream: false });
         } catch (error) {
-          // A status HTTP/2 cannot carry (a 101 without an upgrade, a 1xx or one past 599).
-          res.destroy();
+          // A status HTTP/2 cannot carry (one past 599).
           fail(`its response cannot be relayed: ${(error as Error).message}`);
           return;
         }
-        exchange?.response(status, headerList(res.rawHeaders));
-        res.on('data', (chunk: Buffer) => {
-          exchange?.responseBody.push(chunk);
-          if (!stream.write(chunk)) {
-            res.pause();
-            stream.once('drain', () => res.resume());
-          }
-        });
-        res.on('end', () => {
-          if (settled) return;
-          settled = true;
-          stream.end();
-          if (exchange) this.emit('exchange', exchange.finish());
-        });
-        res.on('close', () => {
-          if (!res.complete) fail('the app closed the connection in the middle of its response');
-        });
-        res.on('error', () => undefined);
+        exchange?.response(status, headerList(rawHeaderStrings(c.rawHeaders)));
+        const length = responseHeaders['content-length'];
+        if (method !== 'HEAD' && typeof length === 'string' && /^\d+$/.test(length))
+          remaining = Number(length);
       },
-    );
-    local.on('error', (error: NodeJS.ErrnoException) => {
-      fail(
-        error.code === 'ECONNREFUSED'
-          ? `nothing is listening on ${this.options.localHost ?? '127.0.0.1'}:${this.options.localPort}`
-          : error.message,
+      onResponseData: (c, chunk) => {
+        if (settled) return;
+        exchange?.responseBody.push(chunk);
+        if (remaining >= 0) {
+          remaining -= chunk.length;
+          if (remaining === 0) {
+            ended = true;
+            stream.end(chunk);
+            return;
+          }
+        }
+        if (!stream.write(chunk)) {
+          c.pause();
+          stream.once('drain', () => c.resume());
+        }
+      },
+      onResponseEnd: () => {
+        if (settled) return;
+        settled = true;
+        if (!ended) stream.end();
+        if (exchange) this.emit('exchange', exchange.finish());
+      },
+      onResponseError: (_c, error: NodeJS.ErrnoException) => {
+        fail(
+          error.code === 'ECONNREFUSED'
+            ? `nothing is listening on ${this.options.localHost ?? '127.0.0.1'}:${this.options.localPort}`
+            : error.code === 'UND_ERR_SOCKET' || error.code === 'ECONNRESET'
+              ? 'the app closed the connection in the middle of its response'
+              : error.message,
+        );
+      },
+    };
+    try {
+      this.pool.dispatch(
+        {
+          method,
+          path,
+          headers: localRequestHeaders(headers, localHost),
+          body,
+          // A tunnel carries long polls and event streams: the app takes the time it takes.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        handler,
       );
-    });
+    } catch (error) {
+      // Headers the app's HTTP/1.1 cannot be sent (undici refuses them before anything is sent).
+      fail(`the request cannot be sent to the app: ${(error as Error).message}`);
+    }
     if (bodiless) {
-      local.end();
       // Read the (empty) request side, or Node resets the stream once the response is sent.
       stream.resume();
-    } else {
-      stream.on('data', (chunk: Buffer) => {
-        exchange?.requestBody.push(chunk);
-        if (!local.write(chunk)) {
-          stream.pause();
-          local.once('drain', () => stream.resume());
-        }
-      });
-      stream.on('end', () => local.end());
     }
     // The edge reset the stream (the public client went away): the app's request is aborted too.
     stream.on('close', () => {
       if (settled) return;
       settled = true;
-      local.destroy();
+      if (ended) {
+        // The whole response went out; undici has yet to say so.
+        if (exchange) this.emit('exchange', exchange.finish());
+        return;
+      }
+      controller?.abort(new Error('the public client went away'));
       if (exchange) this.emit('exchange', exchange.finish('the public client went away'));
     });
   }
@@ -463,6 +500,24 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       setTimeout(() => socket.destroy(), 5_000).unref();
     });
   }
+}
+
+/** The public request's headers for the app: HTTP/1.1 ones as a flat list, Host the one chosen. */
+function localRequestHeaders(headers: IncomingHttpHeaders, host: string): string[] {
+  const list = ['host', host];
+  for (const [name, value] of Object.entries(h2HeadersToHttp1(headers))) {
+    // `Expect: 100-continue` was answered by the edge already; the body is on its way.
+    if (name === 'expect') continue;
+    if (Array.isArray(value)) for (const one of value) list.push(name, one);
+    else list.push(name, value);
+  }
+  return list;
+}
+
+/** undici's raw response headers (buffers, name and value alternating) as strings. */
+function rawHeaderStrings(raw: Dispatcher.DispatchController['rawHeaders']): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((part) => (typeof part === 'string' ? part : part.toString('latin1')));
 }
 
 function infoOf(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): TunnelInfo {
