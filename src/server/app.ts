@@ -16,7 +16,7 @@ import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
 import { Authenticator, assertScope } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
-import { type PlatformConfig, resolveConfig, wharfHome } from './config.js';
+import { type PlatformConfig, type PlatformConfigInput, resolveConfig, wharfHome } from './config.js';
 import { Edge } from './edge/edge.js';
 import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
 import { ProjectService } from './projects/projects.js';
@@ -52,7 +52,7 @@ declare module 'fastify' {
   }
 }
 
-export async function buildPlatform(partial: Partial<PlatformConfig> = {}): Promise<Platform> {
+export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<Platform> {
   const config = resolveConfig(partial);
   const db = await openStore(join(config.dataDir, 'platform.db'));
   const auth = new Authenticator(

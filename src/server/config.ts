@@ -8,6 +8,34 @@ export interface Plan {
   allowance_usd: number;
 }
 
+/** What metered work costs, in US dollars (the ledger keeps integer micro-dollars). */
+export interface Prices {
+  /** One email verification without the SMTP probe (syntax, lists, DNS). */
+  email_verification_usd: number;
+  /** One email verification with the SMTP probe. */
+  email_smtp_probe_usd: number;
+}
+
+/** How the email verifier talks to mail servers (API.md §6). */
+export interface EmailConfig {
+  /** The port MX hosts are probed on (25 in the world; tests use a local one). */
+  smtpPort: number;
+  /** The name given in EHLO/HELO. */
+  heloName: string;
+  /** The reverse path of the probe's MAIL FROM. */
+  mailFrom: string;
+  /** How long a connection to an MX host may take. */
+  connectTimeoutMs: number;
+  /** How long the banner and each reply may take. */
+  replyTimeoutMs: number;
+  /** Probes at once per mail domain. */
+  perDomainConcurrency: number;
+  /** Probes at once per MX provider (MX hosts under one registrable domain, e.g. google.com). */
+  perProviderConcurrency: number;
+  /** Probe MX hosts on loopback or private addresses (refused by default: the probe must not reach internal hosts). */
+  allowPrivate: boolean;
+}
+
 export interface PlatformConfig {
   /** Where platform.db, uploads and the server secret live. */
   dataDir: string;
@@ -39,7 +67,21 @@ export interface PlatformConfig {
   restartLimit: number;
   /** The first restart's delay; each next one doubles, up to 30 s. */
   restartBackoffMs: number;
+  /** DNS servers (`host` or `host:port`) for domain verification and email checks; null: the system's. */
+  dnsServers: string[] | null;
+  /** How long one DNS query may take. */
+  dnsTimeoutMs: number;
+  /** What custom domains point their CNAME at (an apex: its A/AAAA records must match this name's). */
+  cnameTarget: string;
+  prices: Prices;
+  email: EmailConfig;
 }
+
+/** What buildPlatform and resolveConfig take: any field, nested ones in part. */
+export type PlatformConfigInput = Partial<Omit<PlatformConfig, 'email' | 'prices'>> & {
+  email?: Partial<EmailConfig>;
+  prices?: Partial<Prices>;
+};
 
 export const RUNTIME_KINDS = ['process', 'sandbox'] as const;
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
@@ -54,7 +96,7 @@ export function wharfHome(env: NodeJS.ProcessEnv = process.env): string {
   return env.WHARF_HOME || join(homedir(), '.wharf');
 }
 
-export function resolveConfig(partial: Partial<PlatformConfig> = {}): PlatformConfig {
+export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig {
   return {
     dataDir: partial.dataDir ?? join(wharfHome(), 'platform'),
     baseDomain: partial.baseDomain ?? 'localhost',
@@ -73,6 +115,21 @@ export function resolveConfig(partial: Partial<PlatformConfig> = {}): PlatformCo
     workerGraceMs: partial.workerGraceMs ?? 2_000,
     restartLimit: partial.restartLimit ?? 5,
     restartBackoffMs: partial.restartBackoffMs ?? 1_000,
+    dnsServers: partial.dnsServers ?? null,
+    dnsTimeoutMs: partial.dnsTimeoutMs ?? 5_000,
+    cnameTarget: partial.cnameTarget ?? `cname.${partial.baseDomain ?? 'localhost'}`,
+    prices: { email_verification_usd: 0.001, email_smtp_probe_usd: 0.004, ...partial.prices },
+    email: {
+      smtpPort: 25,
+      heloName: 'verify.wharf.localhost',
+      mailFrom: 'verify@wharf.localhost',
+      connectTimeoutMs: 10_000,
+      replyTimeoutMs: 15_000,
+      perDomainConcurrency: 2,
+      perProviderConcurrency: 6,
+      allowPrivate: false,
+      ...partial.email,
+    },
   };
 }
 

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LocalAccountFile } from './accounts/accounts.js';
-import { DEFAULT_API_PORT, LOCAL_ACCOUNT_FILE, type PlatformConfig } from './config.js';
+import { DEFAULT_API_PORT, LOCAL_ACCOUNT_FILE, type PlatformConfigInput } from './config.js';
 
 export interface LocalPlatform {
   /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
@@ -38,7 +38,7 @@ async function acceptsKey(origin: string, apiKey: string): Promise<boolean> {
 
 export async function ensureLocalPlatform(
   home: string,
-  options: { port?: number; config?: Partial<PlatformConfig> } = {},
+  options: { port?: number; config?: PlatformConfigInput } = {},
 ): Promise<LocalPlatform> {
   const dataDir = join(home, 'platform');
   const port = options.port ?? DEFAULT_API_PORT;

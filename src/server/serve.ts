@@ -1,7 +1,7 @@
 // Starts a built platform listening on its host and port, for `wharf platform` and `wharf app`.
 import type { AddressInfo } from 'node:net';
 import { buildPlatform, API_PREFIX, type Platform } from './app.js';
-import type { PlatformConfig } from './config.js';
+import type { PlatformConfigInput } from './config.js';
 
 export interface ListenOptions {
   host: string;
@@ -31,7 +31,7 @@ export class PortInUseError extends Error {
  * port). An edge port of 0 picks a free one, which the project URLs then carry.
  */
 export async function servePlatform(
-  config: Partial<PlatformConfig>,
+  config: PlatformConfigInput,
   listen: ListenOptions,
   edge: Partial<ListenOptions> = {},
 ): Promise<RunningPlatform> {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { buildPlatform, type Platform } from '../../src/server/app.js';
 import { createAccount } from '../../src/server/accounts/accounts.js';
-import type { PlatformConfig } from '../../src/server/config.js';
+import type { PlatformConfigInput } from '../../src/server/config.js';
 import type { Scope } from '../../src/shared/api/account.js';
 
 export interface TestPlatform {
@@ -37,7 +37,7 @@ export interface StartOptions {
 }
 
 export async function startPlatform(
-  config: Partial<PlatformConfig> = {},
+  config: PlatformConfigInput = {},
   options: StartOptions = {},
 ): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
