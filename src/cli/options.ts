@@ -1,4 +1,5 @@
 // Option parsers shared by the subcommands: they turn bad values into one readable usage error.
+import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 
 export function parsePort(value: string): number {
@@ -36,4 +37,34 @@ export function parsePositiveSeconds(value: string): number {
     throw new InvalidArgumentError('must be a number of seconds from 1 to 3600');
   }
   return seconds;
+}
+
+/** `host`, `host:port` or `[v6]:port` of a DNS server, as node:dns `setServers` takes it. */
+export function parseDnsServer(value: string, previous: string[] = []): string[] {
+  const match = /^(?:\[([0-9a-f:.]+)\]|([0-9.]+|[0-9a-f:]+))(?::(\d{1,5}))?$/i.exec(value.trim());
+  const host = match?.[1] ?? match?.[2];
+  const port = match?.[3] === undefined ? null : Number(match[3]);
+  if (!host || isIP(host) === 0 || (port !== null && (port < 1 || port > 65535))) {
+    throw new InvalidArgumentError('must be a DNS server address such as 127.0.0.1:5353 or 1.1.1.1');
+  }
+  return [...previous, value.trim()];
+}
+
+export function parseCount(max: number): (value: string) => number {
+  return (value) => {
+    const count = Number(value);
+    if (!/^\d+$/.test(value) || count < 1 || count > max) {
+      throw new InvalidArgumentError(`must be a whole number from 1 to ${max}`);
+    }
+    return count;
+  };
+}
+
+/** An address of the form local@domain, as MAIL FROM takes it. */
+export function parseMailbox(value: string): string {
+  const address = value.trim();
+  if (address.length > 254 || !/^[^\s@<>]+@[a-z0-9.-]+$/i.test(address)) {
+    throw new InvalidArgumentError('must be an email address such as verify@example.com');
+  }
+  return address;
 }

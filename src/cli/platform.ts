@@ -10,7 +10,15 @@ import {
   wharfHome,
 } from '../server/config.js';
 import { join } from 'node:path';
-import { parseDomain, parsePort, parsePositiveSeconds, parseUrl } from './options.js';
+import {
+  parseCount,
+  parseDnsServer,
+  parseDomain,
+  parseMailbox,
+  parsePort,
+  parsePositiveSeconds,
+  parseUrl,
+} from './options.js';
 import type { Io } from './io.js';
 
 interface PlatformOptions {
@@ -24,6 +32,13 @@ interface PlatformOptions {
   runtime: RuntimeKind;
   gitHostUrl: string;
   healthTimeout: number;
+  dnsServer?: string[];
+  smtpPort: number;
+  heloName: string;
+  mailFrom: string;
+  smtpTimeout: number;
+  smtpConcurrency: number;
+  smtpAllowPrivate: boolean;
 }
 
 export function platformCommand(io: Io): Command {
@@ -78,6 +93,50 @@ export function platformCommand(io: Io): Command {
         .argParser(parsePositiveSeconds)
         .env('WHARF_HEALTH_TIMEOUT'),
     )
+    .addOption(
+      new Option(
+        '--dns-server <host:port>',
+        'DNS server for domain verification and email checks (repeatable; default: the system resolvers)',
+      )
+        .argParser(parseDnsServer)
+        .env('WHARF_DNS_SERVER'),
+    )
+    .addOption(
+      new Option('--smtp-port <port>', 'the port MX hosts are probed on by email checks')
+        .default(25)
+        .argParser(parsePort)
+        .env('WHARF_SMTP_PORT'),
+    )
+    .addOption(
+      new Option('--helo-name <name>', 'the name email probes give in EHLO')
+        .default('verify.wharf.localhost')
+        .argParser(parseDomain)
+        .env('WHARF_HELO_NAME'),
+    )
+    .addOption(
+      new Option('--mail-from <address>', "the email probe's MAIL FROM")
+        .default('verify@wharf.localhost')
+        .argParser(parseMailbox)
+        .env('WHARF_MAIL_FROM'),
+    )
+    .addOption(
+      new Option('--smtp-timeout <seconds>', 'how long an MX host has to connect and to send each reply')
+        .default(15)
+        .argParser(parsePositiveSeconds)
+        .env('WHARF_SMTP_TIMEOUT'),
+    )
+    .addOption(
+      new Option('--smtp-concurrency <n>', 'email probes at once per mail domain')
+        .default(2)
+        .argParser(parseCount(32))
+        .env('WHARF_SMTP_CONCURRENCY'),
+    )
+    .addOption(
+      new Option(
+        '--smtp-allow-private',
+        'let email probes reach MX hosts on loopback or private addresses (off: the probe cannot be aimed at internal hosts)',
+      ).default(false),
+    )
     .addOption(new Option('--log', 'log every request').default(false))
     .action(async (options: PlatformOptions) => {
       const config = resolveConfig({
@@ -89,6 +148,16 @@ export function platformCommand(io: Io): Command {
         runtime: options.runtime,
         gitHostUrl: options.gitHostUrl,
         healthTimeoutMs: options.healthTimeout * 1000,
+        dnsServers: options.dnsServer ?? null,
+        email: {
+          smtpPort: options.smtpPort,
+          heloName: options.heloName,
+          mailFrom: options.mailFrom,
+          connectTimeoutMs: options.smtpTimeout * 1000,
+          replyTimeoutMs: options.smtpTimeout * 1000,
+          perDomainConcurrency: options.smtpConcurrency,
+          allowPrivate: options.smtpAllowPrivate,
+        },
         ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
       });
       // Loaded on use, so that `wharf --help` and other commands start fast.
