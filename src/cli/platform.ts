@@ -180,6 +180,10 @@ export function platformCommand(io: Io): Command {
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
       io.out(`  Runtime    ${config.runtime}${config.runtime === 'sandbox' ? ' (bwrap)' : ''}`);
+      io.out(
+        `  DNS        ${config.dnsServers?.join(', ') ?? 'system resolvers'}; email probes on port ${config.email.smtpPort}` +
+          (config.email.allowPrivate ? ' (private MX hosts allowed)' : ''),
+      );
       if (running.localAccountFile)
         io.out(`  Local account created; its API key is in ${running.localAccountFile}`);
       else io.out(`  Local account key: ${join(config.dataDir, 'local-account.json')}`);
