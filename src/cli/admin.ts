@@ -1,4 +1,6 @@
-// `wharf admin …`: operator commands that work on a platform's data dir directly, also while it runs.
+// `wharf admin …`: operator commands that work on a platform's data dir directly, also while it runs:
+// create an account, credit one.
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SCOPES, type Scope } from '../shared/api/account.js';
@@ -26,6 +28,42 @@ function parseEmail(value: string): string {
   return email;
 }
 
+const MAX_CREDIT_USD = 1_000_000;
+
+/** A positive amount of US dollars with at most 2 decimals (cents), at most MAX_CREDIT_USD. */
+export function parseUsd(value: string): number {
+  const text = value.trim();
+  if (!/^\d+(\.\d{1,2})?$/.test(text)) {
+    throw new InvalidArgumentError(
+      'must be an amount of US dollars such as 10 or 12.50 (at most 2 decimals)',
+    );
+  }
+  const usd = Number(text);
+  if (usd <= 0) throw new InvalidArgumentError('must be more than 0');
+  if (usd > MAX_CREDIT_USD) throw new InvalidArgumentError(`must be at most ${MAX_CREDIT_USD}`);
+  return usd;
+}
+
+function parseAccountId(value: string): string {
+  const id = value.trim();
+  if (!/^acc_[A-Za-z0-9]{1,64}$/.test(id)) throw new InvalidArgumentError('must be an account id (acc_…)');
+  return id;
+}
+
+function dataDirOption(): Option {
+  return new Option(
+    '--data-dir <dir>',
+    `the platform's data dir (default: ${join(wharfHome(), 'platform')})`,
+  ).env('WHARF_DATA_DIR');
+}
+
+interface CreditOptions {
+  dataDir?: string;
+  account: string;
+  usd: number;
+  json: boolean;
+}
+
 interface CreateAccountOptions {
   dataDir?: string;
   email: string;
@@ -41,12 +79,7 @@ export function adminCommand(io: Io): Command {
   admin
     .command('create-account')
     .description('create an account and print its first API key (shown once)')
-    .addOption(
-      new Option(
-        '--data-dir <dir>',
-        `the platform's data dir (default: ${join(wharfHome(), 'platform')})`,
-      ).env('WHARF_DATA_DIR'),
-    )
+    .addOption(dataDirOption())
     .requiredOption('--email <email>', "the account's email address", parseEmail)
     .option('--unverified', 'leave the email unverified (AI endpoints refuse such accounts)', false)
     .option('--scopes <list>', `scopes of the key: ${SCOPES.join(',')}`, parseScopes, ['full'] as Scope[])
@@ -79,6 +112,55 @@ export function adminCommand(io: Io): Command {
           );
           io.out(`API key (${key.scopes.join(',')}), shown once:`);
           io.out(key.key);
+        }
+      } catch (error) {
+        if (error instanceof ApiError) throw new Error(error.detail);
+        throw error;
+      } finally {
+        await db.destroy();
+      }
+    });
+
+  admin
+    .command('credit')
+    .description("add a top-up to an account's balance (it carries over from month to month)")
+    .addOption(dataDirOption())
+    .requiredOption('--account <id>', 'the account to credit (acc_…)', parseAccountId)
+    .requiredOption('--usd <amount>', 'US dollars to add, e.g. 10 or 12.50', parseUsd)
+    .option('--json', 'print { id, account_id, amount_usd, balance } as JSON', false)
+    .action(async (options: CreditOptions) => {
+      const config = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {});
+      const file = join(config.dataDir, 'platform.db');
+      // Opening would create an empty database: a mistyped data dir should say so instead.
+      if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
+      const [{ Ledger, formatUsd, usdToMicros }, { ApiError }, { openStore }] = await Promise.all([
+        import('../server/billing/ledger.js'),
+        import('../server/errors.js'),
+        import('../server/store/open.js'),
+      ]);
+      const db = await openStore(file);
+      try {
+        const account = await db
+          .selectFrom('accounts')
+          .select('id')
+          .where('id', '=', options.account)
+          .executeTakeFirst();
+        if (!account) throw new Error(`there is no account ${options.account} in ${config.dataDir}`);
+        const ledger = new Ledger(db, config);
+        const micros = usdToMicros(options.usd);
+        const { id } = await ledger.topUp({
+          accountId: options.account,
+          micros,
+          description: `Credit of ${formatUsd(micros)} by an operator (wharf admin credit)`,
+        });
+        const balance = await ledger.balance(options.account);
+        if (options.json) {
+          io.out(JSON.stringify({ id, account_id: options.account, amount_usd: options.usd, balance }));
+        } else {
+          io.out(`Credited ${formatUsd(micros)} to ${options.account} (entry ${id})`);
+          io.out(
+            `Top-up now ${formatUsd(usdToMicros(balance.topup_usd))}, available ${formatUsd(usdToMicros(balance.available_usd))}`,
+          );
         }
       } catch (error) {
         if (error instanceof ApiError) throw new Error(error.detail);

@@ -5,6 +5,7 @@ import { BridgeError } from '../shared/bridge.js';
 import { adminCommand } from './admin.js';
 import { appCommand } from './app.js';
 import { deployCommand } from './deploy.js';
+import { emailCommand } from './email.js';
 import { httpCommand } from './http.js';
 import { CommandExit, UsageError, processIo, type Io } from './io.js';
 import { loginCommand } from './login.js';
@@ -36,6 +37,7 @@ export function buildProgram(io: Io = processIo): Command {
   program.addCommand(logsCommand(io));
   program.addCommand(stopCommand(io));
   program.addCommand(httpCommand(io));
+  program.addCommand(emailCommand(io));
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {
     command.exitOverride();

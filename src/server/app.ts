@@ -16,7 +16,15 @@ import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
 import { Authenticator, assertScope } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
+import { DailyCap } from './billing/daily-cap.js';
+import { Ledger } from './billing/ledger.js';
 import { type PlatformConfig, type PlatformConfigInput, resolveConfig, wharfHome } from './config.js';
+import { DomainChecker } from './domains/checker.js';
+import { dnsLookup } from './domains/dns-check.js';
+import { DomainService } from './domains/domains.js';
+import { domainRoutes } from './domains/routes.js';
+import { EmailVerifier } from './email/index.js';
+import { emailRoutes } from './email/routes.js';
 import { Edge } from './edge/edge.js';
 import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
 import { ProjectService } from './projects/projects.js';
@@ -42,13 +50,20 @@ export interface Platform {
   edge: Edge;
   /** Tunnel clients, the relays to them and their captured traffic. */
   tunnels: TunnelHub;
+  /** Allowance, top-ups and usage of each account (integer micro-dollars). */
+  ledger: Ledger;
+  /** Email verifications per account per UTC day. */
+  dailyCap: DailyCap;
+  /** Custom domains, and their background re-check (started here, stopped on close). */
+  domains: DomainService;
+  domainChecker: DomainChecker;
   /** Where the local account's key was written, when this start created it. */
   localAccountFile: string | null;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    platform: { config: PlatformConfig; db: Store };
+    platform: { config: PlatformConfig; db: Store; ledger: Ledger; dailyCap: DailyCap };
   }
 }
 
@@ -71,6 +86,16 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const runtime = new Runtime(db, config, projects, logs, driver);
   const tunnels = new TunnelHub(config, db, auth);
   const edge = new Edge(config, db, runtime, tunnels);
+  const ledger = new Ledger(db, config);
+  const dailyCap = new DailyCap(db, config);
+  const emailVerifier = new EmailVerifier({
+    dnsServers: config.dnsServers,
+    dnsTimeoutMs: config.dnsTimeoutMs,
+    email: config.email,
+  });
+  const domains = new DomainService(db, config, dnsLookup(config), {
+    onRouteChange: (domain) => edge.forgetDomain(domain),
+  });
 
   const app = Fastify({
     logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
@@ -84,7 +109,10 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     },
   }).withTypeProvider<ZodTypeProvider>();
 
-  app.decorate('platform', { config, db });
+  const domainChecker = new DomainChecker(domains, {
+    onError: (error) => app.log.error({ err: error }, 'a background domain check failed'),
+  });
+  app.decorate('platform', { config, db, ledger, dailyCap });
   app.decorateRequest('caller', null as never);
   app.setValidatorCompiler(zodValidatorCompiler);
   // Responses are plain JSON: the schemas document them (and the tests check them against the
@@ -116,6 +144,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   });
   app.addHook('preClose', async () => tunnels.close());
   app.addHook('onClose', async () => {
+    await domainChecker.stop();
+    emailVerifier.close();
     await edge.close();
     await runtime.close();
     await db.destroy();
@@ -162,9 +192,11 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
         handler: async () => ({ ok: true }),
       });
 
-      await api.register(accountRoutes, { db, config, auth });
+      await api.register(accountRoutes, { db, config, auth, ledger, dailyCap });
       await api.register(projectRoutes, { db, config, projects, logs, runtime });
       await api.register(tunnelRoutes, { hub: tunnels });
+      await api.register(domainRoutes, { domains, checker: domainChecker });
+      await api.register(emailRoutes, { config, verifier: emailVerifier, ledger, dailyCap });
     },
     { prefix: API_PREFIX },
   );
@@ -174,6 +206,9 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     app.log.error({ err: error }, 'restoring the running projects failed');
   });
 
+  // Unverified domains are looked at again in the background, on the schedule kept in the store.
+  domainChecker.start();
+
   return {
     app,
     config,
@@ -182,6 +217,10 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     runtime,
     edge,
     tunnels,
+    ledger,
+    dailyCap,
+    domains,
+    domainChecker,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
   };
 }

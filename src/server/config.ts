@@ -73,6 +73,12 @@ export interface PlatformConfig {
   dnsTimeoutMs: number;
   /** What custom domains point their CNAME at (an apex: its A/AAAA records must match this name's). */
   cnameTarget: string;
+  /** An unverified custom domain is re-checked in the background this long after it was added… */
+  domainRecheckMs: number;
+  /** …then after twice as long each time, up to this long… */
+  domainRecheckMaxMs: number;
+  /** …until this long after it was added; then only a manual verify checks it. */
+  domainRecheckWindowMs: number;
   prices: Prices;
   email: EmailConfig;
 }
@@ -118,6 +124,9 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     dnsServers: partial.dnsServers ?? null,
     dnsTimeoutMs: partial.dnsTimeoutMs ?? 5_000,
     cnameTarget: partial.cnameTarget ?? `cname.${partial.baseDomain ?? 'localhost'}`,
+    domainRecheckMs: partial.domainRecheckMs ?? 60_000,
+    domainRecheckMaxMs: partial.domainRecheckMaxMs ?? 3_600_000,
+    domainRecheckWindowMs: partial.domainRecheckWindowMs ?? 72 * 3_600_000,
     prices: { email_verification_usd: 0.001, email_smtp_probe_usd: 0.004, ...partial.prices },
     email: {
       smtpPort: 25,

@@ -15,6 +15,8 @@ export class ApiError extends Error {
     readonly detail: string,
     readonly fields?: FieldError[],
     readonly headers?: Record<string, string>,
+    /** Extension members of the problem body (e.g. `required_usd` of a 402), next to the standard ones. */
+    readonly extra?: Record<string, unknown>,
   ) {
     super(detail);
     this.status = ERROR_STATUS[code];
@@ -26,8 +28,15 @@ export const notFound = (what: string) => new ApiError('not_found', `${what} was
 export const invalid = (path: string, message: string) =>
   new ApiError('validation_failed', `${path || 'the request'} ${message}`, [{ path, message }]);
 
-export function problem(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
-  const body: Problem = {
+export function problem(
+  code: ErrorCode,
+  detail: string,
+  errors?: FieldError[],
+  extra?: Record<string, unknown>,
+): Problem & Record<string, unknown> {
+  // Extension members first: they can never replace a standard member.
+  const body: Problem & Record<string, unknown> = {
+    ...extra,
     type: 'about:blank',
     title: ERROR_TITLES[code],
     status: ERROR_STATUS[code],
@@ -43,7 +52,7 @@ export function sendProblem(reply: FastifyReply, error: ApiError): FastifyReply 
   return reply
     .code(error.status)
     .type('application/problem+json; charset=utf-8')
-    .send(problem(error.code, error.detail, error.fields));
+    .send(problem(error.code, error.detail, error.fields, error.extra));
 }
 
 function summarize(errors: FieldError[]): string {

@@ -4,6 +4,15 @@
 import { z } from 'zod';
 import {
   Account,
+  CreatedDomain,
+  Domain,
+  DomainVerification,
+  EmailBatchResult,
+  EmailVerification,
+  UsageEntry,
+  type CreateDomainRequest,
+  type VerifyEmailBatchRequest,
+  type VerifyEmailRequest,
   type CreateProjectRequest,
   type EnvVars,
   LogLine,
@@ -37,6 +46,15 @@ export interface LogsQuery {
 const ProjectList = z.array(Project);
 const LogLines = z.array(LogLine);
 const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });
+const DomainList = z.array(Domain);
+const UsageList = z.array(UsageEntry);
+
+/** A DNS look-up may wait for slow name servers. */
+const DOMAIN_VERIFY_TIMEOUT_MS = 30_000;
+/** An SMTP probe talks to mail servers that may be slow on purpose (greylisting, tarpits). */
+const EMAIL_VERIFY_TIMEOUT_MS = 60_000;
+/** A batch of up to 100 addresses, each possibly probed over SMTP. */
+const EMAIL_BATCH_TIMEOUT_MS = 5 * 60_000;
 
 export class PlatformClient {
   readonly baseUrl: string;
@@ -137,6 +155,48 @@ export class PlatformClient {
       );
     }
     return response;
+  }
+
+  /** The account's ledger: charges and top-ups, newest first. */
+  usage(): Promise<UsageEntry[]> {
+    return this.json('GET', '/account/usage', UsageList);
+  }
+
+  listDomains(): Promise<Domain[]> {
+    return this.json('GET', '/domains', DomainList);
+  }
+
+  createDomain(body: CreateDomainRequest): Promise<CreatedDomain> {
+    return this.json('POST', '/domains', CreatedDomain, body);
+  }
+
+  async verifyDomain(id: string): Promise<DomainVerification> {
+    const response = await this.send('POST', `/domains/${encodeURIComponent(id)}/verify`, {
+      timeoutMs: Math.max(this.timeoutMs, DOMAIN_VERIFY_TIMEOUT_MS),
+    });
+    return this.parse(response, DomainVerification);
+  }
+
+  deleteDomain(id: string): Promise<{ id: string; deleted: true }> {
+    return this.json('DELETE', `/domains/${encodeURIComponent(id)}`, Deleted);
+  }
+
+  async verifyEmail(body: VerifyEmailRequest): Promise<EmailVerification> {
+    const response = await this.send('POST', '/email/verify', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      timeoutMs: Math.max(this.timeoutMs, EMAIL_VERIFY_TIMEOUT_MS),
+    });
+    return this.parse(response, EmailVerification);
+  }
+
+  async verifyEmailBatch(body: VerifyEmailBatchRequest): Promise<EmailBatchResult> {
+    const response = await this.send('POST', '/email/verify/batch', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      timeoutMs: Math.max(this.timeoutMs, EMAIL_BATCH_TIMEOUT_MS),
+    });
+    return this.parse(response, EmailBatchResult);
   }
 
   /** Whether a Wharf platform answers at this origin (no key needed). */

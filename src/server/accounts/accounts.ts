@@ -10,6 +10,8 @@ import { ApiError } from '../errors.js';
 import { newApiKey, newId, sha256Hex } from '../ids.js';
 import type { Store } from '../store/open.js';
 import type { ApiKeysTable } from '../store/schema.js';
+import type { DailyCap } from '../billing/daily-cap.js';
+import type { Ledger } from '../billing/ledger.js';
 import { parseScopes } from '../auth/authenticate.js';
 
 export const LOCAL_ACCOUNT_EMAIL = 'local@wharf.localhost';
@@ -106,32 +108,34 @@ function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
   };
 }
 
-/** The first instant of the next calendar month, UTC: when monthly allowances renew. */
-export function nextMonthStart(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+export { nextMonthStart } from '../billing/money.js';
+
+/** What the account view reads besides the accounts row: the ledger's balance and today's email count. */
+export interface AccountBilling {
+  ledger: Ledger;
+  dailyCap: DailyCap;
 }
 
-export async function getAccount(db: Store, config: PlatformConfig, accountId: string): Promise<Account> {
+export async function getAccount(
+  db: Store,
+  config: PlatformConfig,
+  accountId: string,
+  billing: AccountBilling,
+): Promise<Account> {
   const row = await db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst();
   if (!row) throw new ApiError('unauthorized', 'the account of this key no longer exists');
-  const allowance = config.plans[row.plan]?.allowance_usd ?? 0;
-  // Nothing draws on the balance yet: the billing ledger (issue 6) adds usage and top-ups.
-  const used = 0;
-  const topup = 0;
+  const [balance, verificationsToday] = await Promise.all([
+    billing.ledger.balance(accountId),
+    billing.dailyCap.used(accountId),
+  ]);
   return {
     id: row.id,
     email: row.email,
     email_verified: row.email_verified === 1,
     plan: row.plan,
-    balance: {
-      allowance_usd: allowance,
-      allowance_used_usd: used,
-      allowance_resets_at: nextMonthStart(new Date()).toISOString(),
-      topup_usd: topup,
-      available_usd: allowance - used + topup,
-    },
+    balance,
     ai_key: null,
-    email_verifications_today: 0,
+    email_verifications_today: verificationsToday,
     email_daily_cap: config.emailDailyCap,
   };
 }

@@ -1,4 +1,4 @@
-// Routes of API.md §2–§3 that exist so far: tokens, the account, API keys.
+// Routes of API.md §2–§3 that exist so far: tokens, the account and its usage, API keys.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
@@ -7,9 +7,12 @@ import {
   CreateKeyRequest,
   CreatedKey,
   TokenResponse,
+  UsageEntry,
 } from '../../shared/api/account.js';
 import { Deleted, IdParams } from '../../shared/api/index.js';
 import type { Authenticator } from '../auth/authenticate.js';
+import type { DailyCap } from '../billing/daily-cap.js';
+import type { Ledger } from '../billing/ledger.js';
 import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import type { Store } from '../store/open.js';
@@ -19,11 +22,22 @@ export interface AccountRoutesOptions {
   db: Store;
   config: PlatformConfig;
   auth: Authenticator;
+  ledger: Ledger;
+  dailyCap: DailyCap;
 }
+
+const UsageQuery = z.strictObject({
+  limit: z.coerce
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(1000, 'must be at most 1000')
+    .optional(),
+});
 
 export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async (
   app,
-  { db, config, auth },
+  { db, config, auth, ledger, dailyCap },
 ) => {
   app.post('/auth/token', {
     config: { scope: 'any' },
@@ -47,7 +61,19 @@ export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async 
       tags: ['account'],
       response: { 200: Account },
     },
-    handler: async (request) => getAccount(db, config, request.caller.accountId),
+    handler: async (request) => getAccount(db, config, request.caller.accountId, { ledger, dailyCap }),
+  });
+
+  app.get('/account/usage', {
+    config: { scope: 'any' },
+    schema: {
+      summary: 'Ledger entries of the account, newest first: allowance grants, top-ups and usage',
+      description: 'Amounts in US dollars, negative for usage. `limit` defaults to 100.',
+      tags: ['account'],
+      querystring: UsageQuery,
+      response: { 200: z.array(UsageEntry) },
+    },
+    handler: async (request) => ledger.usage(request.caller.accountId, request.query.limit),
   });
 
   app.post('/keys', {

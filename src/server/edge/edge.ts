@@ -1,6 +1,7 @@
 // The app edge: the public HTTP server that routes by Host. `<subdomain>.<base_domain>` goes to a
 // project's main service and `<subdomain>-<service>.<base_domain>` to each service, with WebSocket
-// upgrades and X-Forwarded-* headers; static sites are served from their release folder. Unknown hosts
+// upgrades and X-Forwarded-* headers; a verified custom domain linked to a project goes to its main
+// service; static sites are served from their release folder. Unknown hosts
 // get a 404 page, apps that are down or being deployed a 502 or 503 page.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -25,7 +26,10 @@ export class Edge {
   private readonly proxy = httpProxy.createProxyServer({ xfwd: true, ws: true });
   /** Host label → route, briefly: most requests then cost no query. */
   private readonly routes = new Map<string, { route: Route | null; until: number }>();
+  /** Custom domain → route, the same way; forgetDomain() drops one when it is verified or deleted. */
+  private readonly domainRoutes = new Map<string, { route: Route | null; until: number }>();
   private readonly suffix: string;
+  private readonly tunnelSuffix: string;
   /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
   private readonly upgraded = new Set<Duplex>();
 
@@ -36,6 +40,7 @@ export class Edge {
     private readonly tunnels: TunnelHub,
   ) {
     this.suffix = `.${config.baseDomain}`;
+    this.tunnelSuffix = `.${config.tunnelDomain}`;
     this.proxy.on('error', (error, _req, res) => {
       if (isServerResponse(res)) {
         if (!res.headersSent) {
@@ -131,8 +136,13 @@ export class Edge {
     this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
   }
 
+  /** A custom domain's routing changed (verified, unverified, deleted): look it up afresh. */
+  forgetDomain(domain: string): void {
+    this.domainRoutes.delete(domain);
+  }
+
   private async route(host: string): Promise<Route | null> {
-    if (!host.endsWith(this.suffix)) return null;
+    if (!host.endsWith(this.suffix)) return this.customDomainRoute(host);
     const label = host.slice(0, -this.suffix.length);
     if (label.includes('.') || label === '') return null;
     const cached = this.routes.get(label);
@@ -148,6 +158,23 @@ export class Edge {
       : null;
     if (this.routes.size > 10_000) this.routes.clear();
     this.routes.set(label, { route, until: Date.now() + ROUTE_TTL_MS });
+    return route;
+  }
+
+  private async customDomainRoute(host: string): Promise<Route | null> {
+    if (host === '' || host === this.config.baseDomain) return null;
+    if (host === this.config.tunnelDomain || host.endsWith(this.tunnelSuffix)) return null;
+    const cached = this.domainRoutes.get(host);
+    if (cached && cached.until > Date.now()) return cached.route;
+    const row = await this.db
+      .selectFrom('domains')
+      .select('project_id')
+      .where('domain', '=', host)
+      .where('verified', '=', 1)
+      .executeTakeFirst();
+    const route = row?.project_id ? { projectId: row.project_id, service: null } : null;
+    if (this.domainRoutes.size > 10_000) this.domainRoutes.clear();
+    this.domainRoutes.set(host, { route, until: Date.now() + ROUTE_TTL_MS });
     return route;
   }
 

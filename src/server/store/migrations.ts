@@ -100,4 +100,65 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_billing_domains': {
+    async up(db: Kysely<unknown>) {
+      // The billing ledger: append-only entries in integer micro-dollars, with the part each one took
+      // from (or gave to) the monthly allowance and the top-up; the per-account idempotency key makes
+      // retried charges and the monthly grant happen once.
+      await db.schema
+        .createTable('ledger_entries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('amount_micros', 'integer', (c) => c.notNull())
+        .addColumn('allowance_micros', 'integer', (c) => c.notNull())
+        .addColumn('topup_micros', 'integer', (c) => c.notNull())
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('description', 'text', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text', (c) => c.notNull())
+        .addUniqueConstraint('ledger_entries_idempotency', ['account_id', 'idempotency_key'])
+        .execute();
+      await db.schema
+        .createIndex('ledger_entries_account')
+        .on('ledger_entries')
+        .columns(['account_id', 'at', 'id'])
+        .execute();
+      // What the entries add up to, per account, written in the same transaction as each entry.
+      await db.schema
+        .createTable('balances')
+        .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id').onDelete('cascade'))
+        .addColumn('period', 'text')
+        .addColumn('allowance_micros', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('allowance_used_micros', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('topup_micros', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('email_daily_counts')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('day', 'text', (c) => c.notNull())
+        .addColumn('count', 'integer', (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('email_daily_counts_pk', ['account_id', 'day'])
+        .execute();
+
+      // Custom domains: unique platform-wide; a project deleted leaves its domains unlinked.
+      await db.schema
+        .createTable('domains')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('domain', 'text', (c) => c.notNull().unique())
+        .addColumn('project_id', 'text', (c) => c.references('projects.id').onDelete('set null'))
+        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('verified_at', 'text')
+        .addColumn('checked_at', 'text')
+        .addColumn('check_detail', 'text')
+        .addColumn('check_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_check_at', 'text')
+        .execute();
+      await db.schema.createIndex('domains_account').on('domains').columns(['account_id', 'id']).execute();
+      await db.schema.createIndex('domains_next_check').on('domains').column('next_check_at').execute();
+    },
+  },
 };

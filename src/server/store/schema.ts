@@ -72,6 +72,58 @@ export interface TunnelSubdomainsTable {
   reserved_at: string;
 }
 
+/** One append-only billing entry; amounts in integer micro-dollars (negative: usage). */
+export interface LedgerEntriesTable {
+  id: string;
+  account_id: string;
+  at: string;
+  /** `allowance_grant`, `allowance_expiry`, `topup`, or a usage kind such as `email_verification`. */
+  kind: string;
+  amount_micros: number;
+  /** The part of amount_micros that went to or came from the monthly allowance. */
+  allowance_micros: number;
+  /** The part of amount_micros that went to or came from the top-up. */
+  topup_micros: number;
+  /** The allowance period (`YYYY-MM`, UTC) the entry belongs to. */
+  period: string;
+  description: string;
+  idempotency_key: string;
+}
+
+/** What an account's ledger entries add up to, kept in step with them. */
+export interface BalancesTable {
+  account_id: string;
+  /** The allowance period (`YYYY-MM`) last granted; null before the first grant. */
+  period: string | null;
+  allowance_micros: number;
+  allowance_used_micros: number;
+  topup_micros: number;
+  updated_at: string;
+}
+
+export interface EmailDailyCountsTable {
+  account_id: string;
+  /** `YYYY-MM-DD`, UTC. */
+  day: string;
+  count: number;
+}
+
+export interface DomainsTable {
+  id: string;
+  account_id: string;
+  domain: string;
+  project_id: string | null;
+  verified: number;
+  created_at: string;
+  verified_at: string | null;
+  checked_at: string | null;
+  check_detail: string | null;
+  /** Background checks so far (they back off with each). */
+  check_attempts: number;
+  /** When the background checker looks again; null: it does not. */
+  next_check_at: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -80,4 +132,8 @@ export interface Database {
   uploads: UploadsTable;
   project_logs: ProjectLogsTable;
   tunnel_subdomains: TunnelSubdomainsTable;
+  ledger_entries: LedgerEntriesTable;
+  balances: BalancesTable;
+  email_daily_counts: EmailDailyCountsTable;
+  domains: DomainsTable;
 }

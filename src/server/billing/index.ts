@@ -1,0 +1,11 @@
+// Billing: the ledger of allowance, top-ups and usage, and the daily cap on email verifications.
+export { LEDGER_KINDS, Ledger } from './ledger.js';
+export { DailyCap } from './daily-cap.js';
+export {
+  MICROS_PER_USD,
+  formatUsd,
+  microsToUsd,
+  nextMonthStart,
+  nextUtcMidnight,
+  usdToMicros,
+} from './money.js';

@@ -1,0 +1,68 @@
+// Routes of API.md §5: list, add, verify and delete custom domains (scope `deploy`).
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { Deleted, IdParams } from '../../shared/api/common.js';
+import { CreateDomainRequest, CreatedDomain, Domain, DomainVerification } from '../../shared/api/domains.js';
+import type { DomainChecker } from './checker.js';
+import type { DomainService } from './domains.js';
+
+export interface DomainRoutesOptions {
+  domains: DomainService;
+  checker: DomainChecker;
+}
+
+export const domainRoutes: FastifyPluginAsyncZod<DomainRoutesOptions> = async (app, { domains, checker }) => {
+  const tags = ['domains'];
+
+  app.get('/domains', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'List custom domains, newest first',
+      tags,
+      response: { 200: z.array(Domain) },
+    },
+    handler: async (request) => domains.list(request.caller.accountId),
+  });
+
+  app.post('/domains', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Add a custom domain, optionally linked to a project, and get its DNS instructions',
+      description:
+        "Point a CNAME record of the domain at `instructions.target` (an apex: A/AAAA records equal to the target's), then verify. Unverified domains are re-checked in the background for 72 hours.",
+      tags,
+      body: CreateDomainRequest,
+      response: { 201: CreatedDomain },
+    },
+    handler: async (request, reply) => {
+      const created = await domains.create(request.caller.accountId, request.body);
+      checker.wake();
+      return reply.code(201).send(created);
+    },
+  });
+
+  app.post('/domains/:id/verify', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: "Check the domain's DNS now and record the outcome",
+      tags,
+      params: IdParams,
+      response: { 200: DomainVerification },
+    },
+    handler: async (request) => domains.verify(request.caller.accountId, request.params.id),
+  });
+
+  app.delete('/domains/:id', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Remove a custom domain (the edge stops routing it)',
+      tags,
+      params: IdParams,
+      response: { 200: Deleted('dom') },
+    },
+    handler: async (request) => {
+      await domains.remove(request.caller.accountId, request.params.id);
+      return { id: request.params.id, deleted: true as const };
+    },
+  });
+};

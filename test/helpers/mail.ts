@@ -1,0 +1,291 @@
+// Local fakes of the mail world for tests: a DNS server (dns2) answering from a zone, and SMTP servers
+// (smtp-server, or a raw socket that never speaks) whose replies, delays and refusals a test chooses.
+// Everything listens on loopback. SMTP servers of one test can share one port across 127.0.0.1,
+// 127.0.0.2, 127.0.0.3… (Linux routes all of 127/8 to loopback): start the first on port 0 and pass its
+// port to the others, since the verifier probes every MX host on the same port.
+import { once } from 'node:events';
+import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
+import type DNS from 'dns2';
+import { Packet, createServer as createDnsServer } from 'dns2';
+import { SMTPServer } from 'smtp-server';
+
+export interface ZoneEntry {
+  MX?: Array<{ exchange: string; priority: number }>;
+  A?: string[];
+  AAAA?: string[];
+  CNAME?: string;
+  /** Answer every query for this name with SERVFAIL. */
+  servfail?: boolean;
+}
+
+export type Zone = Record<string, ZoneEntry>;
+
+export interface FakeDns {
+  /** `127.0.0.1:port`, for `dnsServers`. */
+  server: string;
+  /** Every question asked, in order. */
+  queries: Array<{ name: string; type: string }>;
+  close(): Promise<void>;
+}
+
+/** Response codes (RFC 1035 §4.1.1); dns2 has them at run time but not in its types. */
+const RCODE = { FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3 } as const;
+
+type Resource = DNS.Packet.Resource;
+
+const TYPE_NAMES = Object.fromEntries(
+  Object.entries(Packet.TYPE).map(([name, code]) => [code, name]),
+) as Record<number, string>;
+
+/**
+ * A DNS server on 127.0.0.1 (UDP, and TCP on the same port when it is free) answering from `zone`.
+ * Names are matched case-insensitively without the trailing dot; names not in the zone get NXDOMAIN,
+ * names in it without a record of the asked type get an empty answer (NODATA). A CNAME is answered for
+ * any type, followed by the target's records of that type.
+ */
+export async function startDns(zone: Zone): Promise<FakeDns> {
+  const entries = new Map(Object.entries(zone).map(([name, entry]) => [normalizeName(name), entry]));
+  const queries: FakeDns['queries'] = [];
+  const handle = (request: Packet, send: (response: Packet) => unknown) => {
+    const response = Packet.createResponseFromRequest(request);
+    const [question] = request.questions;
+    if (question === undefined) {
+      response.header.rcode = RCODE.FORMERR;
+      return void send(response);
+    }
+    const name = normalizeName(question.name);
+    queries.push({ name, type: TYPE_NAMES[question.type] ?? String(question.type) });
+    let entry = entries.get(name);
+    if (entry === undefined) {
+      response.header.rcode = RCODE.NXDOMAIN;
+      return void send(response);
+    }
+    if (entry.servfail) {
+      response.header.rcode = RCODE.SERVFAIL;
+      return void send(response);
+    }
+    let owner = question.name;
+    const base = { name: owner, class: Packet.CLASS.IN, ttl: 60 };
+    if (entry.CNAME !== undefined && question.type !== Packet.TYPE.CNAME) {
+      response.answers.push({ ...base, type: Packet.TYPE.CNAME, domain: entry.CNAME } as Resource);
+      owner = entry.CNAME;
+      entry = entries.get(normalizeName(entry.CNAME)) ?? {};
+    }
+    const record = { name: owner, class: Packet.CLASS.IN, ttl: 60 };
+    switch (question.type) {
+      case Packet.TYPE.MX:
+        for (const mx of entry.MX ?? [])
+          response.answers.push({ ...record, type: Packet.TYPE.MX, ...mx } as Resource);
+        break;
+      case Packet.TYPE.A:
+        for (const address of entry.A ?? [])
+          response.answers.push({ ...record, type: Packet.TYPE.A, address } as Resource);
+        break;
+      case Packet.TYPE.AAAA:
+        for (const address of entry.AAAA ?? [])
+          response.answers.push({ ...record, type: Packet.TYPE.AAAA, address } as Resource);
+        break;
+      case Packet.TYPE.CNAME:
+        if (entry.CNAME !== undefined)
+          response.answers.push({
+            ...record,
+            type: Packet.TYPE.CNAME,
+            domain: entry.CNAME,
+          } as Resource);
+        break;
+    }
+    void send(response);
+  };
+
+  const udp = createDnsServer({ udp: true, handle: (request, send) => handle(request, send) });
+  const { udp: udpAddress } = await udp.listen({ udp: { port: 0, address: '127.0.0.1' } });
+  const port = udpAddress!.port;
+  // TCP on the same port, for answers too big for UDP; skipped when the port is taken over TCP.
+  let tcp: ReturnType<typeof createDnsServer> | null = createDnsServer({
+    tcp: true,
+    handle: (request, send) => handle(request, send),
+  });
+  try {
+    await Promise.race([
+      tcp.listen({ tcp: { port, address: '127.0.0.1' } }),
+      new Promise((_, reject) => tcp!.once('error', reject)),
+    ]);
+  } catch {
+    await tcp.close().catch(() => undefined);
+    tcp = null;
+  }
+  return {
+    server: `127.0.0.1:${port}`,
+    queries,
+    async close() {
+      await Promise.all([udp.close(), tcp?.close()]);
+    },
+  };
+}
+
+function normalizeName(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
+}
+
+export interface FakeSmtpOptions {
+  /** Where to listen: 127.0.0.1 by default. */
+  host?: string;
+  /** 0 (the default) for a free port; pass the first server's port to share it. */
+  port?: number;
+  /** Text after `220 <name> ESMTP` in the greeting. */
+  banner?: string;
+  /** Delay before the greeting (instead of replyDelayMs). */
+  bannerDelayMs?: number;
+  /** Delay before every reply, the greeting included. */
+  replyDelayMs?: number;
+  /** The answer to RCPT TO `address`; null (or no function) for 250. */
+  rcpt?: (address: string) => { code: number; message: string } | null;
+  /** 'reject': EHLO is answered 502, so a client must fall back to HELO. */
+  ehlo?: 'ok' | 'reject';
+  /** Greet with `421` and close. */
+  greeting421?: boolean;
+  /** Accept TCP connections and never say anything. */
+  silent?: boolean;
+}
+
+export interface FakeSmtp {
+  port: number;
+  host: string;
+  stats: {
+    /** The most sessions open at once (a session ends at QUIT or when the connection closes). */
+    maxConcurrent: number;
+    /** Connections accepted. */
+    connections: number;
+    /** Every RCPT TO address, in order. */
+    rcpts: string[];
+  };
+  close(): Promise<void>;
+}
+
+/**
+ * A fake MX host. smtp-server does the protocol (it waits 100 ms before greeting, its early-talker
+ * check); this wraps each socket to delay the replies and to count concurrent sessions.
+ */
+export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp> {
+  const host = options.host ?? '127.0.0.1';
+  const stats: FakeSmtp['stats'] = { maxConcurrent: 0, connections: 0, rcpts: [] };
+  const sockets = new Set<Socket>();
+  let open = 0;
+
+  /** Counts the session from accept to QUIT (or close): what the client sees as a probe in progress. */
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    stats.connections += 1;
+    open += 1;
+    stats.maxConcurrent = Math.max(stats.maxConcurrent, open);
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      open -= 1;
+    };
+    let seen = '';
+    socket.on('data', (chunk: Buffer) => {
+      seen = (seen + chunk.toString('latin1')).slice(-64);
+      if (/(^|\n)QUIT\r?\n/i.test(seen)) end();
+    });
+    socket.once('close', () => {
+      end();
+      sockets.delete(socket);
+    });
+  };
+
+  let server: Server;
+  let smtp: SMTPServer | null = null;
+  if (options.silent) {
+    server = createServer((socket) => {
+      track(socket);
+      socket.on('error', () => undefined);
+    });
+  } else {
+    smtp = new SMTPServer({
+      name: host,
+      banner: options.banner ?? 'fake',
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH', ...(options.ehlo === 'reject' ? ['EHLO'] : [])],
+      hideENHANCEDSTATUSCODES: true,
+      disableReverseLookup: true,
+      logger: false,
+      onConnect(_session, callback) {
+        if (!options.greeting421) return callback();
+        callback(Object.assign(new Error('Service not available, try again later'), { responseCode: 421 }));
+      },
+      onRcptTo(address, _session, callback) {
+        stats.rcpts.push(address.address);
+        const answer = options.rcpt?.(address.address) ?? null;
+        if (answer === null || answer.code < 400) return callback();
+        callback(Object.assign(new Error(answer.message), { responseCode: answer.code }));
+      },
+    });
+    smtp.on('error', () => undefined);
+    const accept = (
+      smtp as unknown as { connect(socket: Socket, socketOptions: unknown): void }
+    ).connect.bind(smtp);
+    (smtp as unknown as { connect(socket: Socket, socketOptions: unknown): void }).connect = (
+      socket,
+      socketOptions,
+    ) => {
+      track(socket);
+      delayWrites(socket, options.bannerDelayMs ?? options.replyDelayMs ?? 0, options.replyDelayMs ?? 0);
+      accept(socket, socketOptions);
+    };
+    server = (smtp as unknown as { server: Server }).server;
+  }
+
+  server.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    host,
+    stats,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      if (smtp !== null) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
+      else if (server.listening) {
+        server.close();
+        await once(server, 'close');
+      }
+    },
+  };
+}
+
+/** Holds each write (a reply) back by a delay, in order; `end` waits for the writes before it. */
+function delayWrites(socket: Socket, firstDelayMs: number, delayMs: number): void {
+  if (firstDelayMs <= 0 && delayMs <= 0) return;
+  const write = socket.write.bind(socket) as (chunk: unknown) => boolean;
+  const end = socket.end.bind(socket) as () => Socket;
+  let queue = Promise.resolve();
+  let first = true;
+  const later = (ms: number, action: () => void) => {
+    queue = queue.then(
+      () =>
+        new Promise<void>((resolve) =>
+          setTimeout(() => {
+            if (!socket.destroyed) action();
+            resolve();
+          }, ms),
+        ),
+    );
+  };
+  socket.write = ((chunk: unknown) => {
+    later(first ? firstDelayMs : delayMs, () => write(chunk));
+    first = false;
+    return true;
+  }) as Socket['write'];
+  socket.end = (() => {
+    later(0, () => end());
+    return socket;
+  }) as Socket['end'];
+}

@@ -1,0 +1,141 @@
+// `wharf email verify` as a user runs it: the built bin/wharf.js in a child process, against a real
+// platform whose DNS server and MX host are local fakes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EmailVerification } from '../../src/shared/api/email.js';
+import { addressesOf } from '../../src/cli/email.js';
+import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
+import { startPlatform, type TestPlatform } from '../helpers/platform.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const bin = join(root, 'bin', 'wharf.js');
+const children: ChildProcess[] = [];
+let home: string;
+let dns: FakeDns;
+let smtp: FakeSmtp;
+let t: TestPlatform;
+let origin: string;
+
+beforeAll(async () => {
+  if (!existsSync(join(root, 'dist', 'cli.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+  }
+  home = mkdtempSync(join(tmpdir(), 'wharf-cli-email-'));
+  dns = await startDns({
+    'example.test': { MX: [{ exchange: 'mx.example.test', priority: 10 }] },
+    'mx.example.test': { A: ['127.0.0.1'] },
+  });
+  smtp = await startSmtp({
+    rcpt: (address) => (address.startsWith('jane@') ? null : { code: 550, message: '5.1.1 unknown user' }),
+  });
+  t = await startPlatform({
+    dnsServers: [dns.server],
+    dnsTimeoutMs: 1_000,
+    emailDailyCap: 150,
+    email: { smtpPort: smtp.port, allowPrivate: true, connectTimeoutMs: 1_000, replyTimeoutMs: 1_000 },
+  });
+  origin = new URL(t.api).origin;
+}, 30_000);
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await t?.close();
+  await smtp?.close();
+  await dns?.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+function wharf(
+  args: string[],
+  key = t.key,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, WHARF_HOME: home };
+    for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT']) delete env[name];
+    const child = spawn(process.execPath, [bin, ...args, '--platform', origin, '--api-key', key], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('wharf email verify', () => {
+  it('prints a row per address with status, score, reason and a typo suggestion', async () => {
+    const result = await wharf(['email', 'verify', 'jane@example.test', 'bob@gmial.com', 'nope']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^EMAIL\s+STATUS\s+SCORE\s+REASON/);
+    expect(lines[1]).toMatch(/^jane@example\.test\s+valid\s+80\s+ok/);
+    expect(lines[2]).toMatch(/^bob@gmial\.com\s+.*did you mean bob@gmail\.com\?/);
+    expect(lines[3]).toMatch(/^nope\s+invalid\s+0\s+invalid_syntax/);
+    expect(lines.at(-1)).toMatch(/^3 checked: /);
+  });
+
+  it('probes over SMTP with --smtp and prints the API results with --json', async () => {
+    const result = await wharf([
+      'email',
+      'verify',
+      '--smtp',
+      '--json',
+      'jane@example.test',
+      'ghost@example.test',
+    ]);
+    expect(result.code).toBe(0);
+    const results = EmailVerification.array().parse(JSON.parse(result.stdout));
+    expect(results.map((r) => [r.email, r.reason])).toEqual([
+      ['jane@example.test', 'mailbox_exists'],
+      ['ghost@example.test', 'mailbox_not_found'],
+    ]);
+    expect(results[0]!.smtp?.code).toBe(250);
+  });
+
+  it('reads a list file (lines or a CSV column) and checks it in batches of 100, in order', async () => {
+    const file = join(home, 'list.csv');
+    const addresses = Array.from({ length: 120 }, (_, i) => `user${i}@example.test`);
+    writeFileSync(file, ['name,email', ...addresses.map((a, i) => `User ${i},${a}`)].join('\n'));
+    const result = await wharf(['email', 'verify', '--file', file, '--json']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('checked 100 of 120');
+    const results = EmailVerification.array().parse(JSON.parse(result.stdout));
+    expect(results.map((r) => r.email)).toEqual(addresses);
+  });
+
+  it('says what is wrong with no addresses, an unreadable file, or a refusing platform', async () => {
+    const none = await wharf(['email', 'verify']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('give at least one address');
+    const missing = await wharf(['email', 'verify', '--file', join(home, 'nothing.txt')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('ENOENT');
+    const deployOnly = await t.newAccount({ scopes: ['deploy'] });
+    const refused = await wharf(['email', 'verify', 'jane@example.test'], deployOnly.key);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/scope/i);
+  });
+});
+
+describe('addressesOf', () => {
+  it('takes lines, skips blanks and comments, and picks the column with an @ from CSV lines', () => {
+    expect(
+      addressesOf('# list\n a@x.test \n\nname;mail\n"Bo";"bo@x.test"\nsolo,no-at-here\nc@x.test\r\n'),
+    ).toEqual(['a@x.test', 'bo@x.test', 'c@x.test']);
+  });
+});

@@ -1,0 +1,480 @@
+// The email verifier end to end on loopback: a real DNS server (dns2) answering from a zone and real
+// SMTP servers (smtp-server) playing mail hosts that accept, reject, greylist, block, stall or refuse.
+// All MX hosts share one SMTP port on different loopback addresses, as the verifier probes one port.
+import { createSocket } from 'node:dgram';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/server/config.js';
+import {
+  CATCH_ALL_TTL_MS,
+  EmailVerifier,
+  type EmailVerifierOptions,
+  isBillable,
+} from '../../src/server/email/index.js';
+import { EmailVerification } from '../../src/shared/api/email.js';
+import { type FakeDns, type FakeSmtp, type Zone, startDns, startSmtp } from '../helpers/mail.js';
+
+const REPLY_TIMEOUT_MS = 300;
+const BATCH_DOMAINS = 10;
+
+let dns: FakeDns;
+const servers: FakeSmtp[] = [];
+let main: FakeSmtp;
+let provider: FakeSmtp;
+const batchServers: FakeSmtp[] = [];
+let port: number;
+const verifiers: EmailVerifier[] = [];
+
+function rcptFor(address: string): { code: number; message: string } | null {
+  const [local, domain] = address.toLowerCase().split('@') as [string, string];
+  switch (domain) {
+    case 'catchall.test':
+      return local === 'disabled' ? { code: 550, message: '5.2.1 mailbox disabled' } : null;
+    case 'grey.test':
+      return { code: 451, message: '4.7.1 Greylisting in action, please come back later' };
+    case 'postgrey.test':
+      return {
+        code: 450,
+        message: `4.2.0 <${address}>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/`,
+      };
+    case 'blocked.test':
+      return { code: 554, message: '5.7.1 Service unavailable; client host blocked using zen.spamhaus.org' };
+    case 'full.test':
+      return { code: 552, message: '5.2.2 mailbox full' };
+    default:
+      // Every other domain knows alice, bob and info only.
+      return ['alice', 'bob', 'info'].includes(local) ? null : { code: 550, message: '5.1.1 user unknown' };
+  }
+}
+
+const mx = (exchange: string, priority = 10) => ({ exchange, priority });
+
+const zone: Zone = {
+  'mx.local.test': { A: ['127.0.0.1'] },
+  'dead.local.test': { A: ['127.0.0.2'] },
+  'busy.local.test': { A: ['127.0.0.3'] },
+  'slow.local.test': { A: ['127.0.0.4'] },
+  'silent.local.test': { A: ['127.0.0.5'] },
+  'old.local.test': { A: ['127.0.0.6'] },
+  'exists.test': { MX: [mx('mx.local.test')] },
+  'catchall.test': { MX: [mx('mx.local.test')] },
+  'grey.test': { MX: [mx('mx.local.test')] },
+  'postgrey.test': { MX: [mx('mx.local.test')] },
+  'blocked.test': { MX: [mx('mx.local.test')] },
+  'full.test': { MX: [mx('mx.local.test')] },
+  'sorted.test': { MX: [mx('mx.local.test', 20), mx('dead.local.test', 30), mx('busy.local.test', 5)] },
+  'noMX.test': { A: ['127.0.0.1'] },
+  'nothing.test': {},
+  'nullmx.test': { MX: [mx('', 0)], A: ['127.0.0.1'] },
+  'broken.test': { servfail: true },
+  'fallback.test': { MX: [mx('dead.local.test', 10), mx('mx.local.test', 20)] },
+  'busy.test': { MX: [mx('busy.local.test', 10), mx('mx.local.test', 20)] },
+  'slow.test': { MX: [mx('slow.local.test', 10), mx('mx.local.test', 20)] },
+  'slowonly.test': { MX: [mx('slow.local.test')] },
+  'silent.test': { MX: [mx('silent.local.test')] },
+  'old.test': { MX: [mx('old.local.test')] },
+  'alias.test': { CNAME: 'exists.test' },
+  'mailinator.com': { MX: [mx('mx.local.test')] },
+  'inbox.mailinator.com': { MX: [mx('mx.local.test')] },
+  'gmial.com': { MX: [mx('mx.local.test')] },
+  'a.provider.test': { A: ['127.0.0.7'] },
+  'b.provider.test': { A: ['127.0.0.7'] },
+  'p1.test': { MX: [mx('a.provider.test')] },
+  'p2.test': { MX: [mx('b.provider.test')] },
+};
+for (let i = 0; i < BATCH_DOMAINS; i += 1) {
+  zone[`b${i}.test`] = { MX: [mx(`mx.b${i}.test`)] };
+  zone[`mx.b${i}.test`] = { A: [`127.0.0.${10 + i}`] };
+}
+
+beforeAll(async () => {
+  dns = await startDns(zone);
+  main = await startSmtp({ rcpt: rcptFor });
+  port = main.port;
+  servers.push(main);
+  servers.push(await startSmtp({ host: '127.0.0.3', port, greeting421: true }));
+  servers.push(await startSmtp({ host: '127.0.0.4', port, bannerDelayMs: REPLY_TIMEOUT_MS + 400 }));
+  servers.push(await startSmtp({ host: '127.0.0.5', port, silent: true }));
+  servers.push(await startSmtp({ host: '127.0.0.6', port, ehlo: 'reject', rcpt: rcptFor }));
+  provider = await startSmtp({ host: '127.0.0.7', port, replyDelayMs: 10, rcpt: rcptFor });
+  servers.push(provider);
+  for (let i = 0; i < BATCH_DOMAINS; i += 1)
+    batchServers.push(await startSmtp({ host: `127.0.0.${10 + i}`, port, replyDelayMs: 15, rcpt: rcptFor }));
+  servers.push(...batchServers);
+});
+
+afterAll(async () => {
+  for (const verifier of verifiers) verifier.close();
+  await Promise.all(servers.map((server) => server.close()));
+  await dns?.close();
+});
+
+function verifier(overrides: Partial<EmailVerifierOptions['email']> = {}, now?: () => number): EmailVerifier {
+  const config = resolveConfig({
+    email: {
+      smtpPort: port,
+      connectTimeoutMs: REPLY_TIMEOUT_MS,
+      replyTimeoutMs: REPLY_TIMEOUT_MS,
+      allowPrivate: true,
+      ...overrides,
+    },
+  });
+  const created = new EmailVerifier({
+    dnsServers: [dns.server],
+    dnsTimeoutMs: 500,
+    email: config.email,
+    now,
+  });
+  verifiers.push(created);
+  return created;
+}
+
+const probe = { smtp: true };
+
+/** Verifies with a fresh verifier (no cached catch-all answer) and checks the result's schema. */
+async function check(address: string, overrides: Partial<EmailVerifierOptions['email']> = {}) {
+  const result = await verifier(overrides).verify(address, probe);
+  expect(EmailVerification.safeParse(result).success).toBe(true);
+  return result;
+}
+
+describe('mailboxes that exist or not', () => {
+  it('finds an existing mailbox: valid, mailbox_exists, 97, with the deciding 250', async () => {
+    const result = await check('alice@exists.test');
+    expect(result).toMatchObject({
+      email: 'alice@exists.test',
+      normalized: 'alice@exists.test',
+      status: 'valid',
+      reason: 'mailbox_exists',
+      score: 97,
+      syntax_valid: true,
+      has_mx: true,
+      mx_records: ['mx.local.test'],
+      catch_all: false,
+      mailbox_exists: true,
+      cost_usd: 0,
+      smtp: { mx_host: 'mx.local.test', code: 250 },
+    });
+    expect(isBillable(result)).toBe(true);
+  });
+
+  it('reads 550 5.1.1 as invalid/mailbox_not_found and does not test for catch-all', async () => {
+    const before = main.stats.rcpts.length;
+    const result = await check('nobody@exists.test');
+    expect(result).toMatchObject({
+      status: 'invalid',
+      reason: 'mailbox_not_found',
+      score: 5,
+      mailbox_exists: false,
+      catch_all: null,
+      smtp: { mx_host: 'mx.local.test', code: 550, enhanced_code: '5.1.1', message: 'user unknown' },
+    });
+    expect(main.stats.rcpts.slice(before)).toEqual(['nobody@exists.test']);
+  });
+
+  it('tells a catch-all domain: risky/catch_all, the target probed before the random address', async () => {
+    const before = main.stats.rcpts.length;
+    const result = await check('whoever@catchall.test');
+    expect(result).toMatchObject({ status: 'risky', reason: 'catch_all', score: 60, catch_all: true });
+    expect(result.mailbox_exists).toBeNull();
+    const rcpts = main.stats.rcpts.slice(before);
+    expect(rcpts).toHaveLength(2);
+    expect(rcpts[0]).toBe('whoever@catchall.test');
+    expect(rcpts[1]).toMatch(/^wharf-probe-[0-9a-f]+@catchall\.test$/);
+  });
+
+  it('caches the catch-all answer per domain for an hour of the injected clock', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const shared = verifier({}, () => clock);
+    const rcpts = async (address: string) => {
+      const before = main.stats.rcpts.length;
+      const result = await shared.verify(address, probe);
+      expect(result.reason).toBe('catch_all');
+      return main.stats.rcpts.slice(before).length;
+    };
+    expect(await rcpts('one@catchall.test')).toBe(2);
+    clock += CATCH_ALL_TTL_MS - 1;
+    expect(await rcpts('two@catchall.test')).toBe(1);
+    clock += 1;
+    expect(await rcpts('three@catchall.test')).toBe(2);
+  });
+
+  it('reads 550 5.2.1 on a catch-all domain as mailbox_not_found', async () => {
+    const result = await check('disabled@catchall.test');
+    expect(result).toMatchObject({
+      status: 'invalid',
+      reason: 'mailbox_not_found',
+      smtp: { code: 550, enhanced_code: '5.2.1', message: 'mailbox disabled' },
+    });
+  });
+
+  it('falls back to HELO when EHLO is refused', async () => {
+    const result = await check('bob@old.test');
+    expect(result).toMatchObject({
+      reason: 'mailbox_exists',
+      smtp: { mx_host: 'old.local.test', code: 250 },
+    });
+  });
+});
+
+describe('replies that prove nothing', () => {
+  it.each([
+    ['451 greylisting', 'someone@grey.test', 451, '4.7.1'],
+    ['Postgrey 450 4.2.0 Greylisted', 'someone@postgrey.test', 450, '4.2.0'],
+    ['554 5.7.1 blocklist', 'someone@blocked.test', 554, '5.7.1'],
+    ['552 5.2.2 mailbox full', 'someone@full.test', 552, '5.2.2'],
+  ])('reads %s as unknown/smtp_inconclusive, never invalid', async (_name, address, code, enhanced) => {
+    const result = await check(address);
+    expect(result).toMatchObject({
+      status: 'unknown',
+      reason: 'smtp_inconclusive',
+      score: 50,
+      mailbox_exists: null,
+      smtp: { code, enhanced_code: enhanced },
+    });
+    expect(isBillable(result)).toBe(false);
+  });
+
+  it('gives up on a banner slower than the reply time-out', async () => {
+    const started = Date.now();
+    const result = await check('alice@slowonly.test');
+    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
+    expect(result.smtp?.message).toMatch(/no banner within 300 ms/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('gives up on a host that accepts the connection and never speaks', async () => {
+    const result = await check('alice@silent.test');
+    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive' });
+    expect(result.smtp?.message).toMatch(/silent\.local\.test.*no banner/);
+  });
+});
+
+describe('MX hosts in preference order', () => {
+  it('sorts MX records by preference', async () => {
+    const result = await verifier().verify('alice@sorted.test', { smtp: false });
+    expect(result.mx_records).toEqual(['busy.local.test', 'mx.local.test', 'dead.local.test']);
+  });
+
+  it('moves on from a first MX with nothing listening (connection refused)', async () => {
+    const result = await check('alice@fallback.test');
+    expect(result).toMatchObject({ reason: 'mailbox_exists', smtp: { mx_host: 'mx.local.test', code: 250 } });
+  });
+
+  it('moves on from a first MX greeting with 421', async () => {
+    const busy = servers[1]!;
+    const before = busy.stats.connections;
+    const result = await check('alice@busy.test');
+    expect(result).toMatchObject({ reason: 'mailbox_exists', smtp: { mx_host: 'mx.local.test', code: 250 } });
+    expect(busy.stats.connections).toBe(before + 1);
+  });
+
+  it('moves on from a first MX whose banner is too slow', async () => {
+    const result = await check('alice@slow.test');
+    expect(result).toMatchObject({ reason: 'mailbox_exists', smtp: { mx_host: 'mx.local.test' } });
+  });
+
+  it('refuses MX hosts on loopback or private addresses unless allowPrivate', async () => {
+    const before = main.stats.connections;
+    const result = await check('alice@exists.test', { allowPrivate: false });
+    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
+    expect(result.smtp?.message).toMatch(/private or loopback address \(127\.0\.0\.1\)/);
+    expect(main.stats.connections).toBe(before);
+  });
+});
+
+describe('DNS', () => {
+  it('delivers to the domain itself when it has an address but no MX', async () => {
+    const result = await check('alice@noMX.test');
+    expect(result).toMatchObject({
+      normalized: 'alice@nomx.test',
+      has_mx: true,
+      mx_records: ['nomx.test'],
+      reason: 'mailbox_exists',
+      smtp: { mx_host: 'nomx.test' },
+    });
+  });
+
+  it('follows a CNAME to the MX of its target', async () => {
+    const result = await verifier().verify('alice@alias.test', { smtp: false });
+    expect(result).toMatchObject({ has_mx: true, mx_records: ['mx.local.test'], reason: 'ok', score: 80 });
+  });
+
+  it.each([
+    ['a null MX', 'alice@nullmx.test'],
+    ['no records', 'alice@nothing.test'],
+    ['NXDOMAIN', 'alice@nowhere.test'],
+  ])('reads %s as invalid/no_mail_server without a probe', async (_name, address) => {
+    const before = main.stats.connections;
+    const result = await check(address);
+    expect(result).toMatchObject({
+      status: 'invalid',
+      reason: 'no_mail_server',
+      score: 5,
+      has_mx: false,
+      mx_records: [],
+      smtp: null,
+    });
+    expect(main.stats.connections).toBe(before);
+  });
+
+  it('reads a DNS server failure as unknown with has_mx null', async () => {
+    const result = await check('alice@broken.test');
+    expect(result).toMatchObject({
+      status: 'unknown',
+      reason: 'smtp_inconclusive',
+      has_mx: null,
+      smtp: null,
+    });
+    expect(isBillable(result)).toBe(false);
+  });
+
+  it('reads a DNS time-out as unknown', async () => {
+    // A UDP socket that reads queries and never answers.
+    const mute = createSocket('udp4');
+    await new Promise<void>((resolve) => mute.bind(0, '127.0.0.1', resolve));
+    try {
+      const timeoutVerifier = new EmailVerifier({
+        dnsServers: [`127.0.0.1:${mute.address().port}`],
+        dnsTimeoutMs: 200,
+        email: resolveConfig().email,
+      });
+      verifiers.push(timeoutVerifier);
+      const started = Date.now();
+      const result = await timeoutVerifier.verify('alice@example.org', { smtp: false });
+      expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: null });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      mute.close();
+    }
+  });
+});
+
+describe('lists, roles and suggestions', () => {
+  it('finds an existing role address: risky/role_account', async () => {
+    const result = await check('info@exists.test');
+    expect(result).toMatchObject({
+      status: 'risky',
+      reason: 'role_account',
+      score: 65,
+      role_account: true,
+      mailbox_exists: true,
+    });
+  });
+
+  it('puts mailbox_not_found before role_account', async () => {
+    const result = await check('sales@exists.test');
+    expect(result).toMatchObject({ status: 'invalid', reason: 'mailbox_not_found', role_account: true });
+  });
+
+  it.each(['someone@mailinator.com', 'someone@inbox.mailinator.com'])(
+    'does not probe the disposable %s',
+    async (address) => {
+      const before = main.stats.connections;
+      const result = await check(address);
+      expect(result).toMatchObject({
+        status: 'risky',
+        reason: 'disposable',
+        score: 15,
+        disposable: true,
+        free_provider: false,
+        has_mx: true,
+        smtp: null,
+      });
+      expect(main.stats.connections).toBe(before);
+      expect(main.stats.rcpts.filter((rcpt) => rcpt.includes('mailinator'))).toEqual([]);
+    },
+  );
+
+  it('suggests the corrected address for a typo domain', async () => {
+    const result = await check('jane@gmial.com');
+    expect(result.suggestion).toBe('jane@gmail.com');
+    expect(result.reason).toBe('mailbox_not_found');
+  });
+
+  it('suggests for a typo TLD even when the domain does not exist', async () => {
+    const result = await check('jane@gmail.con');
+    expect(result).toMatchObject({ reason: 'no_mail_server', suggestion: 'jane@gmail.com' });
+  });
+});
+
+describe('syntax', () => {
+  it.each(['not-an-address', 'user@[127.0.0.1]', 'a b@exists.test', `${'x'.repeat(65)}@exists.test`])(
+    'refuses %s as invalid_syntax without asking DNS',
+    async (address) => {
+      const queries = dns.queries.length;
+      const result = await check(address);
+      expect(result).toMatchObject({
+        email: address,
+        normalized: null,
+        status: 'invalid',
+        reason: 'invalid_syntax',
+        score: 0,
+        syntax_valid: false,
+        has_mx: null,
+        smtp: null,
+      });
+      expect(isBillable(result)).toBe(false);
+      expect(dns.queries.length).toBe(queries);
+    },
+  );
+});
+
+describe('batches', () => {
+  it('verifies 100 addresses over 10 domains in input order, two probes at most per domain', async () => {
+    for (const server of batchServers) server.stats.maxConcurrent = 0;
+    const inputs: string[] = [];
+    for (let i = 0; i < 90; i += 1) {
+      const domain = `b${i % BATCH_DOMAINS}.test`;
+      inputs.push(i % 3 === 0 ? `alice@${domain}` : `user${i}@${domain}`);
+    }
+    // Ten more: the same addresses again, the domain in capitals (the same normalized address).
+    for (let i = 0; i < 10; i += 1)
+      inputs.push(inputs[i * 9]!.replace(/@(.*)$/, (_m, d: string) => `@${d.toUpperCase()}`));
+    const queriesBefore = dns.queries.length;
+    const rcptsBefore = batchServers.map((server) => server.stats.rcpts.length);
+
+    // Generous time-outs: this checks order and limits, not time-outs, on a possibly busy machine.
+    const results = await verifier({ replyTimeoutMs: 5_000, connectTimeoutMs: 5_000 }).verifyMany(
+      inputs,
+      probe,
+    );
+
+    expect(results.map((result) => result.email)).toEqual(inputs);
+    expect(results.map((result) => result.reason)).toEqual(
+      inputs.map((input) => (input.startsWith('alice@') ? 'mailbox_exists' : 'mailbox_not_found')),
+    );
+    for (const server of batchServers) {
+      expect(server.stats.maxConcurrent).toBeGreaterThan(0);
+      expect(server.stats.maxConcurrent).toBeLessThanOrEqual(2);
+    }
+    // Each distinct address probed once (plus the catch-all tests), each domain's MX looked up once.
+    const distinct = new Set(inputs.map((input) => input.toLowerCase()));
+    const targets = batchServers.flatMap((server, i) =>
+      server.stats.rcpts.slice(rcptsBefore[i]).filter((rcpt) => !rcpt.startsWith('wharf-probe-')),
+    );
+    expect(targets).toHaveLength(distinct.size);
+    const mxQueries = dns.queries.slice(queriesBefore).filter((query) => query.type === 'MX');
+    expect(mxQueries).toHaveLength(BATCH_DOMAINS);
+  });
+
+  it('probes at most perProviderConcurrency at once on MX hosts of one provider, across domains', async () => {
+    const addresses = ['alice', 'bob', 'info', 'nobody'].flatMap((local) => [
+      `${local}@p1.test`,
+      `${local}@p2.test`,
+    ]);
+    for (const [limit, expected] of [
+      [1, 1],
+      [4, 4],
+    ] as const) {
+      provider.stats.maxConcurrent = 0;
+      const results = await verifier({ perDomainConcurrency: 2, perProviderConcurrency: limit }).verifyMany(
+        addresses,
+        probe,
+      );
+      expect(results.map((result) => result.smtp?.mx_host)).toEqual(
+        addresses.map((address) => (address.endsWith('p1.test') ? 'a.provider.test' : 'b.provider.test')),
+      );
+      expect(provider.stats.maxConcurrent).toBe(expected);
+    }
+  });
+});
