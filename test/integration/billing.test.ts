@@ -1,34 +1,17 @@
 // Billing over HTTP and the CLI: GET /account reports the ledger's real balance and today's email
 // verifications, GET /account/usage lists the account's ledger entries (API.md §3), and
 // `wharf admin credit` adds a top-up to a running platform's data dir.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
+import { assertBuilt, runWharf } from '../helpers/cli.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
-
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'bin', 'wharf.js');
 
 let p: TestPlatform;
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (args: string[]) => runWharf(args);
 
 async function account(key = p.key): Promise<Account> {
   const result = await call(`${p.api}/account`, { key });
@@ -37,9 +20,7 @@ async function account(key = p.key): Promise<Account> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(join(root, 'dist', 'cli.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  }
+  assertBuilt();
   p = await startPlatform({ emailDailyCap: 50 });
 });
 

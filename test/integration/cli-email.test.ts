@@ -1,18 +1,15 @@
 // `wharf email verify` as a user runs it: the built bin/wharf.js in a child process, against a real
 // platform whose DNS server and MX host are local fakes.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmailVerification } from '../../src/shared/api/email.js';
 import { addressesOf } from '../../src/cli/email.js';
+import { type CliResult, assertBuilt, runWharf } from '../helpers/cli.js';
 import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'bin', 'wharf.js');
-const children: ChildProcess[] = [];
 let home: string;
 let dns: FakeDns;
 let smtp: FakeSmtp;
@@ -20,9 +17,7 @@ let t: TestPlatform;
 let origin: string;
 
 beforeAll(async () => {
-  if (!existsSync(join(root, 'dist', 'cli.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  }
+  assertBuilt();
   home = mkdtempSync(join(tmpdir(), 'wharf-cli-email-'));
   dns = await startDns({
     'example.test': { MX: [{ exchange: 'mx.example.test', priority: 10 }] },
@@ -40,10 +35,6 @@ beforeAll(async () => {
   origin = new URL(t.api).origin;
 }, 30_000);
 
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
 afterAll(async () => {
   await t?.close();
   await smtp?.close();
@@ -51,29 +42,8 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-function wharf(
-  args: string[],
-  key = t.key,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, WHARF_HOME: home };
-    for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT']) delete env[name];
-    const child = spawn(process.execPath, [bin, ...args, '--platform', origin, '--api-key', key], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function wharf(args: string[], key = t.key): Promise<CliResult> {
+  return runWharf([...args, '--platform', origin, '--api-key', key], { home, timeoutMs: 30_000 });
 }
 
 describe('wharf email verify', () => {

@@ -1,0 +1,51 @@
+// Runs the built `wharf` (bin/wharf.js) as a user would: a child process, its output collected, killed
+// when it outlives its time.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..', '..');
+export const wharfBin = join(root, 'bin', 'wharf.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Throws when dist/ is missing, naming the command that builds it. */
+export function assertBuilt(): void {
+  if (!existsSync(join(root, 'dist', 'cli.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+  }
+}
+
+/**
+ * `wharf <args>` with `env` (default: this process's), killed after `timeoutMs`. `home` sets
+ * WHARF_HOME, and then the developer's WHARF_PLATFORM_URL, WHARF_API_KEY and WHARF_PORT are left out.
+ */
+export function runWharf(
+  args: string[],
+  options: { home?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (options.home !== undefined) {
+    for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT', 'WHARF_DATA_DIR'])
+      delete env[name];
+    env.WHARF_HOME = options.home;
+  }
+  Object.assign(env, options.env);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [wharfBin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
