@@ -341,6 +341,33 @@ export class Engine implements Bridge {
       return JSON.stringify(toHar(requests, { version: this.options.version ?? 'dev' }), null, 2);
     },
     'traffic.curl': async (input) => toCurl(this.captured(requireString(input, 'id', 'a request id'))),
+    'account.usage': async () => this.live((client) => client.usage()),
+    'domains.list': async () => this.live((client) => client.listDomains()),
+    'domains.create': async (input) => {
+      const body = checkDomainInput(input);
+      return this.live((client) => client.createDomain(body));
+    },
+    'domains.verify': async (input) => {
+      const id = requireString(input, 'id', 'a domain id');
+      return this.live((client) => client.verifyDomain(id));
+    },
+    'domains.delete': async (input) => {
+      const id = requireString(input, 'id', 'a domain id');
+      return this.live((client) => client.deleteDomain(id));
+    },
+    'email.verify': async (input) => {
+      const { email } = (input ?? {}) as { email?: unknown };
+      if (typeof email !== 'string') throw invalid('email', 'must be an email address');
+      return this.live((client) => client.verifyEmail({ email, ...smtpProbeOf(input) }));
+    },
+    'email.verifyBatch': async (input) => {
+      const { emails } = (input ?? {}) as { emails?: unknown };
+      if (!Array.isArray(emails) || emails.some((email) => typeof email !== 'string'))
+        throw invalid('emails', 'must be a list of email addresses');
+      return this.live((client) =>
+        client.verifyEmailBatch({ emails: emails as string[], ...smtpProbeOf(input) }),
+      );
+    },
   };
 
   // --- settings -------------------------------------------------------------------------------
@@ -988,6 +1015,24 @@ function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: 
   if (typeof mode !== 'string' || !isHostHeaderMode(mode))
     throw invalid('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
   return { port, hostHeader: mode, ...(subdomain ? { subdomain } : {}) };
+}
+
+/** The body of `POST /domains` from what the UI sent: the platform validates the name itself. */
+function checkDomainInput(input: unknown): { domain: string; project_id?: string } {
+  const { domain, project_id: projectId } = (input ?? {}) as { domain?: unknown; project_id?: unknown };
+  if (typeof domain !== 'string' || domain.trim() === '')
+    throw invalid('domain', 'is required: a domain name such as app.example.com');
+  if (projectId !== undefined && projectId !== null && typeof projectId !== 'string')
+    throw invalid('project_id', 'must be a project id');
+  return { domain, ...(typeof projectId === 'string' && projectId !== '' ? { project_id: projectId } : {}) };
+}
+
+/** `smtp_probe` when the UI gave one: a boolean, or a 422 naming it. */
+function smtpProbeOf(input: unknown): { smtp_probe?: boolean } {
+  const probe = (input as { smtp_probe?: unknown } | null | undefined)?.smtp_probe;
+  if (probe === undefined || probe === null) return {};
+  if (typeof probe !== 'boolean') throw invalid('smtp_probe', 'must be true or false');
+  return { smtp_probe: probe };
 }
 
 /** Headers of a connection, not of the request: a replay has its own connection. */

@@ -14,6 +14,15 @@ import type {
   CapturedRequest,
   CapturedRequestDetail,
   HeaderList,
+  CreateDomainRequest,
+  CreatedDomain,
+  Domain,
+  DomainVerification,
+  EmailBatchResult,
+  EmailVerification,
+  UsageEntry,
+  VerifyEmailBatchRequest,
+  VerifyEmailRequest,
 } from './api/index.js';
 import type { ErrorCode, FieldError } from './errors.js';
 
@@ -220,6 +229,18 @@ export interface BridgeRequests {
   /** HAR 1.2 of the given exchanges, as JSON text. */
   'traffic.har': { input: { ids: string[] }; output: string };
   'traffic.curl': { input: { id: string }; output: string };
+  /** The account's ledger (API.md §3): charges and top-ups, newest first. */
+  'account.usage': { input: void; output: UsageEntry[] };
+  'domains.list': { input: void; output: Domain[] };
+  /** Adds a custom domain; the answer says which CNAME record to create for it. */
+  'domains.create': { input: CreateDomainRequest; output: CreatedDomain };
+  /** Looks the domain's CNAME up now; `verified` in the answer says whether it points at the platform. */
+  'domains.verify': { input: { id: string }; output: DomainVerification };
+  'domains.delete': { input: { id: string }; output: { id: string; deleted: true } };
+  /** Checks one address (costs credits unless the result is `unknown` or `invalid_syntax`). */
+  'email.verify': { input: VerifyEmailRequest; output: EmailVerification };
+  /** Checks 1–100 addresses; the results come in input order. */
+  'email.verifyBatch': { input: VerifyEmailBatchRequest; output: EmailBatchResult };
 }
 
 export type BridgeOperation = keyof BridgeRequests;
@@ -253,6 +274,13 @@ export const BRIDGE_OPERATIONS = [
   'traffic.clear',
   'traffic.har',
   'traffic.curl',
+  'account.usage',
+  'domains.list',
+  'domains.create',
+  'domains.verify',
+  'domains.delete',
+  'email.verify',
+  'email.verifyBatch',
 ] as const satisfies readonly BridgeOperation[];
 
 export interface BridgeEvents {

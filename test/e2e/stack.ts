@@ -106,7 +106,15 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(): Promise<Stack> {
+export interface StackOptions {
+  /**
+   * More arguments for `wharf platform`, e.g. `--dns-server 127.0.0.1:5353`, `--smtp-port 2525` and
+   * `--smtp-allow-private` to aim domain and email checks at local fakes. Kept on restarts.
+   */
+  platformArgs?: string[];
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const home = mkdtempSync(join(tmpdir(), 'wharf-e2e-'));
   mkdirSync(join(home, 'platform'), { recursive: true });
   const platformPort = await freePort();
@@ -114,7 +122,16 @@ export async function startStack(): Promise<Stack> {
   let edgePort = 0;
   const startPlatform = async () => {
     platform = await startChild(
-      ['platform', '--data-dir', join(home, 'platform'), '--port', String(platformPort), '--edge-port', '0'],
+      [
+        'platform',
+        '--data-dir',
+        join(home, 'platform'),
+        '--port',
+        String(platformPort),
+        '--edge-port',
+        '0',
+        ...(options.platformArgs ?? []),
+      ],
       /Press Ctrl\+C/,
     );
     edgePort = Number(/Apps +http:\/\/\S+:(\d+)/.exec(platform.output())?.[1] ?? 0);
@@ -215,7 +232,12 @@ export interface AppHarness {
  * setup and teardown around them), a fresh page per test.
  */
 export function useAppStack(
-  hooks: { setup?: (stack: Stack) => Promise<void>; teardown?: () => Promise<void> } = {},
+  hooks: {
+    setup?: (stack: Stack) => Promise<void>;
+    teardown?: () => Promise<void>;
+    /** Arguments for `wharf platform`, asked for when the stack starts (after earlier beforeAll hooks). */
+    platformArgs?: () => string[];
+  } = {},
 ): AppHarness {
   let stack: Stack | undefined;
   let browser: Browser | undefined;
@@ -225,7 +247,7 @@ export function useAppStack(
     return { stack, browser };
   };
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await startStack(hooks.platformArgs ? { platformArgs: hooks.platformArgs() } : {});
     browser = await launchBrowser();
     await hooks.setup?.(stack);
   }, 45_000);

@@ -12,6 +12,8 @@ import { useProject } from './stores/projects/selectors';
 import { NewProjectView } from './views/projects/NewProjectView';
 import { ProjectDetailView } from './views/projects/ProjectDetailView';
 import { ProjectsView } from './views/projects/ProjectsView';
+import { DomainsView } from './views/domains/DomainsView';
+import { EmailView } from './views/email/EmailView';
 import { SettingsView } from './views/settings/SettingsView';
 import { TrafficView, useSelectedTitle } from './views/traffic/TrafficView';
 
@@ -64,6 +66,10 @@ function Screen({ route }: { route: Route }) {
       return <ProjectDetailView key={route.id} id={route.id} />;
     case 'traffic':
       return <TrafficView requestId={route.requestId} />;
+    case 'domains':
+      return <DomainsView />;
+    case 'email':
+      return <EmailView />;
     case 'settings':
       return <SettingsView />;
   }
@@ -75,13 +81,17 @@ function useDocumentTitle(route: Route) {
   const title =
     route.screen === 'settings'
       ? 'Settings'
-      : route.screen === 'traffic'
-        ? traffic
-        : route.screen === 'new-project'
-          ? 'New project'
-          : route.screen === 'project'
-            ? (project?.name ?? 'Project')
-            : 'Projects';
+      : route.screen === 'domains'
+        ? 'Domains'
+        : route.screen === 'email'
+          ? 'Email verification'
+          : route.screen === 'traffic'
+            ? traffic
+            : route.screen === 'new-project'
+              ? 'New project'
+              : route.screen === 'project'
+                ? (project?.name ?? 'Project')
+                : 'Projects';
   useEffect(() => {
     document.title = `${title} · Wharf`;
   }, [title]);

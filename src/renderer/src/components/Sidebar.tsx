@@ -18,6 +18,8 @@ const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array
     route: { screen: 'traffic', requestId: null },
     matches: ['traffic'],
   },
+  { label: 'Domains', icon: 'globe', route: { screen: 'domains' }, matches: ['domains'] },
+  { label: 'Email', icon: 'mail', route: { screen: 'email' }, matches: ['email'] },
   { label: 'Settings', icon: 'settings', route: { screen: 'settings' }, matches: ['settings'] },
 ];
 

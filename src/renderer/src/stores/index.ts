@@ -1,5 +1,6 @@
 // Starts what the stores follow (events, transport state) and loads the first data; returns the stop.
 // Called once before the first render, so the first calls overlap React's start-up.
+import { useDomainsStore } from './domains/store';
 import { useLogsStore } from './logs/store';
 import { usePlatformStore } from './platform/store';
 import { useProjectsStore } from './projects/store';
@@ -29,6 +30,8 @@ export function startStores(): () => void {
       // Tunnel changes and exchanges may have happened while the socket was down.
       void tunnels.load();
       if (useTrafficStore.getState().status !== 'idle') void traffic.reload();
+      // Domains may have been added or verified elsewhere meanwhile.
+      if (useDomainsStore.getState().domains !== null) void useDomainsStore.getState().load();
     }),
   ];
   catchUp();

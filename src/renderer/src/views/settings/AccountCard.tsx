@@ -1,12 +1,24 @@
-// The account of the saved settings: who it is, its plan, and its balance.
+// The account of the saved settings: who it is, its plan, its balance, and its recent usage (the
+// ledger of charges such as email checks).
+import { useEffect } from 'react';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
-import { formatDate, formatUsd } from '../../lib/format';
+import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
+import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
+import { formatCost } from '../email/explain';
+
+/** Ledger entries shown here; the newest first. */
+const USAGE_SHOWN = 8;
 
 export function AccountCard() {
   const { account, error, loading } = useAccount();
   const { loadAccount } = useSettingsActions();
+  const { loadUsage } = useEmailActions();
+
+  useEffect(() => {
+    void loadUsage();
+  }, [loadUsage]);
 
   return (
     <section className="card" aria-labelledby="account-title" data-testid="account">
@@ -17,7 +29,15 @@ export function AccountCard() {
           </h2>
           <p className="card-description">On the saved platform.</p>
         </div>
-        <button type="button" className="btn btn-sm" onClick={() => void loadAccount()} disabled={loading}>
+        <button
+          type="button"
+          className="btn btn-sm"
+          onClick={() => {
+            void loadAccount();
+            void loadUsage();
+          }}
+          disabled={loading}
+        >
           <Icon name="refresh" className={loading ? 'spin' : undefined} />
           Refresh
         </button>
@@ -63,6 +83,7 @@ export function AccountCard() {
             <p className="muted">
               The allowance resets on {formatDate(account.balance.allowance_resets_at)}.
             </p>
+            <RecentUsage />
           </>
         ) : null}
       </div>
@@ -83,6 +104,42 @@ function UsageMeter({ used, allowance }: { used: number; allowance: number }) {
       aria-valuetext={`${formatUsd(used)} of ${formatUsd(allowance)}`}
     >
       <div className="meter-bar" style={{ width: `${fraction * 100}%` }} />
+    </div>
+  );
+}
+
+function RecentUsage() {
+  const { entries, error } = useUsage();
+  return (
+    <div className="usage" data-testid="account-usage">
+      <h3 className="section-title">Recent usage</h3>
+      {error && !entries ? <p className="muted">The usage could not be loaded: {error.detail}</p> : null}
+      {entries && entries.length === 0 ? <p className="muted">No charges yet.</p> : null}
+      {entries && entries.length > 0 ? (
+        <table className="usage-table">
+          <caption className="sr-only">The latest charges and top-ups, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">What</th>
+              <th scope="col" className="cell-cost">
+                Amount
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.slice(0, USAGE_SHOWN).map((entry) => (
+              <tr key={entry.id} data-testid="usage-row">
+                <td className="muted usage-when" title={formatDateTime(entry.at)}>
+                  {formatWhen(entry.at)}
+                </td>
+                <td title={entry.kind}>{entry.description}</td>
+                <td className="cell-cost">{formatCost(entry.amount_usd)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
     </div>
   );
 }

@@ -1,0 +1,113 @@
+// Custom domains (API.md §5): the list, adding one (whose answer names the CNAME record to create),
+// verifying one (the platform looks its CNAME up now) with the last result of each, and removing one.
+// Writes answer with a BridgeResult so the form that made them can place 422 and 409 errors.
+import { create } from 'zustand';
+import type {
+  CreateDomainRequest,
+  CreatedDomain,
+  Domain,
+  DomainVerification,
+} from '../../../../shared/api/domains.js';
+import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
+import { bridge } from '../../bridge';
+import { attempt, toErrorShape } from '../../lib/outcome';
+import { applyVerification } from './apply';
+
+/** A verification in flight, and the answer (or refusal) of the last one. */
+export interface VerificationState {
+  pending: boolean;
+  result: DomainVerification | null;
+  error: BridgeErrorShape | null;
+}
+
+interface DomainsState {
+  domains: Domain[] | null;
+  loading: boolean;
+  error: BridgeErrorShape | null;
+  /** The domain added last in this session, with its instructions, until it is verified or removed. */
+  created: CreatedDomain | null;
+  verifications: Readonly<Record<string, VerificationState>>;
+  load(): Promise<void>;
+  create(request: CreateDomainRequest): Promise<BridgeResult<CreatedDomain>>;
+  verify(id: string): Promise<BridgeResult<DomainVerification>>;
+  remove(id: string): Promise<BridgeResult<{ id: string; deleted: true }>>;
+  dismissCreated(): void;
+}
+
+export const useDomainsStore = create<DomainsState>()((set, get) => {
+  const setVerification = (id: string, patch: Partial<VerificationState>) =>
+    set((state) => ({
+      verifications: {
+        ...state.verifications,
+        [id]: { pending: false, result: null, error: null, ...state.verifications[id], ...patch },
+      },
+    }));
+
+  return {
+    domains: null,
+    loading: false,
+    error: null,
+    created: null,
+    verifications: {},
+
+    async load() {
+      set({ loading: true });
+      try {
+        set({ domains: await bridge.invoke('domains.list', undefined), error: null });
+      } catch (error) {
+        set({ error: toErrorShape(error) });
+      } finally {
+        set({ loading: false });
+      }
+    },
+
+    async create(request) {
+      const outcome = await attempt(() => bridge.invoke('domains.create', request));
+      if (outcome.ok) {
+        const { domain } = outcome.value;
+        set((state) => ({
+          created: outcome.value,
+          domains: [domain, ...(state.domains ?? []).filter((d) => d.id !== domain.id)],
+        }));
+      }
+      return outcome;
+    },
+
+    async verify(id) {
+      setVerification(id, { pending: true, error: null });
+      const outcome = await attempt(() => bridge.invoke('domains.verify', { id }));
+      if (outcome.ok) {
+        const result = outcome.value;
+        setVerification(id, { pending: false, result, error: null });
+        set((state) => ({
+          domains: state.domains ? applyVerification(state.domains, result) : state.domains,
+          created: state.created?.domain.id === id && result.verified ? null : state.created,
+        }));
+      } else {
+        setVerification(id, { pending: false, error: outcome.error });
+        // Removed elsewhere meanwhile: the list is out of date.
+        if (outcome.error.code === 'not_found') void get().load();
+      }
+      return outcome;
+    },
+
+    async remove(id) {
+      const outcome = await attempt(() => bridge.invoke('domains.delete', { id }));
+      if (outcome.ok || outcome.error.code === 'not_found') {
+        set((state) => {
+          const { [id]: _gone, ...verifications } = state.verifications;
+          return {
+            domains: state.domains?.filter((d) => d.id !== id) ?? null,
+            created: state.created?.domain.id === id ? null : state.created,
+            verifications,
+          };
+        });
+      }
+      return outcome;
+    },
+
+    dismissCreated() {
+      set({ created: null });
+    },
+  };
+});

@@ -1,0 +1,168 @@
+// One custom domain in the list: its name, status, linked project and times; Verify, with the answer
+// shown under the row; the record still to create while it is pending; removal behind a confirmation.
+import { useState } from 'react';
+import type { Domain } from '../../../../shared/api/domains.js';
+import type { BridgeErrorShape } from '../../../../shared/bridge.js';
+import { Dialog } from '../../components/Dialog';
+import { Icon } from '../../components/Icon';
+import { ErrorNotice } from '../../components/Notice';
+import { formatAgo, formatDateTime } from '../../lib/format';
+import { routeHref } from '../../stores/navigation/store';
+import { useDomainActions, useVerification } from '../../stores/domains/selectors';
+import { useProject } from '../../stores/projects/selectors';
+import { DnsRecordTable, VerificationResult, instructionsFor } from './DnsRecord';
+
+export function DomainBadge({ verified }: { verified: boolean }) {
+  return (
+    <span
+      className="badge"
+      data-status={verified ? 'verified' : 'pending'}
+      data-testid="domain-status"
+      title={verified ? 'The CNAME record points at the platform' : 'Waiting for its CNAME record'}
+    >
+      <span className="badge-dot" aria-hidden="true" />
+      {verified ? 'Verified' : 'Pending'}
+    </span>
+  );
+}
+
+export function VerifyButton({ domain, primary = false }: { domain: Domain; primary?: boolean }) {
+  const { verify } = useDomainActions();
+  const { pending } = useVerification(domain.id);
+  return (
+    <button
+      type="button"
+      className={`btn btn-sm${primary ? ' btn-primary' : ''}`}
+      onClick={() => void verify(domain.id)}
+      disabled={pending}
+      aria-label={`${domain.verified ? 'Check again' : 'Verify'} ${domain.domain}`}
+      data-testid="verify-domain"
+    >
+      <Icon name={pending ? 'spinner' : 'refresh'} className={pending ? 'spin' : undefined} />
+      {pending ? 'Checking…' : domain.verified ? 'Check again' : 'Verify'}
+    </button>
+  );
+}
+
+export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails: boolean }) {
+  const project = useProject(domain.project_id ?? '');
+  const { result, error } = useVerification(domain.id);
+  const [confirming, setConfirming] = useState(false);
+
+  return (
+    <li
+      className="domain-row"
+      data-testid={`domain-row-${domain.domain}`}
+      data-verified={domain.verified}
+      aria-label={domain.domain}
+    >
+      <div className="domain-summary">
+        <div className="domain-main">
+          <span className="domain-name mono">{domain.domain}</span>
+          <span className="domain-project muted" data-testid="domain-project-name">
+            {domain.project_id === null ? (
+              'No project linked'
+            ) : project ? (
+              <>
+                Routes to{' '}
+                <a href={routeHref({ screen: 'project', id: project.id })} className="domain-project-link">
+                  {project.name}
+                </a>
+              </>
+            ) : (
+              <>
+                Routes to <span className="mono">{domain.project_id}</span>
+              </>
+            )}
+          </span>
+        </div>
+        <DomainBadge verified={domain.verified} />
+        <div className="domain-times muted">
+          <span title={formatDateTime(domain.created_at)}>Added {formatAgo(domain.created_at)}</span>
+          <span title={domain.verified_at ? formatDateTime(domain.verified_at) : undefined}>
+            {domain.verified_at ? `Verified ${formatAgo(domain.verified_at)}` : 'Not verified yet'}
+          </span>
+        </div>
+        <div className="button-row domain-actions">
+          <VerifyButton domain={domain} />
+          <button
+            type="button"
+            className="icon-button"
+            onClick={() => setConfirming(true)}
+            aria-label={`Remove ${domain.domain}`}
+            title="Remove domain"
+            data-testid="delete-domain"
+          >
+            <Icon name="trash" />
+          </button>
+        </div>
+      </div>
+      {showDetails && (!domain.verified || result || error) ? (
+        <div className="domain-details stack">
+          {!domain.verified ? (
+            <div className="domain-record">
+              <p className="muted">Create this record at your DNS provider, then verify:</p>
+              <DnsRecordTable record={instructionsFor(domain)} />
+            </div>
+          ) : null}
+          <VerificationResult result={result} error={error} />
+        </div>
+      ) : null}
+      {confirming ? <ConfirmRemove domain={domain} onClose={() => setConfirming(false)} /> : null}
+    </li>
+  );
+}
+
+function ConfirmRemove({ domain, onClose }: { domain: Domain; onClose: () => void }) {
+  const { remove } = useDomainActions();
+  const [removing, setRemoving] = useState(false);
+  const [error, setError] = useState<BridgeErrorShape | null>(null);
+
+  const confirm = async () => {
+    if (removing) return;
+    setRemoving(true);
+    setError(null);
+    const outcome = await remove(domain.id);
+    if (outcome.ok || outcome.error.code === 'not_found') {
+      onClose();
+      return;
+    }
+    setRemoving(false);
+    setError(outcome.error);
+  };
+
+  return (
+    <Dialog
+      title={`Remove ${domain.domain}?`}
+      description={
+        <p>
+          {domain.verified
+            ? 'Requests to this domain stop reaching its project. '
+            : 'The domain is forgotten before it was verified. '}
+          You can add it again later; remember to remove its CNAME record at your DNS provider if you no
+          longer need it.
+        </p>
+      }
+      onClose={onClose}
+      onSubmit={() => void confirm()}
+      testId="delete-domain-dialog"
+      footer={
+        <>
+          <button type="button" className="btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button
+            type="submit"
+            className="btn btn-danger"
+            disabled={removing}
+            data-testid="confirm-delete-domain"
+          >
+            {removing ? 'Removing…' : 'Remove domain'}
+          </button>
+        </>
+      }
+    >
+      {error ? <ErrorNotice error={error} title="The domain was not removed" /> : null}
+    </Dialog>
+  );
+}

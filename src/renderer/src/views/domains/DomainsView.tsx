@@ -1,0 +1,153 @@
+// Custom domains: the form to add one, the DNS record to create for the one just added (with Verify),
+// and every domain of the account with its status, project and times.
+import { useEffect } from 'react';
+import { Icon } from '../../components/Icon';
+import { ErrorNotice } from '../../components/Notice';
+import { routeHref } from '../../stores/navigation/store';
+import {
+  useCreatedDomain,
+  useDomainActions,
+  useDomainList,
+  useVerification,
+} from '../../stores/domains/selectors';
+import { AddDomainForm } from './AddDomainForm';
+import { DnsRecordTable, VerificationResult, instructionsFor } from './DnsRecord';
+import { DomainRow, VerifyButton } from './DomainRow';
+
+const PENDING_REFRESH_MS = 30_000;
+
+export function DomainsView() {
+  const { domains, loading, error } = useDomainList();
+  const { load } = useDomainActions();
+  const created = useCreatedDomain();
+
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  // The platform re-checks pending domains in the background: while some are pending, look again now
+  // and then, so one that became verified shows it.
+  const pending = domains?.some((domain) => !domain.verified) ?? false;
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setInterval(() => void load(), PENDING_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [pending, load]);
+
+  return (
+    <div className="page" data-testid="domains-page">
+      <header className="page-header">
+        <div>
+          <h1 className="page-title">Domains</h1>
+          <p className="page-subtitle">Serve your projects at domain names you own.</p>
+        </div>
+        <button type="button" className="btn" onClick={() => void load()} disabled={loading}>
+          <Icon name="refresh" className={loading ? 'spin' : undefined} />
+          Refresh
+        </button>
+      </header>
+
+      <div className="stack">
+        <AddDomainForm />
+
+        {created ? <CreatedInstructions /> : null}
+
+        {error && !domains ? (
+          <ErrorNotice
+            error={error}
+            title="The domains could not be loaded"
+            testId="domains-error"
+            action={
+              <div className="button-row">
+                {error.code === 'not_configured' || error.code === 'unauthorized' ? (
+                  <a className="btn btn-sm" href={routeHref({ screen: 'settings' })}>
+                    Open Settings
+                  </a>
+                ) : null}
+                <button type="button" className="btn btn-sm" onClick={() => void load()} disabled={loading}>
+                  Retry
+                </button>
+              </div>
+            }
+          />
+        ) : null}
+
+        {!domains && !error ? (
+          <div className="domain-list" aria-busy="true" aria-label="Loading domains">
+            {[0, 1].map((i) => (
+              <div key={i} className="project-row skeleton-row" />
+            ))}
+          </div>
+        ) : null}
+
+        {domains && domains.length === 0 ? (
+          <div className="empty-state" data-testid="domains-empty">
+            <span className="empty-icon" aria-hidden="true">
+              <Icon name="globe" size={22} />
+            </span>
+            <h2>No custom domains yet</h2>
+            <p>
+              A custom domain lets people reach a project at a name you own, such as app.example.com, instead
+              of its address on the platform. Add the domain above, create the CNAME record we show you at
+              your DNS provider, then verify it: once verified, its requests reach the project.
+            </p>
+          </div>
+        ) : null}
+
+        {domains && domains.length > 0 ? (
+          <section aria-labelledby="domain-list-title">
+            <h2 className="section-heading" id="domain-list-title">
+              Your domains
+            </h2>
+            <ul className="domain-list" data-testid="domain-list">
+              {domains.map((domain) => (
+                <DomainRow key={domain.id} domain={domain} showDetails={created?.domain.id !== domain.id} />
+              ))}
+            </ul>
+          </section>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+/** The record to create for the domain just added, with Verify next to it. */
+function CreatedInstructions() {
+  const created = useCreatedDomain();
+  const { domains } = useDomainList();
+  const { dismissCreated } = useDomainActions();
+  const id = created?.domain.id ?? '';
+  const { result, error } = useVerification(id);
+  if (!created) return null;
+  const domain = domains?.find((d) => d.id === id) ?? created.domain;
+  return (
+    <section className="card" aria-labelledby="instructions-title" data-testid="domain-instructions">
+      <header className="card-header">
+        <div>
+          <h2 className="card-title" id="instructions-title">
+            Point {domain.domain} at Wharf
+          </h2>
+          <p className="card-description">
+            At your DNS provider, create this record. Changes can take from a minute to an hour to be visible.
+          </p>
+        </div>
+        <button
+          type="button"
+          className="icon-button"
+          onClick={dismissCreated}
+          aria-label="Close the DNS instructions"
+          title="Close"
+        >
+          <Icon name="close" />
+        </button>
+      </header>
+      <div className="card-body stack">
+        <DnsRecordTable record={instructionsFor(domain, created.instructions)} testId="dns-record" />
+        <div className="button-row">
+          <VerifyButton domain={domain} primary />
+        </div>
+        <VerificationResult result={result} error={error} />
+      </div>
+    </section>
+  );
+}
