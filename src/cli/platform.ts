@@ -10,6 +10,7 @@ import {
   wharfHome,
 } from '../server/config.js';
 import { join } from 'node:path';
+import { AI_PROVIDERS, type AiProvider } from '../shared/api/account.js';
 import {
   parseCount,
   parseDnsServer,
@@ -39,6 +40,9 @@ interface PlatformOptions {
   smtpTimeout: number;
   smtpConcurrency: number;
   smtpAllowPrivate: boolean;
+  aiProvider?: AiProvider;
+  aiModel?: string;
+  aiBaseUrl?: string;
 }
 
 export function platformCommand(io: Io): Command {
@@ -137,6 +141,24 @@ export function platformCommand(io: Io): Command {
         'let email probes reach MX hosts on loopback or private addresses (off: the probe cannot be aimed at internal hosts)',
       ).default(false),
     )
+    .addOption(
+      new Option(
+        '--ai-provider <provider>',
+        'the included AI engine (its key from WHARF_AI_KEY); without one, the builder works offline from templates',
+      )
+        .choices(AI_PROVIDERS)
+        .env('WHARF_AI_PROVIDER'),
+    )
+    .addOption(
+      new Option('--ai-model <model>', "the included engine's model (default: the provider's)").env(
+        'WHARF_AI_MODEL',
+      ),
+    )
+    .addOption(
+      new Option('--ai-base-url <url>', "the included provider's API base URL (an OpenAI-compatible gateway)")
+        .argParser(parseUrl)
+        .env('WHARF_AI_BASE_URL'),
+    )
     .addOption(new Option('--log', 'log every request').default(false))
     .action(async (options: PlatformOptions) => {
       const config = resolveConfig({
@@ -157,6 +179,14 @@ export function platformCommand(io: Io): Command {
           replyTimeoutMs: options.smtpTimeout * 1000,
           perDomainConcurrency: options.smtpConcurrency,
           allowPrivate: options.smtpAllowPrivate,
+        },
+        ai: {
+          provider: options.aiProvider ?? null,
+          model: options.aiModel ?? null,
+          key: process.env.WHARF_AI_KEY || null,
+          baseUrls:
+            options.aiProvider && options.aiBaseUrl ? { [options.aiProvider]: options.aiBaseUrl } : {},
+          postgresUrl: process.env.WHARF_POSTGRES_URL || null,
         },
         ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
       });
@@ -180,6 +210,9 @@ export function platformCommand(io: Io): Command {
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
       io.out(`  Runtime    ${config.runtime}${config.runtime === 'sandbox' ? ' (bwrap)' : ''}`);
+      io.out(
+        `  AI         ${config.ai.provider ? `${config.ai.provider}${config.ai.model ? ` ${config.ai.model}` : ''}${config.ai.key ? '' : ' (WHARF_AI_KEY is not set)'}` : 'no included engine: own keys, else offline templates'}`,
+      );
       io.out(
         `  DNS        ${config.dnsServers?.join(', ') ?? 'system resolvers'}; email probes on port ${config.email.smtpPort}` +
           (config.email.allowPrivate ? ' (private MX hosts allowed)' : ''),

@@ -2,6 +2,7 @@
 // buildPlatform builds everything. The CLI maps flags and WHARF_* variables onto it.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { AiProvider } from '../shared/api/account.js';
 
 export interface Plan {
   /** What the plan grants each calendar month (UTC), in US dollars. */
@@ -14,6 +15,28 @@ export interface Prices {
   email_verification_usd: number;
   /** One email verification with the SMTP probe. */
   email_smtp_probe_usd: number;
+}
+
+/** The AI builder and agent's engines (API.md §3, §8). */
+export interface AiConfig {
+  /** The included engine (the service's own key); null: no included engine. */
+  provider: AiProvider | null;
+  /** The included engine's model; null: the provider's default. */
+  model: string | null;
+  /** The included engine's key (WHARF_AI_KEY). */
+  key: string | null;
+  /** Base URL per provider, for both engines (e.g. an OpenAI-compatible gateway); else the provider's own. */
+  baseUrls: Partial<Record<AiProvider, string>>;
+  /** The model an own key of each provider uses; else the provider's default. */
+  ownKeyModels: Partial<Record<AiProvider, string>>;
+  /** AI calls per account per minute. */
+  ratePerMinute: number;
+  /** What the included engine costs, in US dollars per million tokens. */
+  prices: { input_per_mtok_usd: number; output_per_mtok_usd: number };
+  /** An admin connection URL of the PostgreSQL server that AI apps get databases on (WHARF_POSTGRES_URL). */
+  postgresUrl: string | null;
+  /** Tool calls the agent may make in one run. */
+  maxSteps: number;
 }
 
 /** How the email verifier talks to mail servers (API.md §6). */
@@ -81,12 +104,14 @@ export interface PlatformConfig {
   domainRecheckWindowMs: number;
   prices: Prices;
   email: EmailConfig;
+  ai: AiConfig;
 }
 
 /** What buildPlatform and resolveConfig take: any field, nested ones in part. */
-export type PlatformConfigInput = Partial<Omit<PlatformConfig, 'email' | 'prices'>> & {
+export type PlatformConfigInput = Partial<Omit<PlatformConfig, 'email' | 'prices' | 'ai'>> & {
   email?: Partial<EmailConfig>;
   prices?: Partial<Prices>;
+  ai?: Partial<AiConfig>;
 };
 
 export const RUNTIME_KINDS = ['process', 'sandbox'] as const;
@@ -138,6 +163,18 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
       perProviderConcurrency: 6,
       allowPrivate: false,
       ...partial.email,
+    },
+    ai: {
+      provider: null,
+      model: null,
+      key: null,
+      baseUrls: {},
+      ownKeyModels: {},
+      ratePerMinute: 20,
+      prices: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
+      postgresUrl: null,
+      maxSteps: 12,
+      ...partial.ai,
     },
   };
 }
