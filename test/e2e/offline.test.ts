@@ -60,7 +60,10 @@ describe('offline', () => {
         .getByRole('link', { name: projects[0]!.name, exact: true })
         .click();
       await app.getByTestId('project-detail').waitFor();
-      expect(await app.getByTestId('project-detail').innerText()).toMatch(/Offline copy from/);
+      // The page opens from the list at once; the Engine's answer (from its Mirror) follows.
+      await expect
+        .poll(() => app.getByTestId('project-detail').innerText(), { timeout: 10_000 })
+        .toMatch(/Offline copy from/);
       await screenshot(app, 'offline-project-detail');
       await app.getByTestId('nav-projects').click();
     } finally {
