@@ -13,7 +13,15 @@ import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import type { Account, CapturedRequestDetail, HeaderList, Project } from '../shared/api/index.js';
+import {
+  AgentStreamEvents,
+  type Account,
+  type AgentStreamEventName,
+  type AiProvider,
+  type CapturedRequestDetail,
+  type HeaderList,
+  type Project,
+} from '../shared/api/index.js';
 import {
   BRIDGE_EVENTS,
   BridgeError,
@@ -26,6 +34,8 @@ import {
   type BridgeOperation,
   type BridgeOutput,
   type BridgeRequests,
+  type AgentStartInput,
+  type AiAgentEvent,
   type ConnectionTest,
   type DeployOutcome,
   type LocalTunnel,
@@ -40,6 +50,7 @@ import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../shared/dns-label.js';
 import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
+import { readSse } from './api-client/sse.js';
 import { Exchange, headerList, toDetail } from './capture/capture.js';
 import { toCurl } from './capture/curl.js';
 import { toHar } from './capture/har.js';
@@ -133,10 +144,14 @@ interface RunningTunnel {
   stopping: boolean;
 }
 
-/** Events that need the platform polled while someone listens; tunnel and traffic events do not. */
+/** Events that need the platform polled while someone listens; tunnel, traffic and agent events do not. */
 const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
-  (event) => event !== 'tunnels' && event !== 'traffic',
+  (event) => event !== 'tunnels' && event !== 'traffic' && event !== 'ai-agent',
 );
+
+/** The agent stream sends a heartbeat every 15 s: this much silence means the connection died. */
+const AGENT_IDLE_MS = 45_000;
+const RUN_ID = /^run_[A-Za-z0-9_-]{8,64}$/;
 
 /** How long a replay waits for the local app to say anything. */
 const REPLAY_IDLE_MS = 30_000;
@@ -162,6 +177,8 @@ export class Engine implements Bridge {
   private seen = new Map<string, DeployState>();
   private readonly follows: LogFollowers;
   private readonly tunnels = new Map<string, RunningTunnel>();
+  /** The agent runs streaming now, by run id: aborting one closes its stream. */
+  private readonly agentRuns = new Map<string, AbortController>();
 
   constructor(private readonly options: EngineOptions) {
     this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'), {
@@ -221,6 +238,7 @@ export class Engine implements Bridge {
     if (this.closed) return;
     this.closed = true;
     this.follows.closeAll();
+    for (const run of this.agentRuns.values()) run.abort();
     this.stopPolling();
     await Promise.all([...this.tunnels.values()].map((tunnel) => this.stopTunnel(tunnel)));
     await this.polling?.catch(() => undefined);
@@ -368,7 +386,125 @@ export class Engine implements Bridge {
         client.verifyEmailBatch({ emails: emails as string[], ...smtpProbeOf(input) }),
       );
     },
+    'account.setAiKey': async (input) => {
+      const { provider, key } = (input ?? {}) as { provider?: unknown; key?: unknown };
+      if (typeof provider !== 'string' || provider === '') throw invalid('provider', 'is required');
+      if (typeof key !== 'string' || key.trim() === '') throw invalid('key', 'is required: paste your key');
+      return this.live((client) => client.setAiKey({ provider: provider as AiProvider, key: key.trim() }));
+    },
+    'account.deleteAiKey': async () => this.live((client) => client.deleteAiKey()),
+    'ai.build': async (input) => {
+      const answer = await this.live((client) => client.aiBuild(input));
+      await this.saw(answer.project);
+      return answer;
+    },
+    'ai.deploy': async (input) => {
+      const projectId = requireString(input, 'project_id', 'a project id');
+      const { env, database } = input;
+      const answer = await this.live((client) =>
+        client.aiDeploy({
+          project_id: projectId,
+          env: env ?? {},
+          ...(database === undefined ? {} : { database }),
+        }),
+      );
+      await this.saw(answer.project);
+      return answer;
+    },
+    'ai.edit': async (input) => {
+      const answer = await this.live((client) => client.aiEdit(input));
+      await this.saw(answer.project);
+      return answer;
+    },
+    'ai.agent.start': async (input) => this.startAgent(input),
+    'ai.agent.stop': async (input) => {
+      const runId = requireString(input, 'runId', 'a run id');
+      const run = this.agentRuns.get(runId);
+      run?.abort();
+      return { runId, stopped: run !== undefined };
+    },
   };
+
+  // --- AI -------------------------------------------------------------------------------------
+
+  /** A project an AI call answered with: kept in the Mirror, the list refreshed, its deploy watched. */
+  private async saw(project: Project): Promise<void> {
+    const scope = await this.scope();
+    if (scope) this.mirror.upsertProject(scope, project);
+    await this.refreshProjects();
+    this.observe([project], false);
+  }
+
+  /**
+   * Opens the run's stream and answers once the platform accepted it; the stream is then read in the
+   * background, each event re-emitted as an `ai-agent` event, and `closed` last whatever happens.
+   */
+  private async startAgent(input: AgentStartInput): Promise<{ runId: string }> {
+    const { messages, engine, runId: given } = (input ?? {}) as Partial<AgentStartInput>;
+    if (!Array.isArray(messages) || messages.length === 0)
+      throw invalid('messages', 'must hold at least one message');
+    if (given !== undefined && (typeof given !== 'string' || !RUN_ID.test(given)))
+      throw invalid('runId', 'must be run_ followed by 8 to 64 letters, digits, _ or -');
+    const runId = given ?? `run_${randomBytes(12).toString('hex')}`;
+    if (this.agentRuns.has(runId)) throw new BridgeError('conflict', 409, `run ${runId} is already running`);
+    const abort = new AbortController();
+    this.agentRuns.set(runId, abort);
+    const body = { messages, ...(engine === undefined ? {} : { engine }) };
+    let response: Response;
+    try {
+      response = await this.live((client) => client.agentStream(body, abort.signal));
+    } catch (error) {
+      this.agentRuns.delete(runId);
+      if (abort.signal.aborted)
+        throw new BridgeError('conflict', 409, 'the run was stopped before it started');
+      throw error;
+    }
+    const send = (event: AiAgentEvent) => this.emit('ai-agent', event);
+    let sawDone = false;
+    void readSse(
+      response.body!,
+      ({ event, data }) => {
+        if (!(event in AgentStreamEvents)) return;
+        const name = event as AgentStreamEventName;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(data);
+        } catch {
+          return;
+        }
+        const checked = AgentStreamEvents[name].safeParse(parsed);
+        if (!checked.success) return;
+        if (name === 'done') sawDone = true;
+        send({ runId, event: name, data: checked.data } as AiAgentEvent);
+      },
+      { idleMs: AGENT_IDLE_MS },
+    )
+      .then(
+        () => {
+          if (sawDone) return 'done' as const;
+          send({
+            runId,
+            event: 'error',
+            data: { code: 'stream_ended', detail: 'the platform ended the agent stream before it finished' },
+          });
+          return 'failed' as const;
+        },
+        (error: unknown) => {
+          if (abort.signal.aborted) return 'stopped' as const;
+          const detail =
+            error instanceof Error && error.name === 'SseIdleError'
+              ? `the agent stream stopped: ${error.message}`
+              : `the agent stream broke: ${(error as Error | undefined)?.message ?? String(error)}`;
+          send({ runId, event: 'error', data: { code: 'offline', detail } });
+          return 'failed' as const;
+        },
+      )
+      .then((reason) => {
+        this.agentRuns.delete(runId);
+        send({ runId, event: 'closed', data: { reason: abort.signal.aborted ? 'stopped' : reason } });
+      });
+    return { runId };
+  }
 
   // --- settings -------------------------------------------------------------------------------
 

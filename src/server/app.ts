@@ -14,6 +14,10 @@ import {
 import { LIMITS } from '../shared/api/projects.js';
 import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
+import { aiAgentRoutes } from './ai/agent/routes.js';
+import { AiBuilder } from './ai/builder.js';
+import { AiEngines } from './ai/engines.js';
+import { aiBuildRoutes } from './ai/routes.js';
 import { Authenticator, assertScope } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
 import { DailyCap } from './billing/daily-cap.js';
@@ -52,6 +56,10 @@ export interface Platform {
   tunnels: TunnelHub;
   /** Allowance, top-ups and usage of each account (integer micro-dollars). */
   ledger: Ledger;
+  /** The AI engines (included and own key): resolution, rate limit, metering; and the own keys. */
+  engines: AiEngines;
+  /** The AI builder: generate, deploy with self-repair, edit; its deploy loops run in the background. */
+  aiBuilder: AiBuilder;
   /** Email verifications per account per UTC day. */
   dailyCap: DailyCap;
   /** Custom domains, and their background re-check (started here, stopped on close). */
@@ -70,11 +78,8 @@ declare module 'fastify' {
 export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<Platform> {
   const config = resolveConfig(partial);
   const db = await openStore(join(config.dataDir, 'platform.db'));
-  const auth = new Authenticator(
-    db,
-    loadOrCreateSecret(config.dataDir, config.secret),
-    config.tokenTtlSeconds,
-  );
+  const secret = loadOrCreateSecret(config.dataDir, config.secret);
+  const auth = new Authenticator(db, secret, config.tokenTtlSeconds);
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
   const projects = new ProjectService(db, config);
   const logs = new LogStore(db);
@@ -88,6 +93,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const edge = new Edge(config, db, runtime, tunnels);
   const ledger = new Ledger(db, config);
   const dailyCap = new DailyCap(db, config);
+  const engines = new AiEngines(db, config, ledger, secret);
+  const aiBuilder = new AiBuilder({ db, config, projects, runtime, logs, engines, ledger });
   const emailVerifier = new EmailVerifier({
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.dnsTimeoutMs,
@@ -145,6 +152,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   app.addHook('preClose', async () => tunnels.close());
   app.addHook('onClose', async () => {
     await domainChecker.stop();
+    // The builder's loops deploy through the runtime: they end first.
+    await aiBuilder.close();
     emailVerifier.close();
     await edge.close();
     await runtime.close();
@@ -192,14 +201,28 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
         handler: async () => ({ ok: true }),
       });
 
-      await api.register(accountRoutes, { db, config, auth, ledger, dailyCap });
+      await api.register(accountRoutes, { db, config, auth, ledger, dailyCap, aiKeys: engines.keys });
       await api.register(projectRoutes, { db, config, projects, logs, runtime });
       await api.register(tunnelRoutes, { hub: tunnels });
       await api.register(domainRoutes, { domains, checker: domainChecker });
       await api.register(emailRoutes, { config, verifier: emailVerifier, ledger, dailyCap });
+      await api.register(aiBuildRoutes, { builder: aiBuilder, engines });
+      await api.register(aiAgentRoutes, {
+        db,
+        config,
+        engines,
+        builder: aiBuilder,
+        projects,
+        runtime,
+        logs,
+        ledger,
+      });
     },
     { prefix: API_PREFIX },
   );
+
+  // Repositories of AI projects deleted since the last start go (before any build can start one).
+  await aiBuilder.sweep();
 
   // What was running when the platform last stopped runs again (in the background).
   void runtime.restore().catch((error: unknown) => {
@@ -218,6 +241,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     edge,
     tunnels,
     ledger,
+    engines,
+    aiBuilder,
     dailyCap,
     domains,
     domainChecker,

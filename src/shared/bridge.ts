@@ -23,6 +23,13 @@ import type {
   UsageEntry,
   VerifyEmailBatchRequest,
   VerifyEmailRequest,
+  AgentStreamEvent,
+  AiBuildRequest,
+  AiBuildResponse,
+  AiEditRequest,
+  AiEngine,
+  MaskedAiKey,
+  PutAiKeyRequest,
 } from './api/index.js';
 import type { ErrorCode, FieldError } from './errors.js';
 
@@ -195,6 +202,33 @@ export interface TrafficEvent {
   requests: CapturedRequest[];
 }
 
+/** What `ai.deploy` takes: the secrets an AI project needs, and whether to create its database. */
+export interface AiDeployInput {
+  project_id: string;
+  env?: Record<string, string>;
+  database?: 'postgres' | null;
+}
+
+/** An agent conversation to answer, streamed as `ai-agent` events. */
+export interface AgentStartInput {
+  messages: Array<{ role: 'user' | 'assistant'; content: string }>;
+  engine?: AiEngine;
+  /**
+   * The run's id, chosen by the caller (`run_` + 8–64 letters, digits, `_` or `-`) so it can listen
+   * for the run's events before the call answers; the Engine makes one up otherwise.
+   */
+  runId?: string;
+}
+
+/**
+ * One event of an agent run: an event of `POST /ai/agent/stream` (API.md §8) as it arrived, or
+ * `closed`, which the Engine sends last for every run it started, however it ended: after `done`
+ * (`done`), after `ai.agent.stop` (`stopped`), or when the stream broke (`failed`, after an `error`).
+ */
+export type AiAgentEvent = { runId: string } & (
+  AgentStreamEvent | { event: 'closed'; data: { reason: 'done' | 'stopped' | 'failed' } }
+);
+
 export interface BridgeRequests {
   'settings.get': { input: void; output: SettingsView };
   'settings.update': { input: SettingsUpdate; output: SettingsView };
@@ -241,6 +275,25 @@ export interface BridgeRequests {
   'email.verify': { input: VerifyEmailRequest; output: EmailVerification };
   /** Checks 1–100 addresses; the results come in input order. */
   'email.verifyBatch': { input: VerifyEmailBatchRequest; output: EmailBatchResult };
+  /** Saves the account's own AI key (encrypted on the platform); the answer shows it masked. */
+  'account.setAiKey': { input: PutAiKeyRequest; output: MaskedAiKey };
+  'account.deleteAiKey': { input: void; output: { deleted: true } };
+  /** Generates an app and deploys it, or answers `needs_setup` with the secrets it needs first. */
+  'ai.build': { input: AiBuildRequest; output: AiBuildResponse };
+  /** Deploys an AI project that needed setup, with its secrets (and a database when asked). */
+  'ai.deploy': { input: AiDeployInput; output: Extract<AiBuildResponse, { status: 'building' }> };
+  /** Changes an AI project by an instruction and redeploys it; the answer names the files changed. */
+  'ai.edit': {
+    input: AiEditRequest;
+    output: { status: 'building'; project: Project; changed_files: string[] };
+  };
+  /**
+   * Starts an agent run: resolves once the platform accepted it (or rejects with why it did not: 402,
+   * 429, 503…); its events follow as `ai-agent` events with this runId, `closed` last.
+   */
+  'ai.agent.start': { input: AgentStartInput; output: { runId: string } };
+  /** Stops a run: its stream is closed and `closed` (`stopped`) follows. */
+  'ai.agent.stop': { input: { runId: string }; output: { runId: string; stopped: boolean } };
 }
 
 export type BridgeOperation = keyof BridgeRequests;
@@ -281,6 +334,13 @@ export const BRIDGE_OPERATIONS = [
   'domains.delete',
   'email.verify',
   'email.verifyBatch',
+  'account.setAiKey',
+  'account.deleteAiKey',
+  'ai.build',
+  'ai.deploy',
+  'ai.edit',
+  'ai.agent.start',
+  'ai.agent.stop',
 ] as const satisfies readonly BridgeOperation[];
 
 export interface BridgeEvents {
@@ -296,6 +356,8 @@ export interface BridgeEvents {
   tunnels: LocalTunnel[];
   /** New exchanges through this Engine's tunnels. */
   traffic: TrafficEvent;
+  /** The events of the agent runs this Engine streams (`ai.agent.start`), each with its run's id. */
+  'ai-agent': AiAgentEvent;
 }
 
 export type BridgeEventName = keyof BridgeEvents;
@@ -307,6 +369,7 @@ export const BRIDGE_EVENTS = [
   'deploy-finished',
   'tunnels',
   'traffic',
+  'ai-agent',
 ] as const satisfies readonly BridgeEventName[];
 
 /** Codes of errors that do not come from the platform's API. */

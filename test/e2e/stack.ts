@@ -112,6 +112,8 @@ export interface StackOptions {
    * `--smtp-allow-private` to aim domain and email checks at local fakes. Kept on restarts.
    */
   platformArgs?: string[];
+  /** More environment for `wharf platform`, e.g. `WHARF_AI_KEY` for the included AI engine. Kept on restarts. */
+  platformEnv?: Record<string, string>;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -133,6 +135,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         ...(options.platformArgs ?? []),
       ],
       /Press Ctrl\+C/,
+      options.platformEnv,
     );
     edgePort = Number(/Apps +http:\/\/\S+:(\d+)/.exec(platform.output())?.[1] ?? 0);
   };
@@ -237,6 +240,8 @@ export function useAppStack(
     teardown?: () => Promise<void>;
     /** Arguments for `wharf platform`, asked for when the stack starts (after earlier beforeAll hooks). */
     platformArgs?: () => string[];
+    /** Environment for `wharf platform`, asked for at the same time. */
+    platformEnv?: () => Record<string, string>;
   } = {},
 ): AppHarness {
   let stack: Stack | undefined;
@@ -247,7 +252,10 @@ export function useAppStack(
     return { stack, browser };
   };
   beforeAll(async () => {
-    stack = await startStack(hooks.platformArgs ? { platformArgs: hooks.platformArgs() } : {});
+    stack = await startStack({
+      ...(hooks.platformArgs ? { platformArgs: hooks.platformArgs() } : {}),
+      ...(hooks.platformEnv ? { platformEnv: hooks.platformEnv() } : {}),
+    });
     browser = await launchBrowser();
     await hooks.setup?.(stack);
   }, 45_000);

@@ -217,6 +217,29 @@ console.log('wrote dist/index.html');
     expect(page.body).toBe('<h1>built at ci</h1>');
   });
 
+  it("runs a Procfile's worker process beside its web process, and a worker-only Procfile alone", async () => {
+    const both = await createProject(tp, { name: 'Proc', subdomain: 'proc-both', deploy_source: 'upload' });
+    const files = nodeApp('hello from the web process', {
+      'tick.js': `console.log('worker ticking with PORT=' + process.env.PORT); setInterval(() => {}, 1000);`,
+    });
+    const { logs } = await deployFiles(tp, both.id, {
+      ...files,
+      Procfile: 'web: node server.js\nworker: node tick.js\n',
+    });
+    expect(text(logs)).toContain('detected Procfile: web and worker process found');
+    expect(logs.find((l) => l.line.startsWith('worker ticking'))).toMatchObject({ service: 'worker' });
+    expect((await viaEdge(tp.edgePort, 'proc-both.localhost', '/p')).body).toBe(
+      'hello from the web process /p',
+    );
+
+    const alone = await createProject(tp, { name: 'Jobs', subdomain: 'proc-jobs', deploy_source: 'upload' });
+    const { logs: workerLogs } = await deployFiles(tp, alone.id, {
+      'tick.js': `console.log('only a worker here'); setInterval(() => {}, 1000);`,
+      Procfile: 'worker: node tick.js\n',
+    });
+    expect(text(workerLogs)).toContain('only a worker here');
+  });
+
   it('fails clearly when nothing says how to start the app', async () => {
     const project = await createProject(tp, {
       name: 'Nothing',

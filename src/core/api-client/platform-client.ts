@@ -4,6 +4,15 @@
 import { z } from 'zod';
 import {
   Account,
+  AiBuildResponse,
+  AiDeployResponse,
+  AiEditResponse,
+  MaskedAiKey,
+  type AgentRequest,
+  type AiBuildRequest,
+  type AiDeployRequest,
+  type AiEditRequest,
+  type PutAiKeyRequest,
   CreatedDomain,
   Domain,
   DomainVerification,
@@ -48,6 +57,11 @@ const LogLines = z.array(LogLine);
 const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });
 const DomainList = z.array(Domain);
 const UsageList = z.array(UsageEntry);
+
+const AiKeyDeleted = z.object({ deleted: z.literal(true) });
+
+/** A build generates the app before it answers: with a model, that takes a while. */
+const AI_GENERATE_TIMEOUT_MS = 5 * 60_000;
 
 /** A DNS look-up may wait for slow name servers. */
 const DOMAIN_VERIFY_TIMEOUT_MS = 30_000;
@@ -199,6 +213,69 @@ export class PlatformClient {
     return this.parse(response, EmailBatchResult);
   }
 
+  setAiKey(body: PutAiKeyRequest): Promise<MaskedAiKey> {
+    return this.json('PUT', '/account/ai-key', MaskedAiKey, body);
+  }
+
+  deleteAiKey(): Promise<{ deleted: true }> {
+    return this.json('DELETE', '/account/ai-key', AiKeyDeleted);
+  }
+
+  /** `POST /ai/build`: answers 202 once the app is generated (building, or needs_setup). */
+  aiBuild(body: AiBuildRequest): Promise<AiBuildResponse> {
+    return this.slowJson('POST', '/ai/build', AiBuildResponse, body);
+  }
+
+  aiDeploy(body: AiDeployRequest): Promise<z.infer<typeof AiDeployResponse>> {
+    return this.slowJson('POST', '/ai/deploy', AiDeployResponse, body);
+  }
+
+  aiEdit(body: AiEditRequest): Promise<z.infer<typeof AiEditResponse>> {
+    return this.slowJson('POST', '/ai/edit', AiEditResponse, body);
+  }
+
+  /**
+   * Opens `POST /ai/agent/stream` and answers the response once its headers are in, for readSse to
+   * read; the stream lasts until `signal` aborts it or the platform ends it (after `done`). A refusal
+   * (402, 429, 503…) becomes a BridgeError like any other answer.
+   */
+  async agentStream(body: AgentRequest, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = {
+      accept: 'text/event-stream',
+      'content-type': 'application/json',
+    };
+    if (this.apiKey) headers['x-api-key'] = this.apiKey;
+    const connect = new AbortController();
+    const timer = setTimeout(
+      () => connect.abort(new DOMException('no answer in time', 'TimeoutError')),
+      Math.max(this.timeoutMs, 30_000),
+    );
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}/api/v1/ai/agent/stream`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([signal, connect.signal]),
+      });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw offlineError(this.baseUrl, connect.signal.aborted ? connect.signal.reason : error);
+    } finally {
+      clearTimeout(timer);
+    }
+    const type = response.headers.get('content-type') ?? '';
+    if (!response.ok || !type.startsWith('text/event-stream') || !response.body) {
+      await this.parse(response, z.never());
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `the platform answered the agent stream with ${type || 'no content type'}, not text/event-stream`,
+      );
+    }
+    return response;
+  }
+
   /** Whether a Wharf platform answers at this origin (no key needed). */
   async health(): Promise<boolean> {
     try {
@@ -214,6 +291,15 @@ export class PlatformClient {
       ...(body === undefined
         ? {}
         : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+    return this.parse(response, schema);
+  }
+
+  private async slowJson<T>(method: string, path: string, schema: z.ZodType<T>, body: unknown): Promise<T> {
+    const response = await this.send(method, path, {
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+      timeoutMs: Math.max(this.timeoutMs, AI_GENERATE_TIMEOUT_MS),
     });
     return this.parse(response, schema);
   }

@@ -9,6 +9,8 @@ import type { Route } from './stores/navigation/store';
 import { useRoute } from './stores/navigation/selectors';
 import { useTransport } from './stores/platform/selectors';
 import { useProject } from './stores/projects/selectors';
+import { AgentView } from './views/agent/AgentView';
+import { BuildView } from './views/build/BuildView';
 import { NewProjectView } from './views/projects/NewProjectView';
 import { ProjectDetailView } from './views/projects/ProjectDetailView';
 import { ProjectsView } from './views/projects/ProjectsView';
@@ -66,6 +68,10 @@ function Screen({ route }: { route: Route }) {
       return <ProjectDetailView key={route.id} id={route.id} />;
     case 'traffic':
       return <TrafficView requestId={route.requestId} />;
+    case 'agent':
+      return <AgentView />;
+    case 'build':
+      return <BuildView />;
     case 'domains':
       return <DomainsView />;
     case 'email':
@@ -81,17 +87,21 @@ function useDocumentTitle(route: Route) {
   const title =
     route.screen === 'settings'
       ? 'Settings'
-      : route.screen === 'domains'
-        ? 'Domains'
-        : route.screen === 'email'
-          ? 'Email verification'
-          : route.screen === 'traffic'
-            ? traffic
-            : route.screen === 'new-project'
-              ? 'New project'
-              : route.screen === 'project'
-                ? (project?.name ?? 'Project')
-                : 'Projects';
+      : route.screen === 'agent'
+        ? 'Agent'
+        : route.screen === 'build'
+          ? 'Build with AI'
+          : route.screen === 'domains'
+            ? 'Domains'
+            : route.screen === 'email'
+              ? 'Email verification'
+              : route.screen === 'traffic'
+                ? traffic
+                : route.screen === 'new-project'
+                  ? 'New project'
+                  : route.screen === 'project'
+                    ? (project?.name ?? 'Project')
+                    : 'Projects';
   useEffect(() => {
     document.title = `${title} · Wharf`;
   }, [title]);

@@ -13,6 +13,7 @@ import type { ApiKeysTable } from '../store/schema.js';
 import type { DailyCap } from '../billing/daily-cap.js';
 import type { Ledger } from '../billing/ledger.js';
 import { parseScopes } from '../auth/authenticate.js';
+import { maskedAiKey } from '../ai/keys.js';
 
 export const LOCAL_ACCOUNT_EMAIL = 'local@wharf.localhost';
 
@@ -124,9 +125,10 @@ export async function getAccount(
 ): Promise<Account> {
   const row = await db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst();
   if (!row) throw new ApiError('unauthorized', 'the account of this key no longer exists');
-  const [balance, verificationsToday] = await Promise.all([
+  const [balance, verificationsToday, aiKey] = await Promise.all([
     billing.ledger.balance(accountId),
     billing.dailyCap.used(accountId),
+    maskedAiKey(db, accountId),
   ]);
   return {
     id: row.id,
@@ -134,7 +136,7 @@ export async function getAccount(
     email_verified: row.email_verified === 1,
     plan: row.plan,
     balance,
-    ai_key: null,
+    ai_key: aiKey,
     email_verifications_today: verificationsToday,
     email_daily_cap: config.emailDailyCap,
   };

@@ -1,4 +1,4 @@
-// Routes of API.md §2–§3 that exist so far: tokens, the account and its usage, API keys.
+// Routes of API.md §2–§3: tokens, the account and its usage, its own AI key (masked on every read), API keys.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
@@ -6,10 +6,13 @@ import {
   ApiKeyInfo,
   CreateKeyRequest,
   CreatedKey,
+  MaskedAiKey,
+  PutAiKeyRequest,
   TokenResponse,
   UsageEntry,
 } from '../../shared/api/account.js';
 import { Deleted, IdParams } from '../../shared/api/index.js';
+import type { AiKeyStore } from '../ai/keys.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { DailyCap } from '../billing/daily-cap.js';
 import type { Ledger } from '../billing/ledger.js';
@@ -24,6 +27,8 @@ export interface AccountRoutesOptions {
   auth: Authenticator;
   ledger: Ledger;
   dailyCap: DailyCap;
+  /** The accounts' own AI keys, sealed with the server secret. */
+  aiKeys: AiKeyStore;
 }
 
 const UsageQuery = z.strictObject({
@@ -37,7 +42,7 @@ const UsageQuery = z.strictObject({
 
 export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async (
   app,
-  { db, config, auth, ledger, dailyCap },
+  { db, config, auth, ledger, dailyCap, aiKeys },
 ) => {
   app.post('/auth/token', {
     config: { scope: 'any' },
@@ -62,6 +67,32 @@ export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async 
       response: { 200: Account },
     },
     handler: async (request) => getAccount(db, config, request.caller.accountId, { ledger, dailyCap }),
+  });
+
+  app.put('/account/ai-key', {
+    config: { scope: 'full' },
+    schema: {
+      summary: "Save the account's own AI key (replacing any saved one); only its masked form is ever shown",
+      description:
+        'The key is stored encrypted (AES-256-GCM, bound to the account) and used by the `own_key` engine.',
+      tags: ['account'],
+      body: PutAiKeyRequest,
+      response: { 200: MaskedAiKey },
+    },
+    handler: async (request) => aiKeys.put(request.caller.accountId, request.body.provider, request.body.key),
+  });
+
+  app.delete('/account/ai-key', {
+    config: { scope: 'full' },
+    schema: {
+      summary: "Delete the account's own AI key",
+      tags: ['account'],
+      response: { 200: z.object({ deleted: z.literal(true) }) },
+    },
+    handler: async (request) => {
+      await aiKeys.delete(request.caller.accountId);
+      return { deleted: true as const };
+    },
   });
 
   app.get('/account/usage', {

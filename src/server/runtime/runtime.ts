@@ -437,6 +437,12 @@ export class Runtime {
         staticRoot = staticRootAfterBuild(base);
         if (staticRoot) log.build(`detected static site: the build wrote ${staticRoot}/index.html`);
       }
+      // A Procfile's `worker:` process runs beside the web one (or alone: a project that only works).
+      const worker = config.start_cmd ? null : (detection?.worker ?? null);
+      if (!start && !staticRoot && worker) {
+        services.push(procfileWorker(base, worker, env, path));
+        return { id: releaseId, dir, services };
+      }
       if (!start && !staticRoot) {
         throw new DeployError(
           'no start command: set start_cmd in the build config, or add a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
@@ -453,6 +459,7 @@ export class Runtime {
         env,
         path,
       });
+      if (worker) services.push(procfileWorker(base, worker, env, path));
     } else {
       // Top-level commands run once in root_dir; each service then installs and builds its own folder
       // (detected once per folder when its commands are empty).
@@ -843,4 +850,24 @@ function killOrphans(appsDir: string): void {
       // gone already, or not ours to look at
     }
   }
+}
+
+/** The `worker:` process of a Procfile, as a service of its own named `worker`. */
+function procfileWorker(
+  cwd: string,
+  start: string,
+  env: Record<string, string>,
+  path: string[],
+): ReleaseService {
+  return {
+    name: 'worker',
+    kind: 'worker',
+    cwd,
+    start,
+    staticRoot: null,
+    image: null,
+    fixedPort: null,
+    env,
+    path,
+  };
 }

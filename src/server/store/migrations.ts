@@ -161,4 +161,35 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('domains_next_check').on('domains').column('next_check_at').execute();
     },
   },
+  '0005_ai_keys': {
+    async up(db: Kysely<unknown>) {
+      // Own AI keys (API.md §3), one per account, AES-256-GCM sealed (src/server/ai/keys.ts): the
+      // ciphertext, IV and tag in base64, and the masked form every read shows.
+      await db.schema
+        .createTable('ai_keys')
+        .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id').onDelete('cascade'))
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('ciphertext', 'text', (c) => c.notNull())
+        .addColumn('iv', 'text', (c) => c.notNull())
+        .addColumn('tag', 'text', (c) => c.notNull())
+        .addColumn('masked', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0006_ai_projects': {
+    async up(db: Kysely<unknown>) {
+      // Projects the AI builder made: which generator, and what the app needs before it can run (the
+      // env vars and database of a needs_setup answer, as JSON). Their git history lives in
+      // <dataDir>/ai-repos/<project_id>.
+      await db.schema
+        .createTable('ai_projects')
+        .addColumn('project_id', 'text', (c) => c.primaryKey().references('projects.id').onDelete('cascade'))
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('generator', 'text', (c) => c.notNull())
+        .addColumn('needs', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -124,6 +124,27 @@ export interface DomainsTable {
   next_check_at: string | null;
 }
 
+/** An account's own AI key, sealed with AES-256-GCM (base64 parts); `masked` is what reads show. */
+export interface AiKeysTable {
+  account_id: string;
+  provider: string;
+  ciphertext: string;
+  iv: string;
+  tag: string;
+  masked: string;
+  updated_at: string;
+}
+
+/** A project the AI builder generated; its git history is in `<dataDir>/ai-repos/<project_id>`. */
+export interface AiProjectsTable {
+  project_id: string;
+  account_id: string;
+  generator: string;
+  /** JSON `{ env: [{ name, description }], database: "postgres" | null }`. */
+  needs: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -136,4 +157,6 @@ export interface Database {
   balances: BalancesTable;
   email_daily_counts: EmailDailyCountsTable;
   domains: DomainsTable;
+  ai_keys: AiKeysTable;
+  ai_projects: AiProjectsTable;
 }

@@ -12,6 +12,8 @@ const ITEMS: Array<{ label: string; icon: IconName; route: Route; matches: Array
     route: { screen: 'projects' },
     matches: ['projects', 'project', 'new-project'],
   },
+  { label: 'Build', icon: 'sparkles', route: { screen: 'build' }, matches: ['build'] },
+  { label: 'Agent', icon: 'chat', route: { screen: 'agent' }, matches: ['agent'] },
   {
     label: 'Traffic',
     icon: 'traffic',

@@ -1,5 +1,6 @@
 // Starts what the stores follow (events, transport state) and loads the first data; returns the stop.
 // Called once before the first render, so the first calls overlap React's start-up.
+import { useAgentStore } from './agent/store';
 import { useDomainsStore } from './domains/store';
 import { useLogsStore } from './logs/store';
 import { usePlatformStore } from './platform/store';
@@ -22,6 +23,7 @@ export function startStores(): () => void {
     logs.subscribe(),
     tunnels.subscribe(),
     traffic.subscribe(),
+    useAgentStore.getState().subscribe(),
     useToastsStore.getState().subscribe(),
     platform.subscribe(() => {
       catchUp();

@@ -1,4 +1,4 @@
-// Where the user is: a route kept in the URL fragment (`#/projects/prj_…`, `#/traffic/req_…`, `#/domains`), so
+// Where the user is: a route kept in the URL fragment (`#/projects/prj_…`, `#/traffic/req_…`, `#/agent`), so
 // reloads, back/forward and plain links (`<a href="#/settings">`) work in a browser and in Electron's
 // file:// page alike.
 import { create } from 'zustand';
@@ -8,6 +8,8 @@ export type Route =
   | { screen: 'new-project' }
   | { screen: 'project'; id: string }
   | { screen: 'traffic'; requestId: string | null }
+  | { screen: 'agent' }
+  | { screen: 'build' }
   | { screen: 'domains' }
   | { screen: 'email' }
   | { screen: 'settings' };
@@ -16,6 +18,8 @@ export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'settings') return { screen: 'settings' };
   if (parts[0] === 'domains') return { screen: 'domains' };
+  if (parts[0] === 'agent') return { screen: 'agent' };
+  if (parts[0] === 'build') return { screen: 'build' };
   if (parts[0] === 'email') return { screen: 'email' };
   if (parts[0] === 'traffic') return { screen: 'traffic', requestId: parts[1] ?? null };
   if (parts[0] === 'projects' && parts[1] === 'new') return { screen: 'new-project' };
@@ -33,6 +37,10 @@ export function routeHref(route: Route): string {
       return `#/projects/${encodeURIComponent(route.id)}`;
     case 'traffic':
       return route.requestId ? `#/traffic/${encodeURIComponent(route.requestId)}` : '#/traffic';
+    case 'agent':
+      return '#/agent';
+    case 'build':
+      return '#/build';
     case 'domains':
       return '#/domains';
     case 'email':

@@ -1,5 +1,6 @@
 // One project: deploy and stop it, where it runs (URL and service URLs), its source, its live logs, and
-// its settings: archive (upload projects), environment variables, build configuration, and deletion.
+// its settings: archive (upload projects), environment variables, build configuration, and deletion;
+// on a project the AI builder made, an instruction box to edit it with AI.
 import { useEffect, type ReactNode } from 'react';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
@@ -8,6 +9,8 @@ import { formatDateTime, formatWhen } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
 import { useProject, useProjectActions, useProjectDetail } from '../../stores/projects/selectors';
 import { useConnection } from '../../stores/platform/selectors';
+import { isAiProject } from '../../stores/build/generators';
+import { EditWithAi } from '../build/EditWithAi';
 import { BuildConfigForm } from './BuildConfigForm';
 import { DeleteProject } from './DeleteProject';
 import { DeployButtons, DeployStatus } from './DeployControls';
@@ -126,6 +129,7 @@ export function ProjectDetailView({ id }: { id: string }) {
       </section>
 
       <LogsPanel project={project} offline={cached || online === false} />
+      {isAiProject(project) ? <EditWithAi project={project} /> : null}
       {project.deploy_source === 'upload' ? <UploadPanel project={project} /> : null}
       <EnvVarsEditor key={`env-${project.id}`} project={project} />
       <BuildConfigForm key={`build-${project.id}`} project={project} />

@@ -1,0 +1,222 @@
+// Your own AI key: a provider and its key, saved encrypted on the platform and only ever shown back
+// masked (first 3 and last 4 characters). Runs on your key are not billed here. Deleting asks first.
+import { useState, type FormEvent } from 'react';
+import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
+import type { BridgeErrorShape } from '../../../../shared/bridge.js';
+import { Dialog } from '../../components/Dialog';
+import { FieldFrame, TextField } from '../../components/Field';
+import { Icon } from '../../components/Icon';
+import { ErrorNotice, SuccessNote } from '../../components/Notice';
+import { fieldErrorsOf } from '../../lib/field-errors';
+import { useAiKeyActions } from '../../stores/agent/selectors';
+import { useAccount } from '../../stores/settings/selectors';
+
+export const PROVIDER_LABELS: Record<AiProvider, string> = {
+  openai: 'OpenAI',
+  anthropic: 'Anthropic',
+  google: 'Google (Gemini)',
+  mistral: 'Mistral',
+  groq: 'Groq',
+  deepseek: 'DeepSeek',
+  xai: 'xAI (Grok)',
+  openrouter: 'OpenRouter',
+};
+
+export function AiKeyCard() {
+  const { account } = useAccount();
+  const { saveAiKey, deleteAiKey } = useAiKeyActions();
+  const saved = account?.ai_key ?? null;
+  const [provider, setProvider] = useState<AiProvider | null>(null);
+  const [key, setKey] = useState('');
+  const [saving, setSaving] = useState(false);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [message, setMessage] = useState<BridgeErrorShape | null>(null);
+  const [done, setDone] = useState<'saved' | 'deleted' | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const shownProvider = provider ?? saved?.provider ?? 'openai';
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (saving) return;
+    setDone(null);
+    setMessage(null);
+    if (key.trim() === '') {
+      setErrors({ key: `paste your ${PROVIDER_LABELS[shownProvider]} API key` });
+      return;
+    }
+    setSaving(true);
+    const outcome = await saveAiKey(shownProvider, key.trim());
+    setSaving(false);
+    if (outcome.ok) {
+      setKey('');
+      setErrors({});
+      setProvider(null);
+      setDone('saved');
+      return;
+    }
+    const fields = fieldErrorsOf(outcome.error);
+    setErrors(fields);
+    if (!fields.key && !fields.provider) setMessage(outcome.error);
+  };
+
+  return (
+    <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card">
+      <header className="card-header">
+        <div>
+          <h2 className="card-title" id="ai-key-title">
+            Your AI key
+          </h2>
+          <p className="card-description">
+            Build apps and run the agent on your own provider account: not billed here. Stored encrypted on
+            the platform, never shown back in full.
+          </p>
+        </div>
+      </header>
+      <form className="card-body stack" onSubmit={(event) => void submit(event)} noValidate>
+        {message ? <ErrorNotice error={message} title="The key was not saved" testId="ai-key-error" /> : null}
+        {saved ? (
+          <div className="key-saved ai-key-saved" data-testid="ai-key-saved">
+            <Icon name="key" />
+            <span>
+              <strong>{PROVIDER_LABELS[saved.provider]}</strong> key{' '}
+              <span className="mono" data-testid="ai-key-masked">
+                {saved.masked}
+              </span>
+            </span>
+            <button
+              type="button"
+              className="btn btn-sm btn-ghost btn-danger-text"
+              onClick={() => setConfirming(true)}
+              data-testid="ai-key-delete"
+            >
+              <Icon name="trash" />
+              Delete
+            </button>
+          </div>
+        ) : (
+          <p className="muted" data-testid="ai-key-none">
+            No key saved: the agent and the builder use the included engine (or, for the builder, the offline
+            templates).
+          </p>
+        )}
+        <div className="grid-2 ai-key-fields">
+          <FieldFrame label="Provider" error={errors.provider}>
+            {({ id, describedBy, invalid }) => (
+              <select
+                id={id}
+                className="input"
+                value={shownProvider}
+                aria-invalid={invalid || undefined}
+                aria-describedby={describedBy}
+                onChange={(event) => {
+                  setProvider(event.target.value as AiProvider);
+                  setErrors(({ provider: _gone, ...rest }) => rest);
+                  setDone(null);
+                }}
+                data-testid="ai-key-provider"
+              >
+                {AI_PROVIDERS.map((option) => (
+                  <option key={option} value={option}>
+                    {PROVIDER_LABELS[option]}
+                  </option>
+                ))}
+              </select>
+            )}
+          </FieldFrame>
+          <TextField
+            label="API key"
+            type="password"
+            value={key}
+            onChange={(event) => {
+              setKey(event.target.value);
+              setErrors(({ key: _gone, ...rest }) => rest);
+              setDone(null);
+            }}
+            error={errors.key}
+            placeholder={saved ? 'A new key replaces it' : 'sk-…'}
+            autoComplete="new-password"
+            className="mono"
+            data-testid="ai-key-input"
+          />
+        </div>
+        <div className="button-row button-row-end">
+          {done === 'saved' ? (
+            <SuccessNote testId="ai-key-done">Key saved</SuccessNote>
+          ) : done === 'deleted' ? (
+            <SuccessNote testId="ai-key-done">Key deleted</SuccessNote>
+          ) : (
+            <span />
+          )}
+          <button type="submit" className="btn btn-primary" disabled={saving} data-testid="ai-key-save">
+            {saving ? 'Saving…' : saved ? 'Replace key' : 'Save key'}
+          </button>
+        </div>
+      </form>
+      {confirming && saved ? (
+        <ConfirmDeleteKey
+          label={`${PROVIDER_LABELS[saved.provider]} key ${saved.masked}`}
+          onClose={() => setConfirming(false)}
+          onDelete={async () => {
+            const outcome = await deleteAiKey();
+            if (outcome.ok) {
+              setConfirming(false);
+              setDone('deleted');
+            }
+            return outcome.ok ? null : outcome.error;
+          }}
+        />
+      ) : null}
+    </section>
+  );
+}
+
+function ConfirmDeleteKey({
+  label,
+  onClose,
+  onDelete,
+}: {
+  label: string;
+  onClose: () => void;
+  onDelete: () => Promise<BridgeErrorShape | null>;
+}) {
+  const [deleting, setDeleting] = useState(false);
+  const [error, setError] = useState<BridgeErrorShape | null>(null);
+  const confirm = async () => {
+    if (deleting) return;
+    setDeleting(true);
+    const failed = await onDelete();
+    setDeleting(false);
+    setError(failed);
+  };
+  return (
+    <Dialog
+      title="Delete your AI key?"
+      description={
+        <p>
+          The <span className="mono">{label}</span> is removed from the platform. Runs then use the included
+          engine, which is billed to your balance.
+        </p>
+      }
+      onClose={onClose}
+      onSubmit={() => void confirm()}
+      testId="ai-key-delete-dialog"
+      footer={
+        <>
+          <button type="button" className="btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button
+            type="submit"
+            className="btn btn-danger"
+            disabled={deleting}
+            data-testid="ai-key-confirm-delete"
+          >
+            {deleting ? 'Deleting…' : 'Delete key'}
+          </button>
+        </>
+      }
+    >
+      {error ? <ErrorNotice error={error} title="The key was not deleted" /> : null}
+    </Dialog>
+  );
+}

@@ -1,0 +1,61 @@
+// The eight providers of API.md §3 behind one function: a Vercel AI SDK language model from a provider
+// name, a key, an optional base URL (an OpenAI-compatible gateway, a proxy, or a local fake in tests)
+// and a model id. Both engines (included and own key) come through here.
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createDeepSeek } from '@ai-sdk/deepseek';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createGroq } from '@ai-sdk/groq';
+import { createMistral } from '@ai-sdk/mistral';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createXai } from '@ai-sdk/xai';
+import { createOpenRouter } from '@openrouter/ai-sdk-provider';
+import type { LanguageModel } from 'ai';
+import type { AiProvider } from '../../../shared/api/account.js';
+
+/**
+ * The model each provider uses when the configuration names none: a fast, inexpensive model with tool
+ * calling, among the ids the installed provider package knows.
+ */
+export const DEFAULT_MODELS: Record<AiProvider, string> = {
+  openai: 'gpt-4o-mini',
+  anthropic: 'claude-haiku-4-5',
+  google: 'gemini-2.5-flash',
+  mistral: 'mistral-small-latest',
+  groq: 'llama-3.3-70b-versatile',
+  deepseek: 'deepseek-v4-flash',
+  xai: 'grok-4.3',
+  openrouter: 'openai/gpt-4o-mini',
+};
+
+export interface ModelSettings {
+  apiKey: string;
+  /** The provider's API root (e.g. `https://api.openai.com/v1`); undefined: the provider's own. */
+  baseURL?: string;
+  modelId: string;
+}
+
+export function languageModel(
+  provider: AiProvider,
+  { apiKey, baseURL, modelId }: ModelSettings,
+): LanguageModel {
+  const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
+  switch (provider) {
+    // Chat completions rather than the Responses API: it is what OpenAI-compatible gateways speak.
+    case 'openai':
+      return createOpenAI(settings).chat(modelId);
+    case 'anthropic':
+      return createAnthropic(settings)(modelId);
+    case 'google':
+      return createGoogleGenerativeAI(settings)(modelId);
+    case 'mistral':
+      return createMistral(settings)(modelId);
+    case 'groq':
+      return createGroq(settings)(modelId);
+    case 'deepseek':
+      return createDeepSeek(settings)(modelId);
+    case 'xai':
+      return createXai(settings).chat(modelId);
+    case 'openrouter':
+      return createOpenRouter(settings).chat(modelId);
+  }
+}

@@ -1,0 +1,523 @@
+// The AI builder end to end (API.md §8): POST /ai/build, /ai/deploy and /ai/edit on a real platform with
+// the real runtime, apps answering through the edge. Offline (no engine: the built-in templates), with a
+// local fake OpenAI-compatible provider scripted turn by turn (repairs, edits, billing), needs_setup with
+// a real PostgreSQL started here, and the refusals. Everything listens on 127.0.0.1.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BuildEvent } from '../../src/server/ai/builder.js';
+import type { AiBuildResponse } from '../../src/shared/api/ai.js';
+import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
+import { logLines, viaEdge } from '../helpers/deploy.js';
+import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
+import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
+import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
+
+const OUTCOME_MS = 90_000;
+
+async function build(
+  tp: TestPlatform,
+  body: Record<string, unknown>,
+  key = tp.key,
+): Promise<AiBuildResponse> {
+  const result = await call<AiBuildResponse>(`${tp.api}/ai/build`, { key, body });
+  expect(result.status, JSON.stringify(result.body)).toBe(202);
+  return result.body;
+}
+
+/** The project's status once the builder's deploy loop (repairs included) has ended. */
+async function outcome(tp: TestPlatform, projectId: string): Promise<ProjectStatus> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no outcome for ${projectId} in ${OUTCOME_MS} ms`)),
+      OUTCOME_MS,
+    );
+  });
+  try {
+    return await Promise.race([tp.platform.aiBuilder.waitForOutcome(projectId), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits for the loop and fails with the project's log unless it ended `running`. */
+async function expectRunning(tp: TestPlatform, projectId: string): Promise<void> {
+  const status = await outcome(tp, projectId);
+  if (status !== 'running') {
+    throw new Error(`project ${projectId} is ${status}; log:\n${(await logLines(tp, projectId)).join('\n')}`);
+  }
+}
+
+/** Commit subjects of the project's repository, newest first. */
+function commits(tp: TestPlatform, projectId: string): string[] {
+  const out = execFileSync('git', ['-C', join(tp.dataDir, 'ai-repos', projectId), 'log', '--format=%s'], {
+    encoding: 'utf8',
+  });
+  return out.split('\n').filter(Boolean);
+}
+
+function hostOf(project: Project): string {
+  return `${project.subdomain}.localhost`;
+}
+
+describe('AI builder, offline (no engine configured)', () => {
+  let tp: TestPlatform;
+
+  beforeAll(async () => {
+    tp = await startPlatform({ healthTimeoutMs: 20_000 });
+  });
+  afterAll(async () => {
+    await tp?.close();
+  });
+
+  it.each([
+    ['landing', 'A landing page for a coffee shop in Lyon with opening hours, menu and contact', 'coffee'],
+    ['web', 'A small web app for a book club with a reading list', 'book'],
+    ['api', 'A REST API to manage books', 'books'],
+  ])(
+    'builds a %s app from the templates that runs and answers at its URL',
+    async (generator, prompt, word) => {
+      const subdomain = `off-${generator}`;
+      const built = await build(tp, { generator, prompt, subdomain });
+      expect(built.status).toBe('building');
+      if (built.status !== 'building') return;
+      expect(built.project).toMatchObject({
+        subdomain,
+        deploy_source: 'git',
+        branch: 'main',
+        status: 'building',
+      });
+      expect(built.project.repo_url).toBe(`file://${join(tp.dataDir, 'ai-repos', built.project.id)}`);
+      expect(built.url).toBe(built.project.url);
+      await expectRunning(tp, built.project.id);
+      const home = await viaEdge(tp.edgePort, hostOf(built.project), generator === 'api' ? '/books' : '/');
+      expect(home.status, home.body).toBe(200);
+      expect(home.body.toLowerCase()).toContain(word);
+      expect(commits(tp, built.project.id)).toEqual([
+        expect.stringMatching(new RegExp(`^Generate ${generator} app: `)),
+      ]);
+      expect(await logLines(tp, built.project.id)).toContainEqual(
+        expect.stringMatching(/^Generated a .* \(offline/),
+      );
+    },
+  );
+
+  it('answers needs_setup for a messaging bot, then runs once /ai/deploy supplies BOT_TOKEN', async () => {
+    const built = await build(tp, {
+      generator: 'messaging-bot',
+      prompt: 'A Telegram bot that answers questions about our opening hours',
+      subdomain: 'off-bot',
+    });
+    expect(built.status).toBe('needs_setup');
+    if (built.status !== 'needs_setup') return;
+    expect(built.project.status).toBe('created');
+    expect(built.needs).toEqual({ env: [expect.objectContaining({ name: 'BOT_TOKEN' })], database: null });
+
+    // Without the token: 422 naming it.
+    const missing = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: { project_id: built.project.id },
+    });
+    expect(expectProblem(missing, 422, 'validation_failed').errors).toContainEqual(
+      expect.objectContaining({ path: 'env.BOT_TOKEN' }),
+    );
+
+    const deployed = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: {
+        project_id: built.project.id,
+        env: { BOT_TOKEN: '123:abc', TELEGRAM_API_URL: 'http://127.0.0.1:9' },
+      },
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+    expect(deployed.body).toMatchObject({ status: 'building', url: built.project.url });
+    expect(deployed.body.project.env_vars).toMatchObject({ BOT_TOKEN: '123:abc' });
+    await expectRunning(tp, built.project.id);
+    const health = await viaEdge(tp.edgePort, hostOf(built.project), '/health');
+    expect(health.status, health.body).toBe(200);
+  });
+
+  it('refuses /ai/deploy with a database when no PostgreSQL server is configured (503, how to set one)', async () => {
+    const built = await build(tp, {
+      generator: 'landing',
+      prompt: 'A page for a bakery',
+      subdomain: 'off-nopg',
+    });
+    await outcome(tp, built.project.id);
+    const result = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: { project_id: built.project.id, database: 'postgres' },
+    });
+    expect(expectProblem(result, 503, 'unavailable').detail).toContain('WHARF_POSTGRES_URL=postgres://');
+  });
+
+  it('answers 422 for an unknown generator, an empty prompt and a bad subdomain', async () => {
+    const unknown = await call(`${tp.api}/ai/build`, {
+      key: tp.key,
+      body: { generator: 'spaceship', prompt: 'x', subdomain: 'ok-name' },
+    });
+    expect(expectProblem(unknown, 422, 'validation_failed').errors).toContainEqual(
+      expect.objectContaining({ path: 'generator' }),
+    );
+    const empty = await call(`${tp.api}/ai/build`, {
+      key: tp.key,
+      body: { generator: 'web', prompt: '   ', subdomain: 'ok-name' },
+    });
+    expect(expectProblem(empty, 422, 'validation_failed').errors).toContainEqual(
+      expect.objectContaining({ path: 'prompt' }),
+    );
+    const reserved = await call(`${tp.api}/ai/build`, {
+      key: tp.key,
+      body: { generator: 'web', prompt: 'a site', subdomain: 'admin' },
+    });
+    expectProblem(reserved, 422, 'validation_failed');
+  });
+
+  it('answers 409 when the subdomain is taken, and creates nothing', async () => {
+    const before = (await call<Project[]>(`${tp.api}/projects`, { key: tp.key })).body.length;
+    const taken = await call(`${tp.api}/ai/build`, {
+      key: tp.key,
+      body: { generator: 'landing', prompt: 'Another coffee shop', subdomain: 'off-landing' },
+    });
+    expect(expectProblem(taken, 409, 'conflict').detail).toContain('off-landing');
+    expect((await call<Project[]>(`${tp.api}/projects`, { key: tp.key })).body).toHaveLength(before);
+  });
+
+  it('answers 403 email_not_verified to an account whose email is not verified', async () => {
+    const { key } = await tp.newAccount({ verified: false });
+    for (const [path, body] of [
+      ['build', { generator: 'landing', prompt: 'A page', subdomain: 'unverified-page' }],
+      ['deploy', { project_id: 'prj_000000000000000000000' }],
+      ['edit', { project_id: 'prj_000000000000000000000', instruction: 'make it blue' }],
+    ] as const) {
+      expectProblem(await call(`${tp.api}/ai/${path}`, { key, body }), 403, 'email_not_verified');
+    }
+  });
+
+  it("answers 404 to an edit or deploy of another account's project", async () => {
+    const mine = (await call<Project[]>(`${tp.api}/projects`, { key: tp.key })).body.find(
+      (p) => p.subdomain === 'off-landing',
+    )!;
+    const other = await tp.newAccount();
+    expectProblem(
+      await call(`${tp.api}/ai/edit`, {
+        key: other.key,
+        body: { project_id: mine.id, instruction: 'make it blue' },
+      }),
+      404,
+      'not_found',
+    );
+    expectProblem(
+      await call(`${tp.api}/ai/deploy`, { key: other.key, body: { project_id: mine.id, env: { A: '1' } } }),
+      404,
+      'not_found',
+    );
+  });
+
+  it('answers 503 to an edit when no engine is configured, saying how to set one up', async () => {
+    const mine = (await call<Project[]>(`${tp.api}/projects`, { key: tp.key })).body.find(
+      (p) => p.subdomain === 'off-landing',
+    )!;
+    const result = await call(`${tp.api}/ai/edit`, {
+      key: tp.key,
+      body: { project_id: mine.id, instruction: 'make it blue' },
+    });
+    expect(expectProblem(result, 503, 'unavailable').detail).toContain('/account/ai-key');
+  });
+});
+
+const pgBin = postgresBin();
+
+describe.skipIf(!pgBin)('AI builder with a real PostgreSQL (needs_setup → database → running)', () => {
+  let tp: TestPlatform;
+  let pg: TestPostgres;
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    tp = await startPlatform({ healthTimeoutMs: 30_000, ai: { postgresUrl: pg.url } });
+  }, 60_000);
+  afterAll(async () => {
+    await tp?.close();
+    await pg?.stop();
+  });
+
+  it('builds an API that keeps data, creates its database on /ai/deploy, and the app reads from it', async () => {
+    const built = await build(tp, {
+      generator: 'api',
+      prompt: 'A REST API to store books for our library',
+      subdomain: 'pg-books',
+    });
+    expect(built.status).toBe('needs_setup');
+    if (built.status !== 'needs_setup') return;
+    expect(built.needs).toEqual({ env: [], database: 'postgres' });
+
+    // Without a database (nor a DATABASE_URL of its own): 422 on `database`.
+    const missing = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: { project_id: built.project.id },
+    });
+    expect(expectProblem(missing, 422, 'validation_failed').errors).toContainEqual(
+      expect.objectContaining({ path: 'database' }),
+    );
+
+    // The template's one dependency (`pg`) would come from the npm registry, and these tests stay on
+    // loopback: the app finds this repository's copy through NODE_PATH instead of `npm install`.
+    const configured = await call(`${tp.api}/projects/${built.project.id}/build-config`, {
+      method: 'PUT',
+      key: tp.key,
+      body: { install_cmd: 'echo "pg comes from NODE_PATH in this test"' },
+    });
+    expect(configured.status, JSON.stringify(configured.body)).toBe(200);
+    const deployed = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: {
+        project_id: built.project.id,
+        database: 'postgres',
+        env: { NODE_PATH: join(process.cwd(), 'node_modules') },
+      },
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+    const databaseUrl = new URL(deployed.body.project.env_vars.DATABASE_URL as string);
+    expect(databaseUrl.port).toBe(String(pg.port));
+    expect(databaseUrl.username).toMatch(/^wharf_prj_/);
+    expect(databaseUrl.password.length).toBeGreaterThanOrEqual(32);
+    await expectRunning(tp, built.project.id);
+
+    const host = hostOf(built.project);
+    const created = await viaEdge(tp.edgePort, host, '/books', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Dune', description: 'Frank Herbert' }),
+    });
+    expect(created.status, created.body).toBe(201);
+    const listed = await viaEdge(tp.edgePort, host, '/books');
+    expect(listed.status, listed.body).toBe(200);
+    expect(listed.body).toContain('Dune');
+    const health = await viaEdge(tp.edgePort, host, '/health');
+    expect(JSON.parse(health.body)).toMatchObject({ database: 'ok' });
+
+    // The row is in the project's own database, reached with the app's own credentials.
+    const { default: pgModule } = await import('pg');
+    const client = new pgModule.Client({ connectionString: databaseUrl.href });
+    await client.connect();
+    try {
+      const rows = await client.query<{ name: string }>('SELECT name FROM books');
+      expect(rows.rows.map((r) => r.name)).toEqual(['Dune']);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+type Files = Record<string, string>;
+
+/** The model's answer to a generation: one fenced JSON block with the files, needs and summary. */
+function generated(files: Files, summary: string, usage?: ScriptedTurn['usage']): ScriptedTurn {
+  const answer = {
+    files: Object.entries(files).map(([path, content]) => ({ path, content })),
+    needs: { env: [], database: null },
+    summary,
+  };
+  return { text: `\`\`\`json\n${JSON.stringify(answer)}\n\`\`\``, usage };
+}
+
+/** The model's answer to an edit or repair: the files it changes. */
+function changed(files: Files, summary: string): ScriptedTurn {
+  const answer = { files: Object.entries(files).map(([path, content]) => ({ path, content })), summary };
+  return { text: `\`\`\`json\n${JSON.stringify(answer)}\n\`\`\`` };
+}
+
+const PACKAGE = JSON.stringify({ name: 'generated', private: true, scripts: { start: 'node server.js' } });
+
+function serverJs(greeting: string): string {
+  return `const http = require('node:http');
+http.createServer((req, res) => res.end(${JSON.stringify(greeting)})).listen(Number(process.env.PORT), () => console.log('listening'));
+`;
+}
+
+/** A Node app the runtime runs: no dependencies, a start script, listening on $PORT. */
+function workingApp(greeting: string): Files {
+  return { 'package.json': PACKAGE, 'server.js': serverJs(greeting) };
+}
+
+/** A Node app that dies at start with `message`. */
+function crashingApp(message: string): Files {
+  return { 'package.json': PACKAGE, 'server.js': `throw new Error(${JSON.stringify(message)});\n` };
+}
+
+describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
+  let tp: TestPlatform;
+  let fake: FakeAi;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    tp = await startPlatform({
+      healthTimeoutMs: 15_000,
+      ai: { provider: 'openai', key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
+    });
+  });
+  afterAll(async () => {
+    await tp?.close();
+    await fake?.close();
+  });
+
+  async function modelBuild(subdomain: string, turns: ScriptedTurn[], key = tp.key) {
+    fake.push(...turns);
+    const built = await build(
+      tp,
+      { generator: 'web', prompt: `A greeting page for ${subdomain}`, subdomain },
+      key,
+    );
+    expect(built.status).toBe('building');
+    return built.project;
+  }
+
+  it('builds what the model wrote, runs it, and bills the included engine from the token counts', async () => {
+    const requestsBefore = fake.requests.length;
+    const project = await modelBuild('m-hello', [
+      generated(workingApp('hello from the model'), 'a greeting page', { input: 100_000, output: 20_000 }),
+    ]);
+    await expectRunning(tp, project.id);
+    expect((await viaEdge(tp.edgePort, hostOf(project), '/')).body).toBe('hello from the model');
+    expect(commits(tp, project.id)).toEqual(['Generate web app: a greeting page']);
+    const request = fake.requests[requestsBefore]!;
+    expect(request.path).toBe('/v1/chat/completions');
+    expect(request.headers.authorization).toBe('Bearer sk-test');
+    expect(JSON.stringify(request.body)).toContain('m-hello');
+
+    // 100k input tokens at $3/Mtok + 20k output at $15/Mtok = $0.60.
+    const usage = await call<Array<{ kind: string; amount_usd: number }>>(`${tp.api}/account/usage`, {
+      key: tp.key,
+    });
+    expect(usage.body.filter((e) => e.kind === 'ai_usage').map((e) => e.amount_usd)).toContain(-0.6);
+  });
+
+  it('repairs an app without a start script deterministically, as commit 2, and says so in the log', async () => {
+    const requestsBefore = fake.requests.length;
+    const project = await modelBuild('m-nostart', [
+      generated(
+        {
+          'package.json': JSON.stringify({ name: 'generated', private: true }),
+          'server.js': serverJs('fixed'),
+        },
+        'a page with no start script',
+      ),
+    ]);
+    await expectRunning(tp, project.id);
+    expect((await viaEdge(tp.edgePort, hostOf(project), '/')).body).toBe('fixed');
+    const history = commits(tp, project.id);
+    expect(history).toHaveLength(2);
+    expect(history[0]).toMatch(/^Repair attempt 2: .*start/);
+    expect(await logLines(tp, project.id)).toContainEqual(
+      expect.stringMatching(/^Repair attempt 2: .*start/),
+    );
+    // No model call for the repair: only the generation reached the provider.
+    expect(fake.requests.length - requestsBefore).toBe(1);
+  });
+
+  it('sends the failure log to the model when no deterministic fix applies, and runs its fix', async () => {
+    const requestsBefore = fake.requests.length;
+    const project = await modelBuild('m-crash', [
+      generated(crashingApp('missing greeting configuration'), 'a page that crashes'),
+      changed({ 'server.js': serverJs('repaired by the model') }, 'configure the greeting'),
+    ]);
+    await expectRunning(tp, project.id);
+    expect((await viaEdge(tp.edgePort, hostOf(project), '/')).body).toBe('repaired by the model');
+    expect(commits(tp, project.id)).toEqual([
+      'Repair attempt 2: the model changed server.js',
+      'Generate web app: a page that crashes',
+    ]);
+    const repairRequest = JSON.stringify(fake.requests[requestsBefore + 1]!.body);
+    expect(repairRequest).toContain('missing greeting configuration');
+    expect(await logLines(tp, project.id)).toContainEqual('Repair attempt 2: the model changed server.js');
+  });
+
+  it('tells watchers each log line and status change until the loop ends', async () => {
+    const project = await modelBuild('m-watched', [
+      generated(crashingApp('not configured yet'), 'a page to watch'),
+      changed({ 'server.js': serverJs('watched') }, 'configure it'),
+    ]);
+    const events: BuildEvent[] = [];
+    const unwatch = tp.platform.aiBuilder.watch(project.id, (event) => events.push(event));
+    await expectRunning(tp, project.id);
+    unwatch();
+    const statuses = events.flatMap((e) => (e.type === 'status' ? [e.status] : []));
+    expect(statuses).toEqual(['failed', 'building', 'running']);
+    const lines = events.flatMap((e) => (e.type === 'log' ? [e.line] : []));
+    expect(lines).toContain('Repair attempt 2: the model changed server.js');
+    expect(lines).toContainEqual(expect.stringMatching(/^running at /));
+  });
+
+  it('stops after 3 attempts when every fix fails differently: failed, with 3 commits', async () => {
+    const project = await modelBuild('m-hopeless', [
+      generated(crashingApp('alpha went wrong'), 'a hopeless page'),
+      changed(crashingApp('beta went wrong'), 'try beta'),
+      changed(crashingApp('gamma went wrong'), 'try gamma'),
+    ]);
+    expect(await outcome(tp, project.id)).toBe('failed');
+    expect(commits(tp, project.id)).toEqual([
+      'Repair attempt 3: the model changed server.js',
+      'Repair attempt 2: the model changed server.js',
+      'Generate web app: a hopeless page',
+    ]);
+    const lines = await logLines(tp, project.id);
+    expect(lines).toContainEqual(expect.stringMatching(/^Repair stopped after 3 attempts: /));
+    expect(lines.filter((l) => /^deploy \S+ started/.test(l))).toHaveLength(3);
+    expect(fake.pending()).toBe(0);
+  });
+
+  it('stops early when a fix ends in the same error as the attempt before', async () => {
+    const project = await modelBuild('m-same', [
+      generated(crashingApp('the same mistake'), 'a stubborn page'),
+      changed({ ...crashingApp('the same mistake'), 'README.md': 'tried something\n' }, 'add a README'),
+    ]);
+    expect(await outcome(tp, project.id)).toBe('failed');
+    expect(commits(tp, project.id)).toHaveLength(2);
+    const lines = await logLines(tp, project.id);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^Repair stopped: attempt 2 failed with the same error as attempt 1/),
+    );
+    expect(lines.filter((l) => /^deploy \S+ started/.test(l))).toHaveLength(2);
+    expect(fake.pending()).toBe(0);
+  });
+
+  it('edits an AI project: answers the changed files, commits the edit and redeploys it', async () => {
+    const project = await modelBuild('m-edit', [generated(workingApp('before the edit'), 'a page to edit')]);
+    await expectRunning(tp, project.id);
+    fake.push(changed({ 'server.js': serverJs('after the edit') }, 'new greeting'));
+    const edited = await call(`${tp.api}/ai/edit`, {
+      key: tp.key,
+      body: { project_id: project.id, instruction: 'Say "after the edit" instead\nand nothing else' },
+    });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(202);
+    expect(edited.body).toMatchObject({ status: 'building', changed_files: ['server.js'] });
+    expect(edited.body.project.status).toBe('building');
+    await expectRunning(tp, project.id);
+    expect((await viaEdge(tp.edgePort, hostOf(project), '/')).body).toBe('after the edit');
+    expect(commits(tp, project.id)).toEqual([
+      'Edit: Say "after the edit" instead',
+      'Generate web app: a page to edit',
+    ]);
+  });
+
+  it('uses an own key when the account saved one, and bills nothing for it', async () => {
+    const other = await tp.newAccount();
+    const saved = await call(`${tp.api}/account/ai-key`, {
+      method: 'PUT',
+      key: other.key,
+      body: { provider: 'openai', key: 'sk-own-key-0123456789' },
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const requestsBefore = fake.requests.length;
+    const project = await modelBuild(
+      'm-own',
+      [generated(workingApp('own key app'), 'an own-key page', { input: 100_000, output: 20_000 })],
+      other.key,
+    );
+    await expectRunning(tp, project.id);
+    expect(fake.requests[requestsBefore]!.headers.authorization).toBe('Bearer sk-own-key-0123456789');
+    const usage = await call<Array<{ kind: string }>>(`${tp.api}/account/usage`, { key: other.key });
+    expect(usage.body.filter((e) => e.kind === 'ai_usage')).toEqual([]);
+  });
+});
