@@ -562,10 +562,12 @@ describe('the traffic history in pages', () => {
     const tunnel = page.locator('[data-testid="tunnel-row"][data-subdomain="pages"]');
     await expect.poll(() => tunnel.getAttribute('data-state'), { timeout: 15_000 }).toBe('online');
     const before = Number(await page.getByTestId('traffic-list').getAttribute('data-total'));
-    // 750 requests, 10 at a time, in order.
+    // 750 requests: the first alone (so that it is the oldest for sure), then 10 at a time.
     const COUNT = 750;
-    for (let from = 0; from < COUNT; from += 10) {
-      await Promise.all(Array.from({ length: 10 }, (_, k) => viaTunnel('pages', `/p/${from + k}`)));
+    await viaTunnel('pages', '/p/0');
+    for (let from = 1; from < COUNT; from += 10) {
+      const group = Array.from({ length: Math.min(10, COUNT - from) }, (_, k) => `/p/${from + k}`);
+      await Promise.all(group.map((path) => viaTunnel('pages', path)));
     }
     await tunnel.getByTestId('tunnel-stop').click();
 
