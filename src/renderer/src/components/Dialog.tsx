@@ -90,3 +90,35 @@ export function Dialog({ title, description, onClose, children, footer, testId, 
     </dialog>
   );
 }
+
+interface DangerFooterProps {
+  onCancel: () => void;
+  /** The action, e.g. "Delete key"; while busy, `busyLabel` ("Deleting…"). */
+  label: string;
+  busyLabel: string;
+  busy: boolean;
+  /** Disabled for another reason than being busy (a confirmation not typed yet). */
+  disabled?: boolean;
+  testId: string;
+}
+
+/** Cancel and a destructive submit button: the footer of every "delete this?" dialog. */
+export function DangerFooter({
+  onCancel,
+  label,
+  busyLabel,
+  busy,
+  disabled = false,
+  testId,
+}: DangerFooterProps) {
+  return (
+    <>
+      <button type="button" className="btn" onClick={onCancel}>
+        Cancel
+      </button>
+      <button type="submit" className="btn btn-danger" disabled={disabled || busy} data-testid={testId}>
+        {busy ? busyLabel : label}
+      </button>
+    </>
+  );
+}

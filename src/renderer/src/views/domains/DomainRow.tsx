@@ -3,7 +3,7 @@
 import { useState } from 'react';
 import type { Domain } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { Dialog } from '../../components/Dialog';
+import { DangerFooter, Dialog } from '../../components/Dialog';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatAgo, formatDateTime } from '../../lib/format';
@@ -147,19 +147,13 @@ function ConfirmRemove({ domain, onClose }: { domain: Domain; onClose: () => voi
       onSubmit={() => void confirm()}
       testId="delete-domain-dialog"
       footer={
-        <>
-          <button type="button" className="btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button
-            type="submit"
-            className="btn btn-danger"
-            disabled={removing}
-            data-testid="confirm-delete-domain"
-          >
-            {removing ? 'Removing…' : 'Remove domain'}
-          </button>
-        </>
+        <DangerFooter
+          onCancel={onClose}
+          label="Remove domain"
+          busyLabel="Removing…"
+          busy={removing}
+          testId="confirm-delete-domain"
+        />
       }
     >
       {error ? <ErrorNotice error={error} title="The domain was not removed" /> : null}

@@ -2,7 +2,7 @@
 import { useState } from 'react';
 import type { Project } from '../../../../shared/api/projects.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { Dialog } from '../../components/Dialog';
+import { DangerFooter, Dialog } from '../../components/Dialog';
 import { TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
@@ -70,19 +70,14 @@ function ConfirmDelete({ project, onClose }: { project: Project; onClose: () => 
       onSubmit={() => void confirm()}
       testId="delete-dialog"
       footer={
-        <>
-          <button type="button" className="btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button
-            type="submit"
-            className="btn btn-danger"
-            disabled={!matches || deleting}
-            data-testid="confirm-delete"
-          >
-            {deleting ? 'Deleting…' : 'Delete project'}
-          </button>
-        </>
+        <DangerFooter
+          onCancel={onClose}
+          label="Delete project"
+          busyLabel="Deleting…"
+          busy={deleting}
+          disabled={!matches}
+          testId="confirm-delete"
+        />
       }
     >
       {error ? <ErrorNotice error={error} title="The project was not deleted" /> : null}

@@ -3,7 +3,7 @@
 import { useState, type FormEvent } from 'react';
 import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { Dialog } from '../../components/Dialog';
+import { DangerFooter, Dialog } from '../../components/Dialog';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, SuccessNote } from '../../components/Notice';
@@ -201,19 +201,13 @@ function ConfirmDeleteKey({
       onSubmit={() => void confirm()}
       testId="ai-key-delete-dialog"
       footer={
-        <>
-          <button type="button" className="btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button
-            type="submit"
-            className="btn btn-danger"
-            disabled={deleting}
-            data-testid="ai-key-confirm-delete"
-          >
-            {deleting ? 'Deleting…' : 'Delete key'}
-          </button>
-        </>
+        <DangerFooter
+          onCancel={onClose}
+          label="Delete key"
+          busyLabel="Deleting…"
+          busy={deleting}
+          testId="ai-key-confirm-delete"
+        />
       }
     >
       {error ? <ErrorNotice error={error} title="The key was not deleted" /> : null}
