@@ -37,6 +37,8 @@ export interface AiConfig {
   postgresUrl: string | null;
   /** Tool calls the agent may make in one run. */
   maxSteps: number;
+  /** How often the agent's event stream sends a `: keep-alive` comment (15 s; shorter in tests). */
+  agentHeartbeatMs: number;
 }
 
 /** How the email verifier talks to mail servers (API.md §6). */
@@ -174,6 +176,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
       prices: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
       postgresUrl: null,
       maxSteps: 12,
+      agentHeartbeatMs: 15_000,
       ...partial.ai,
     },
   };

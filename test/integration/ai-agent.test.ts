@@ -1,19 +1,23 @@
 // The agent of API.md §8 end to end: POST /ai/agent and /ai/agent/stream on a real platform whose
 // engines talk to local fakes of the OpenAI and Anthropic wire protocols, scripted turn by turn. The
 // model's tool calls run against the caller's account only; the stream's events come in order with
-// `done` once and last; the checks before a run answer problem+json (403, 503, 429); the included
-// engine is billed through the ledger and an own key is not.
+// `done` once and last, with keep-alive comments while a tool waits; the checks before a run answer
+// problem+json (403, 503, 429); the included engine is billed through the ledger and an own key is
+// not. The tools that change projects (set_env_vars, edit_app, create_database, with a real
+// PostgreSQL started here) change them, and secrets never go back to the model.
 import type { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResponse, AgentStep, AgentStreamEvent } from '../../src/shared/api/ai.js';
+import pg from 'pg';
+import type { AgentResponse, AgentStep, AgentStreamEvent, AiBuildResponse } from '../../src/shared/api/ai.js';
 import { AgentStreamEvents } from '../../src/shared/api/ai.js';
 import type { Project } from '../../src/shared/api/projects.js';
-import { gitRepo, until } from '../helpers/deploy.js';
-import { type FakeAi, startFakeAnthropic, startFakeOpenAI } from '../helpers/fake-ai.js';
+import { type Files, gitRepo, nodeApp, until, viaEdge } from '../helpers/deploy.js';
+import { type FakeAi, type ScriptedTurn, startFakeAnthropic, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 
 const INCLUDED_KEY = 'sk-included-service-key-0000';
 const OWN_ANTHROPIC_KEY = 'sk-ant-api03-UsersOwnAnthropicKey-ZZZZ-7c1e';
@@ -125,6 +129,56 @@ function toolResults(body: any): Array<{ id: string; content: any }> {
   return (body.messages as any[])
     .filter((m) => m.role === 'tool')
     .map((m) => ({ id: m.tool_call_id, content: JSON.parse(m.content) }));
+}
+
+/** Blocks of the raw stream in order: an event's name, or a comment's text. */
+function streamOrder(raw: string): string[] {
+  return raw
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) =>
+      block.startsWith(':') ? block.slice(1).trim() : (/^event: (\S+)/.exec(block)?.[1] ?? '?'),
+    );
+}
+
+/** The model's answer to a generation: one fenced JSON block with the files, needs and summary. */
+function generated(files: Files, summary: string): ScriptedTurn {
+  const answer = {
+    files: Object.entries(files).map(([path, content]) => ({ path, content })),
+    needs: { env: [], database: null },
+    summary,
+  };
+  return { text: `\`\`\`json\n${JSON.stringify(answer)}\n\`\`\`` };
+}
+
+/** The model's answer to an edit: the files it changes. */
+function changed(files: Files, summary: string): ScriptedTurn {
+  const answer = { files: Object.entries(files).map(([path, content]) => ({ path, content })), summary };
+  return { text: `\`\`\`json\n${JSON.stringify(answer)}\n\`\`\`` };
+}
+
+/** An AI project (POST /ai/build, the model writing `files`), once its deploy loop has it running. */
+async function aiProject(key: string, subdomain: string, files: Files): Promise<Project> {
+  openai.push(generated(files, `an app for ${subdomain}`));
+  const built = await call<AiBuildResponse>(`${p.api}/ai/build`, {
+    key,
+    body: { generator: 'web', prompt: `A small app for ${subdomain}`, subdomain },
+  });
+  expect(built.status, JSON.stringify(built.body)).toBe(202);
+  const { project } = built.body;
+  const status = await p.platform.aiBuilder.waitForOutcome(project.id);
+  if (status !== 'running') {
+    const log = await p.platform.logs.read(project.id, { limit: 200 });
+    throw new Error(`${subdomain} is ${status}; log:\n${log.map((l) => l.line).join('\n')}`);
+  }
+  return project;
+}
+
+/** The running app's environment, as nodeApp's /env answers it. */
+async function appEnv(project: Project): Promise<Record<string, string>> {
+  const answer = await viaEdge(p.edgePort, `${project.subdomain}.localhost`, '/env');
+  expect(answer.status, answer.body).toBe(200);
+  return JSON.parse(answer.body) as Record<string, string>;
 }
 
 async function usageEntries(key: string): Promise<Array<{ kind: string; amount_usd: number }>> {
@@ -394,6 +448,45 @@ describe('POST /ai/agent/stream', () => {
     }
   });
 
+  it('sends a keep-alive comment every agentHeartbeatMs while a tool waits, and nothing after done', async () => {
+    const { key } = await p.newAccount();
+    const repos = mkdtempSync(join(tmpdir(), 'wharf-agent-repos-'));
+    // An app that takes 1.5 s to listen: the deploy tool waits at least that long for it.
+    const repoUrl = gitRepo(repos, 'slow', {
+      'package.json': JSON.stringify({ name: 'slow', private: true, scripts: { start: 'node server.js' } }),
+      'server.js':
+        "setTimeout(() => require('node:http').createServer((q, r) => r.end('slow')).listen(Number(process.env.PORT)), 1500);\n",
+    });
+    const saved = p.platform.config.ai.agentHeartbeatMs;
+    p.platform.config.ai.agentHeartbeatMs = 100;
+    try {
+      openai.push(
+        { toolCalls: [{ name: 'deploy', args: { repo_url: repoUrl, subdomain: 'agent-heartbeat' } }] },
+        { text: 'It is up.' },
+      );
+      const run = await stream(p, key, ask('Deploy my slow app'));
+      expect(run.status).toBe(200);
+      const done = expectWellFormed(run.events);
+      expect(done.data.steps[0]).toMatchObject({
+        tool: 'deploy',
+        status: 'ok',
+        output: { status: 'running' },
+      });
+      expect(done.data.steps[0]!.duration_ms).toBeGreaterThanOrEqual(1500);
+
+      const order = streamOrder(run.raw);
+      const during = order.slice(order.indexOf('step'), order.indexOf('step_done'));
+      expect(during.filter((b) => b === 'keep-alive').length).toBeGreaterThanOrEqual(5);
+      expect(order.at(-1)).toBe('done');
+      expect(run.raw.endsWith('\n\n')).toBe(true);
+      const { project_id } = done.data.steps[0]!.output as { project_id: string };
+      await call(`${p.api}/projects/${project_id}/stop`, { key, method: 'POST' });
+    } finally {
+      p.platform.config.ai.agentHeartbeatMs = saved;
+      rmSync(repos, { recursive: true, force: true });
+    }
+  });
+
   it('ends with error then done when the provider fails midway', async () => {
     const { key } = await p.newAccount();
     openai.push(
@@ -530,5 +623,215 @@ describe('billing', () => {
       OWN_ANTHROPIC_KEY,
     ]);
     expect((await usageEntries(key)).filter((e) => e.kind === 'ai_usage')).toHaveLength(1);
+  });
+});
+
+describe('tools that change projects', () => {
+  it('set_env_vars merges the values and redeploys: the app sees them, the model never gets a value back', async () => {
+    const { key } = await p.newAccount();
+    const project = await aiProject(key, 'agent-env', nodeApp('env app'));
+    // A secret the user set: the model must never see it.
+    const put = await call(`${p.api}/projects/${project.id}`, {
+      method: 'PUT',
+      key,
+      body: { env_vars: { API_TOKEN: 'tok-user-secret-41f7', OLD_FLAG: '1' } },
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    openai.push(
+      {
+        toolCalls: [
+          {
+            name: 'set_env_vars',
+            args: {
+              project_id: project.id,
+              env: { GREETING: 'value-from-chat-93ab' },
+              unset: ['OLD_FLAG'],
+              redeploy: true,
+            },
+          },
+        ],
+      },
+      { text: 'GREETING is set and the app redeployed.' },
+    );
+    const before = openai.requests.length;
+
+    const run = await stream(p, key, ask('Set GREETING to value-from-chat-93ab and drop OLD_FLAG'));
+
+    expect(run.status).toBe(200);
+    const done = expectWellFormed(run.events);
+    const step = done.data.steps[0]!;
+    expect(step).toMatchObject({
+      tool: 'set_env_vars',
+      status: 'ok',
+      output: { project_id: project.id, env_var_names: ['API_TOKEN', 'GREETING'], status: 'running' },
+    });
+    const statuses = run.events.filter((e) => e.event === 'build_status').map((e) => e.data.status);
+    expect(statuses[0]).toBe('building');
+    expect(statuses.at(-1)).toBe('running');
+    // Merged: the new value, the user's secret kept, the unset one gone, in the running app.
+    const env = await appEnv(project);
+    expect(env).toMatchObject({ API_TOKEN: 'tok-user-secret-41f7', GREETING: 'value-from-chat-93ab' });
+    expect(env.OLD_FLAG).toBeUndefined();
+
+    // The model gets names back, never a value: not in the tool's result, not in any request.
+    expect(JSON.stringify(step.output)).not.toMatch(/value-from-chat-93ab|tok-user-secret-41f7/);
+    const sent = openai.requests.slice(before);
+    expect(sent).toHaveLength(2);
+    for (const request of sent) expect(JSON.stringify(request.body)).not.toContain('tok-user-secret-41f7');
+    const results = toolResults(sent[1]!.body);
+    expect(results).toHaveLength(1);
+    expect(JSON.stringify(results)).not.toContain('value-from-chat-93ab');
+    expect(results[0]!.content.env_var_names).toEqual(['API_TOKEN', 'GREETING']);
+  });
+
+  it('edit_app has the model change an AI project, answers the changed files, and the app serves the change', async () => {
+    const { key } = await p.newAccount();
+    const project = await aiProject(key, 'agent-edit', nodeApp('before the edit'));
+    expect((await viaEdge(p.edgePort, `${project.subdomain}.localhost`, '/')).body).toBe('before the edit /');
+    const instruction = 'Greet with "after the edit" instead';
+    openai.push(
+      { toolCalls: [{ name: 'edit_app', args: { project_id: project.id, instruction } }] },
+      // The builder's own call to the model, for the edit.
+      changed({ 'server.js': nodeApp('after the edit')['server.js']! }, 'new greeting'),
+      { text: 'Done: it now says "after the edit".' },
+    );
+    const before = openai.requests.length;
+
+    const run = await stream(p, key, ask(instruction));
+
+    expect(run.status).toBe(200);
+    const done = expectWellFormed(run.events);
+    expect(done.data.steps).toHaveLength(1);
+    expect(done.data.steps[0]).toMatchObject({
+      tool: 'edit_app',
+      status: 'ok',
+      output: { changed_files: ['server.js'], project_id: project.id, status: 'running' },
+    });
+    expect(run.events.some((e) => e.event === 'build_log' && e.data.project_id === project.id)).toBe(true);
+    expect((await viaEdge(p.edgePort, `${project.subdomain}.localhost`, '/')).body).toBe('after the edit /');
+    expect(done.data.reply).toBe('Done: it now says "after the edit".');
+    // The edit request carried the instruction and the app's files; the edit is the repository's head.
+    const sent = openai.requests.slice(before);
+    expect(sent).toHaveLength(3);
+    expect(JSON.stringify(sent[1]!.body)).toContain('after the edit');
+    expect(JSON.stringify(sent[1]!.body)).toContain('before the edit');
+    expect(openai.pending()).toBe(0);
+    const log = await p.platform.logs.read(project.id, { limit: 200 });
+    expect(log.map((l) => l.line)).toContain(`Edit: ${instruction} (changed server.js)`);
+  });
+
+  it('create_database with no PostgreSQL server configured is an error step explaining the 503', async () => {
+    const { key } = await p.newAccount();
+    const project = await createProject(key, 'agent-nodb');
+    openai.push(
+      { toolCalls: [{ name: 'create_database', args: { project_id: project.id } }] },
+      { text: 'This platform has no database server.' },
+    );
+    const before = openai.requests.length;
+
+    const result = await call<AgentResponse>(`${p.api}/ai/agent`, {
+      key,
+      body: ask('Give my app a database'),
+    });
+
+    expect(result.status, JSON.stringify(result.body)).toBe(200);
+    expect(result.body.steps).toEqual([
+      expect.objectContaining({
+        tool: 'create_database',
+        status: 'error',
+        output: {
+          error: {
+            code: 'unavailable',
+            detail: expect.stringMatching(
+              /no PostgreSQL server is configured.*WHARF_POSTGRES_URL=postgres:\/\//,
+            ),
+          },
+        },
+      }),
+    ]);
+    // The model was told why, and nothing changed on the project.
+    const seen = toolResults(openai.requests[before + 1]!.body);
+    expect(seen[0]!.content.error.code).toBe('unavailable');
+    const after = await call<{ project: Project }>(`${p.api}/projects/${project.id}`, { key });
+    expect(after.body.project.status).toBe('created');
+    expect(after.body.project.env_vars).toEqual({});
+  });
+
+  const pgBin = postgresBin();
+
+  describe.skipIf(!pgBin)('create_database with a real PostgreSQL (skipped: initdb is not installed)', () => {
+    let postgres: TestPostgres;
+
+    beforeAll(async () => {
+      postgres = await startPostgres();
+    }, 60_000);
+    afterAll(async () => {
+      await postgres?.stop();
+    });
+
+    it('creates the database, sets DATABASE_URL on the project and redeploys it, without showing the URL to the model', async () => {
+      const { key } = await p.newAccount();
+      const repos = mkdtempSync(join(tmpdir(), 'wharf-agent-repos-'));
+      const saved = p.platform.config.ai.postgresUrl;
+      p.platform.config.ai.postgresUrl = postgres.url;
+      try {
+        const created = await call<Project>(`${p.api}/projects`, {
+          key,
+          body: {
+            name: 'With a database',
+            subdomain: 'agent-db',
+            repo_url: gitRepo(repos, 'db', nodeApp('db app')),
+          },
+        });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const project = created.body;
+        openai.push(
+          {
+            toolCalls: [{ name: 'create_database', args: { project_id: project.id, env: { DB_POOL: '4' } } }],
+          },
+          { text: 'Your app has a PostgreSQL database.' },
+        );
+        const before = openai.requests.length;
+
+        const run = await stream(p, key, ask('My app needs a database'));
+
+        expect(run.status).toBe(200);
+        const done = expectWellFormed(run.events);
+        expect(done.data.steps[0]).toMatchObject({
+          tool: 'create_database',
+          status: 'ok',
+          output: {
+            database: 'postgres',
+            env_var_set: 'DATABASE_URL',
+            project_id: project.id,
+            status: 'running',
+          },
+        });
+        const detail = await call<{ project: Project }>(`${p.api}/projects/${project.id}`, { key });
+        const { env_vars } = detail.body.project;
+        expect(Object.keys(env_vars).sort()).toEqual(['DATABASE_URL', 'DB_POOL']);
+        const databaseUrl = new URL(env_vars.DATABASE_URL!);
+        expect(databaseUrl.port).toBe(String(postgres.port));
+        expect(databaseUrl.username).toMatch(/^wharf_prj_/);
+        // The running app has it, and it opens the project's own database.
+        expect((await appEnv(project)).DATABASE_URL).toBe(env_vars.DATABASE_URL);
+        const client = new pg.Client({ connectionString: databaseUrl.href });
+        await client.connect();
+        try {
+          const row = await client.query<{ db: string }>('SELECT current_database() AS db');
+          expect(row.rows[0]!.db).toBe(databaseUrl.pathname.slice(1));
+        } finally {
+          await client.end();
+        }
+        // The password never went to the model.
+        for (const request of openai.requests.slice(before)) {
+          expect(JSON.stringify(request.body)).not.toContain(databaseUrl.password);
+        }
+        await call(`${p.api}/projects/${project.id}/stop`, { key, method: 'POST' });
+      } finally {
+        p.platform.config.ai.postgresUrl = saved;
+        rmSync(repos, { recursive: true, force: true });
+      }
+    });
   });
 });

@@ -3,12 +3,13 @@
 // local fake OpenAI-compatible provider scripted turn by turn (repairs, edits, billing), needs_setup with
 // a real PostgreSQL started here, and the refusals. Everything listens on 127.0.0.1.
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuildEvent } from '../../src/server/ai/builder.js';
 import type { AiBuildResponse } from '../../src/shared/api/ai.js';
 import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
-import { logLines, viaEdge } from '../helpers/deploy.js';
+import { logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
 import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
@@ -224,6 +225,68 @@ describe('AI builder, offline (no engine configured)', () => {
       body: { project_id: mine.id, instruction: 'make it blue' },
     });
     expect(expectProblem(result, 503, 'unavailable').detail).toContain('/account/ai-key');
+  });
+
+  it('removes the repository and the ai_projects row as soon as the project is deleted, even mid-deploy', async () => {
+    const aiRow = (id: string) =>
+      tp.platform.db
+        .selectFrom('ai_projects')
+        .select('project_id')
+        .where('project_id', '=', id)
+        .executeTakeFirst();
+    const repoOf = (id: string) => join(tp.dataDir, 'ai-repos', id);
+    const remove = async (id: string) => {
+      const deleted = await call(`${tp.api}/projects/${id}`, { method: 'DELETE', key: tp.key });
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    };
+
+    // One deleted while it runs.
+    const ran = await build(tp, {
+      generator: 'landing',
+      prompt: 'A page for a florist',
+      subdomain: 'off-del-ran',
+    });
+    await expectRunning(tp, ran.project.id);
+    expect(existsSync(repoOf(ran.project.id))).toBe(true);
+    expect(await aiRow(ran.project.id)).toBeDefined();
+    await remove(ran.project.id);
+    expect(existsSync(repoOf(ran.project.id))).toBe(false);
+    expect(await aiRow(ran.project.id)).toBeUndefined();
+
+    // One deleted while its deploy loop waits on a redeploy whose app never answers.
+    const mid = await build(tp, {
+      generator: 'landing',
+      prompt: 'A page for a choir',
+      subdomain: 'off-del-mid',
+    });
+    await expectRunning(tp, mid.project.id);
+    const configured = await call(`${tp.api}/projects/${mid.project.id}/build-config`, {
+      method: 'PUT',
+      key: tp.key,
+      body: { start_cmd: 'sleep 30' },
+    });
+    expect(configured.status, JSON.stringify(configured.body)).toBe(200);
+    const redeployed = await call(`${tp.api}/ai/deploy`, {
+      key: tp.key,
+      body: { project_id: mid.project.id },
+    });
+    expect(redeployed.status, JSON.stringify(redeployed.body)).toBe(202);
+    await waitForLog(tp, mid.project.id, /^starting .*sleep 30/);
+    const outcomeAfterDelete = tp.platform.aiBuilder.waitForOutcome(mid.project.id);
+    await remove(mid.project.id);
+    expect(existsSync(repoOf(mid.project.id))).toBe(false);
+    expect(await aiRow(mid.project.id)).toBeUndefined();
+    // Its loop has ended (the project is gone) and wrote nothing back.
+    await expect(outcomeAfterDelete).rejects.toMatchObject({ code: 'not_found' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(existsSync(repoOf(mid.project.id))).toBe(false);
+
+    // Another AI project of the account keeps its repository and row.
+    const kept = (await call<Project[]>(`${tp.api}/projects`, { key: tp.key })).body.find(
+      (p) => p.subdomain === 'off-landing',
+    )!;
+    expect(existsSync(repoOf(kept.id))).toBe(true);
+    expect(await aiRow(kept.id)).toBeDefined();
   });
 });
 
@@ -499,6 +562,37 @@ describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
       'Edit: Say "after the edit" instead',
       'Generate web app: a page to edit',
     ]);
+  });
+
+  it('builds from the templates with offline: true and never calls the configured model', async () => {
+    const usage = async () =>
+      (await call<Array<{ kind: string }>>(`${tp.api}/account/usage`, { key: tp.key })).body.filter(
+        (e) => e.kind === 'ai_usage',
+      ).length;
+    const requestsBefore = fake.requests.length;
+    const chargedBefore = await usage();
+    expect(fake.pending()).toBe(0);
+
+    // Even asked for the included engine by name: offline wins, and nothing resolves or admits it.
+    const built = await tp.platform.aiBuilder.build(
+      { accountId: tp.accountId },
+      {
+        generator: 'landing',
+        prompt: 'A landing page for a tea house in Kyoto',
+        subdomain: 'm-offline',
+        engine: 'included',
+      },
+      { offline: true },
+    );
+    expect(built.status).toBe('building');
+    await expectRunning(tp, built.project.id);
+    expect((await viaEdge(tp.edgePort, hostOf(built.project), '/')).body.toLowerCase()).toContain('tea');
+    expect(commits(tp, built.project.id)).toEqual([expect.stringMatching(/^Generate landing app: /)]);
+    expect(await logLines(tp, built.project.id)).toContainEqual(
+      expect.stringMatching(/^Generated a .* \(offline/),
+    );
+    expect(fake.requests.length).toBe(requestsBefore);
+    expect(await usage()).toBe(chargedBefore);
   });
 
   it('uses an own key when the account saved one, and bills nothing for it', async () => {

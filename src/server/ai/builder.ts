@@ -3,7 +3,9 @@
 // repository at `<dataDir>/ai-repos/<projectId>`, creates a git project cloning it over file://, and
 // either answers `needs_setup` (secrets or a database to supply through `POST /ai/deploy`) or starts the
 // deploy loop of repair.ts in the background. Edits regenerate files through the model and go through
-// the same loop. Every model call is admitted (rate limit, balance) and metered by AiEngines.
+// the same loop. Every model call is admitted (rate limit, balance) and metered by AiEngines. A build
+// asked `offline` (the agent's template builds) uses the templates even when an engine is there, and
+// calls no model at all, repairs included. When a project is deleted, its repository goes with it.
 import { readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
@@ -47,6 +49,14 @@ export interface AiBuilderDeps {
 /** Who asks: the authenticated caller (only its account matters here). */
 export type BuilderCaller = Pick<Caller, 'accountId'>;
 
+export interface BuildOptions {
+  /**
+   * Generate from the built-in templates even when the account has an engine: no engine is resolved,
+   * admitted or metered, and the deploy loop repairs with deterministic fixes only.
+   */
+  offline?: boolean;
+}
+
 export type AiDeployResult = { status: 'building'; project: Project; url: string };
 export type AiEditResult = { status: 'building'; project: Project; changed_files: string[] };
 
@@ -58,14 +68,19 @@ export class AiBuilder {
 
   constructor(private readonly deps: AiBuilderDeps) {
     this.loops = new DeployLoops(deps);
+    deps.projects.onDelete((projectId) => this.forget(projectId));
   }
 
   /** POST /ai/build: generate, commit, create the project, then `needs_setup` or deploy. */
-  async build(caller: BuilderCaller, req: AiBuildRequest): Promise<AiBuildResponse> {
+  async build(
+    caller: BuilderCaller,
+    req: AiBuildRequest,
+    options: BuildOptions = {},
+  ): Promise<AiBuildResponse> {
     const { db, config, engines, projects } = this.deps;
     const { accountId } = caller;
     await assertEmailVerified(db, accountId);
-    const engine = await engines.resolve(accountId, req.engine);
+    const engine = options.offline ? null : await engines.resolve(accountId, req.engine);
     // Before any model call: the subdomain must be one the project can take.
     await this.assertSubdomainFree(req.subdomain);
     if (engine) await engines.admit(accountId, engine);
@@ -204,7 +219,10 @@ export class AiBuilder {
     return (await this.aiProject(accountId, projectId)) !== null;
   }
 
-  /** Repositories whose project is gone (deleted) are removed; run once at start. */
+  /**
+   * Repositories left behind are removed: the staging folder of a build cut short, the repository of a
+   * project deleted while its cleanup could not finish. Run once at start.
+   */
   async sweep(): Promise<void> {
     const root = join(this.deps.config.dataDir, 'ai-repos');
     let names: string[];
@@ -223,6 +241,18 @@ export class AiBuilder {
   /** Stops the background loops (before the runtime closes). */
   close(): Promise<void> {
     return this.loops.close();
+  }
+
+  /**
+   * A deleted project's AI leftovers (its ai_projects row went with the project's, by the foreign
+   * key): the deploy loop ends and the repository is removed. A repair or edit writing to the
+   * repository at this moment would put files back, so it is removed again once that writer is done.
+   */
+  private forget(projectId: string): void {
+    this.loops.cancel(projectId);
+    const repo = AiRepo.at(this.deps.config.dataDir, projectId);
+    repo.remove();
+    void repo.exclusive(async () => repo.remove());
   }
 
   private async assertSubdomainFree(subdomain: string): Promise<void> {

@@ -29,8 +29,12 @@ export interface SerializedList {
   etag: string;
 }
 
+/** What another part of the platform does when a project is deleted (its rows are gone by then). */
+export type ProjectDeleteHook = (projectId: string, accountId: string) => void | Promise<void>;
+
 export class ProjectService {
   private readonly listCache = new Map<string, SerializedList>();
+  private readonly deleteHooks: ProjectDeleteHook[] = [];
 
   constructor(
     private readonly db: Store,
@@ -158,11 +162,20 @@ export class ProjectService {
     if (row) this.listCache.delete(row.account_id);
   }
 
-  /** Deletes the project's rows; the caller removes its files. */
+  /** Registers cleanup to run each time a project is deleted, in the order registered. */
+  onDelete(hook: ProjectDeleteHook): void {
+    this.deleteHooks.push(hook);
+  }
+
+  /**
+   * Deletes the project's rows, then runs the delete hooks (e.g. the AI builder removes the project's
+   * repository); the caller removes the files it keeps itself.
+   */
   async delete(accountId: string, id: string): Promise<ProjectsTable> {
     const row = await this.row(accountId, id);
     this.listCache.delete(accountId);
     await this.db.deleteFrom('projects').where('id', '=', id).execute();
+    for (const hook of this.deleteHooks) await hook(row.id, accountId);
     return row;
   }
 

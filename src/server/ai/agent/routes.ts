@@ -4,8 +4,9 @@
 // 402). Then /ai/agent answers `{ reply, steps }` once the run ends (an error that stops the run is a
 // problem carrying the steps done so far), while /ai/agent/stream answers 200 text/event-stream at once
 // and sends `step`, `step_done`, `token`, `note`, `build_log`, `build_status`, `error` as they happen,
-// a `: keep-alive` comment every 15 s, and `done` exactly once, last, even after an error. A client
-// that goes away stops the run (the model call is aborted, deploys already started go on).
+// a `: keep-alive` comment every 15 s (config.ai.agentHeartbeatMs), and `done` exactly once, last, even
+// after an error. A client that goes away stops the run (the model call is aborted, deploys already
+// started go on).
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AgentRequest, AgentResponse, type AgentStreamEvent } from '../../../shared/api/ai.js';
@@ -16,7 +17,7 @@ import type { LogStore } from '../../projects/logs.js';
 import type { ProjectService } from '../../projects/projects.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Store } from '../../store/open.js';
-import { AiBuilder } from '../builder.js';
+import type { AiBuilder } from '../builder.js';
 import { type AiEngines, type ResolvedEngine, assertEmailVerified } from '../engines.js';
 import { type AgentRunResult, runAgent } from './loop.js';
 import type { EmitAgentEvent } from './steps.js';
@@ -33,7 +34,6 @@ export interface AgentRoutesOptions {
   ledger: Ledger;
 }
 
-export const HEARTBEAT_MS = 15_000;
 /** How long a tool that deploys waits for the app to run (or fail) before answering "still building". */
 export const BUILD_WAIT_MS = 5 * 60_000;
 
@@ -44,19 +44,11 @@ const NO_ENGINE =
 
 export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (app, options) => {
   const { db, config, engines } = options;
-  // Template builds (build_app with use_template, deploy of a template) must not call a model even when
-  // the account has an engine: a builder over the same services whose engine lookup finds none, so
-  // generation takes the offline templates.
-  const offlineEngines = Object.create(engines) as AiEngines;
-  offlineEngines.resolve = async () => null;
-  const templateBuilder = new AiBuilder({ ...options, engines: offlineEngines });
-
   // Runs in progress: stopped on shutdown (each still ends its stream with `done`).
   const running = new Map<AbortController, Promise<unknown>>();
   app.addHook('preClose', async () => {
     for (const controller of running.keys()) controller.abort();
     await Promise.allSettled(running.values());
-    await templateBuilder.close();
   });
 
   const tags = ['ai'];
@@ -87,7 +79,7 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
       engines,
       (recorder, toolEmit, signal) =>
         createAgentTools(
-          { ...options, templateBuilder, buildWaitMs: BUILD_WAIT_MS },
+          { ...options, buildWaitMs: BUILD_WAIT_MS },
           { accountId, engine, recorder, emit: toolEmit, signal },
         ),
       {
@@ -179,7 +171,7 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
         write(`event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
       };
       write(': agent run started\n\n');
-      const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
+      const heartbeat = setInterval(() => write(': keep-alive\n\n'), config.ai.agentHeartbeatMs);
 
       let done: AgentStreamEvent;
       try {

@@ -33,8 +33,6 @@ export interface AgentToolDeps {
   runtime: Runtime;
   logs: LogStore;
   builder: AiBuilder;
-  /** A builder that generates from the built-in templates only (no model call), for template builds. */
-  templateBuilder: AiBuilder;
   /** How long a tool that deploys waits for the outcome before answering "still building". */
   buildWaitMs: number;
 }
@@ -278,10 +276,11 @@ async function startBuild(
   req: { generator: Generator; prompt: string; subdomain: string },
   fromTemplate: boolean,
 ): Promise<Record<string, unknown>> {
-  const builder = fromTemplate ? deps.templateBuilder : deps.builder;
-  const started = await builder.build(
+  // A template build calls no model, whatever engine this chat uses.
+  const started = await deps.builder.build(
     { accountId: ctx.accountId },
     { ...req, engine: fromTemplate ? undefined : ctx.engine.kind },
+    { offline: fromTemplate },
   );
   if (started.status === 'needs_setup') {
     return {
@@ -292,7 +291,7 @@ async function startBuild(
       note: 'set the env vars (set_env_vars with redeploy: true) or create the database (create_database), then it deploys',
     };
   }
-  return followDeploy(deps, ctx, started.project.id, 0, builder);
+  return followDeploy(deps, ctx, started.project.id, 0);
 }
 
 /**
@@ -306,9 +305,9 @@ async function followDeploy(
   ctx: AgentToolContext,
   projectId: string,
   afterSeq: number,
-  builder: AiBuilder = deps.builder,
 ): Promise<Record<string, unknown>> {
   const { emit, signal, accountId } = ctx;
+  const { builder } = deps;
   let lastStatus: ProjectStatus | null = null;
   const status = (next: ProjectStatus) => {
     if (next === lastStatus) return;
@@ -330,7 +329,7 @@ async function followDeploy(
     else pending.push(...lines);
   });
   // AI projects report status changes through their deploy loop (repairs included).
-  const unwatch = (await deps.builder.isAiProject(accountId, projectId))
+  const unwatch = (await builder.isAiProject(accountId, projectId))
     ? builder.watch(projectId, (event) => {
         if (event.type === 'status') status(event.status);
       })
