@@ -15,6 +15,7 @@ import {
   createProject,
   deploy,
   deployFiles,
+  gitRepo,
   logLines,
   nodeApp,
   settled,
@@ -336,6 +337,26 @@ describe('stop and delete', () => {
     expect(page.headers['x-wharf-edge']).toBe('No app here');
     expect(readdirSync(join(tp.dataDir, 'apps'))).not.toContain(project.id);
     expect(readdirSync(join(tp.dataDir, 'uploads'))).not.toContain(project.id);
+  });
+});
+
+describe('delete during a deploy', () => {
+  it('waits for the cancelled clone to stop before removing the files, and answers 200', async () => {
+    // Enough files that the clone is still writing when the delete arrives.
+    const files: Files = { ...nodeApp('never served') };
+    for (let i = 0; i < 3000; i++) files[`assets/file-${i}.txt`] = `asset ${i}\n`.repeat(20);
+    const repos = mkdtempSync(join(tmpdir(), 'wharf-delete-clone-'));
+    try {
+      const url = gitRepo(repos, 'big', files);
+      const project = await createProject(tp, { name: 'Cloning', subdomain: 'cloning', repo_url: url });
+      await deploy(tp, project.id);
+      await waitForLog(tp, project.id, /^cloning /);
+      const deleted = await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+      expect(readdirSync(join(tp.dataDir, 'apps'))).not.toContain(project.id);
+    } finally {
+      rmSync(repos, { recursive: true, force: true });
+    }
   });
 });
 

@@ -8,6 +8,7 @@
 // project, so a platform restart starts it again without rebuilding.
 import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { join, relative, resolve } from 'node:path';
 import type Docker from 'dockerode';
 import type { BuildConfig, LogLine } from '../../shared/api/projects.js';
@@ -91,6 +92,13 @@ class CancelledError extends Error {}
 class Build {
   cancelled: string | null = null;
   private readonly processes = new Set<RunningProcess>();
+  private settle!: () => void;
+  /** Resolves once the deploy has stopped touching its release folder (done, failed or cancelled). */
+  readonly finished = new Promise<void>((resolve) => (this.settle = resolve));
+
+  end(): void {
+    this.settle();
+  }
 
   track(process: RunningProcess): void {
     if (this.cancelled) {
@@ -208,11 +216,14 @@ export class Runtime {
   async remove(projectId: string): Promise<void> {
     const state = this.states.get(projectId);
     if (state) {
+      const build = state.build;
       await this.halt(state, 'the project was deleted');
+      // A cancelled deploy may still be cloning into the folder about to be removed: let it wind down.
+      if (build) await Promise.race([build.finished, delay(15_000, undefined, { ref: false })]);
       await state.log.flush();
       this.states.delete(projectId);
     }
-    rmSync(this.appDir(projectId), { recursive: true, force: true });
+    rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
   }
 
   /** After a platform start: run again what was running (or being deployed) when it stopped. */
@@ -304,6 +315,14 @@ export class Runtime {
   }
 
   private async runDeploy(state: ProjectState, build: Build, row: ProjectsTable): Promise<void> {
+    try {
+      await this.runDeployOnce(state, build, row);
+    } finally {
+      build.end();
+    }
+  }
+
+  private async runDeployOnce(state: ProjectState, build: Build, row: ProjectsTable): Promise<void> {
     const { log } = state;
     const started = Date.now();
     const releaseId = newId('rel');
