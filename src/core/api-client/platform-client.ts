@@ -136,22 +136,43 @@ export class PlatformClient {
   }
 
   /**
-   * Opens `GET /projects/:id/logs?follow=1` and answers the response once its headers are in, for
-   * readSse to read. Only the wait for the headers has a time limit; the stream lasts until `signal`
-   * aborts it or the platform ends it. A refusal becomes a BridgeError like any other answer.
+   * Opens `GET /projects/:id/logs?follow=1` for readSse to read (see openEventStream).
    */
-  async followLogs(id: string, query: LogsQuery, signal: AbortSignal): Promise<Response> {
+  followLogs(id: string, query: LogsQuery, signal: AbortSignal): Promise<Response> {
+    return this.openEventStream(
+      `/projects/${encodeURIComponent(id)}/logs${logsSearch({ ...query, follow: true })}`,
+      { method: 'GET' },
+      signal,
+      { what: 'the log stream', connectTimeoutMs: this.timeoutMs },
+    );
+  }
+
+  /**
+   * A server-sent event stream's response once its headers are in. Only the wait for the headers has a
+   * time limit; the stream lasts until `signal` aborts it or the platform ends it. A refusal (or an
+   * answer that is not a stream) becomes a BridgeError like any other answer.
+   */
+  private async openEventStream(
+    path: string,
+    init: { method: string; body?: string },
+    signal: AbortSignal,
+    options: { what: string; connectTimeoutMs: number },
+  ): Promise<Response> {
     const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
     if (this.apiKey) headers['x-api-key'] = this.apiKey;
-    const url = `${this.baseUrl}/api/v1/projects/${encodeURIComponent(id)}/logs${logsSearch({ ...query, follow: true })}`;
     const connect = new AbortController();
     const timer = setTimeout(
       () => connect.abort(new DOMException('no answer in time', 'TimeoutError')),
-      this.timeoutMs,
+      options.connectTimeoutMs,
     );
     let response: Response;
     try {
-      response = await fetch(url, { headers, signal: AbortSignal.any([signal, connect.signal]) });
+      response = await fetch(`${this.baseUrl}/api/v1${path}`, {
+        ...init,
+        headers,
+        signal: AbortSignal.any([signal, connect.signal]),
+      });
     } catch (error) {
       if (signal.aborted) throw error;
       throw offlineError(this.baseUrl, connect.signal.aborted ? connect.signal.reason : error);
@@ -165,7 +186,7 @@ export class PlatformClient {
       throw new BridgeError(
         'bad_request',
         502,
-        `the platform answered the log stream with ${type || 'no content type'}, not text/event-stream`,
+        `the platform answered ${options.what} with ${type || 'no content type'}, not text/event-stream`,
       );
     }
     return response;
@@ -235,45 +256,14 @@ export class PlatformClient {
   }
 
   /**
-   * Opens `POST /ai/agent/stream` and answers the response once its headers are in, for readSse to
-   * read; the stream lasts until `signal` aborts it or the platform ends it (after `done`). A refusal
-   * (402, 429, 503…) becomes a BridgeError like any other answer.
+   * Opens `POST /ai/agent/stream` for readSse to read (see openEventStream); the platform ends it after
+   * `done`, and a refusal (402, 429, 503…) is a BridgeError.
    */
-  async agentStream(body: AgentRequest, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = {
-      accept: 'text/event-stream',
-      'content-type': 'application/json',
-    };
-    if (this.apiKey) headers['x-api-key'] = this.apiKey;
-    const connect = new AbortController();
-    const timer = setTimeout(
-      () => connect.abort(new DOMException('no answer in time', 'TimeoutError')),
-      Math.max(this.timeoutMs, 30_000),
-    );
-    let response: Response;
-    try {
-      response = await fetch(`${this.baseUrl}/api/v1/ai/agent/stream`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: AbortSignal.any([signal, connect.signal]),
-      });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      throw offlineError(this.baseUrl, connect.signal.aborted ? connect.signal.reason : error);
-    } finally {
-      clearTimeout(timer);
-    }
-    const type = response.headers.get('content-type') ?? '';
-    if (!response.ok || !type.startsWith('text/event-stream') || !response.body) {
-      await this.parse(response, z.never());
-      throw new BridgeError(
-        'bad_request',
-        502,
-        `the platform answered the agent stream with ${type || 'no content type'}, not text/event-stream`,
-      );
-    }
-    return response;
+  agentStream(body: AgentRequest, signal: AbortSignal): Promise<Response> {
+    return this.openEventStream('/ai/agent/stream', { method: 'POST', body: JSON.stringify(body) }, signal, {
+      what: 'the agent stream',
+      connectTimeoutMs: Math.max(this.timeoutMs, 30_000),
+    });
   }
 
   /** Whether a Wharf platform answers at this origin (no key needed). */
