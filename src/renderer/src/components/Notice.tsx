@@ -4,6 +4,7 @@ import type { ReactNode } from 'react';
 import type { BridgeErrorShape } from '../../../shared/bridge.js';
 import type { FieldError } from '../../../shared/errors.js';
 import { describeFieldError } from '../lib/field-errors';
+import { routeHref } from '../stores/navigation/store';
 import { Icon } from './Icon';
 
 export function ErrorNotice({
@@ -68,4 +69,42 @@ export function SuccessNote({ children, testId }: { children: ReactNode; testId?
 
 export function capitalize(text: string): string {
   return text ? text[0]!.toUpperCase() + text.slice(1) : text;
+}
+
+/**
+ * A list that could not be loaded: why, a Retry, and Settings when the connection itself is the
+ * problem (no platform configured, or the key refused).
+ */
+export function LoadFailed({
+  error,
+  title,
+  testId,
+  onRetry,
+  retrying,
+}: {
+  error: BridgeErrorShape;
+  title: string;
+  testId: string;
+  onRetry: () => void;
+  retrying: boolean;
+}) {
+  return (
+    <ErrorNotice
+      error={error}
+      title={title}
+      testId={testId}
+      action={
+        <div className="button-row">
+          {error.code === 'not_configured' || error.code === 'unauthorized' ? (
+            <a className="btn btn-sm" href={routeHref({ screen: 'settings' })}>
+              Open Settings
+            </a>
+          ) : null}
+          <button type="button" className="btn btn-sm" onClick={onRetry} disabled={retrying}>
+            Retry
+          </button>
+        </div>
+      }
+    />
+  );
 }

@@ -2,8 +2,7 @@
 // and every domain of the account with its status, project and times.
 import { useEffect } from 'react';
 import { Icon } from '../../components/Icon';
-import { ErrorNotice } from '../../components/Notice';
-import { routeHref } from '../../stores/navigation/store';
+import { LoadFailed } from '../../components/Notice';
 import {
   useCreatedDomain,
   useDomainActions,
@@ -53,22 +52,12 @@ export function DomainsView() {
         {created ? <CreatedInstructions /> : null}
 
         {error && !domains ? (
-          <ErrorNotice
+          <LoadFailed
             error={error}
             title="The domains could not be loaded"
             testId="domains-error"
-            action={
-              <div className="button-row">
-                {error.code === 'not_configured' || error.code === 'unauthorized' ? (
-                  <a className="btn btn-sm" href={routeHref({ screen: 'settings' })}>
-                    Open Settings
-                  </a>
-                ) : null}
-                <button type="button" className="btn btn-sm" onClick={() => void load()} disabled={loading}>
-                  Retry
-                </button>
-              </div>
-            }
+            onRetry={() => void load()}
+            retrying={loading}
           />
         ) : null}
 

@@ -1,6 +1,6 @@
 // The project list: every project with its live status, newest first, and the way to create one.
 import { Icon } from '../../components/Icon';
-import { ErrorNotice } from '../../components/Notice';
+import { LoadFailed } from '../../components/Notice';
 import { StatusBadge } from '../../components/StatusBadge';
 import { formatAgo, formatDateTime } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
@@ -28,22 +28,12 @@ export function ProjectsView() {
       </header>
 
       {error && !list ? (
-        <ErrorNotice
+        <LoadFailed
           error={error}
           title="The projects could not be loaded"
           testId="projects-error"
-          action={
-            <div className="button-row">
-              {error.code === 'not_configured' || error.code === 'unauthorized' ? (
-                <a className="btn btn-sm" href={routeHref({ screen: 'settings' })}>
-                  Open Settings
-                </a>
-              ) : null}
-              <button type="button" className="btn btn-sm" onClick={() => void loadList()} disabled={loading}>
-                Retry
-              </button>
-            </div>
-          }
+          onRetry={() => void loadList()}
+          retrying={loading}
         />
       ) : null}
 
