@@ -252,7 +252,7 @@ export class AiBuilder {
     this.loops.cancel(projectId);
     const repo = AiRepo.at(this.deps.config.dataDir, projectId);
     repo.remove();
-    void repo.exclusive(async () => repo.remove());
+    repo.exclusive(async () => repo.remove()).catch(() => undefined); // removed already, best effort
   }
 
   private async assertSubdomainFree(subdomain: string): Promise<void> {

@@ -195,9 +195,14 @@ export class DeployLoops {
       }
     } catch (error) {
       if (error instanceof Cancelled || loop.cancelled) return status;
-      // The project was deleted, or the store closed under us: nothing left to report to.
-      await this.note(projectId, `Repair stopped: ${(error as Error).message}`);
-      return ((await this.row(projectId))?.status as ProjectStatus | undefined) ?? status;
+      // The project was deleted, or the store closed under us: nothing left to report to. Nobody may
+      // be waiting on this loop, so it must not reject.
+      try {
+        await this.note(projectId, `Repair stopped: ${(error as Error).message}`);
+        return ((await this.row(projectId))?.status as ProjectStatus | undefined) ?? status;
+      } catch {
+        return status;
+      }
     } finally {
       unfollow();
     }

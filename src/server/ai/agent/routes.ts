@@ -94,10 +94,13 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
       },
     );
     running.set(controller, result);
-    void result.finally(() => {
-      running.delete(controller);
-      raw.off('close', onClose);
-    });
+    // The caller handles the run's outcome; this chain only tidies up and must not reject on its own.
+    result
+      .finally(() => {
+        running.delete(controller);
+        raw.off('close', onClose);
+      })
+      .catch(() => undefined);
     return { controller, result };
   }
 

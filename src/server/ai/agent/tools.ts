@@ -352,7 +352,11 @@ async function followDeploy(
   let onAbort: (() => void) | undefined;
   try {
     const waited = await Promise.race([
-      builder.waitForOutcome(projectId).then((s) => ({ kind: 'done' as const, status: s })),
+      // Caught here: it may still reject (the project deleted) after a timeout or an abort won the race.
+      builder.waitForOutcome(projectId).then(
+        (s) => ({ kind: 'done' as const, status: s }),
+        (error: unknown) => ({ kind: 'failed' as const, error }),
+      ),
       new Promise<{ kind: 'timeout' }>((resolve) => {
         timer = setTimeout(() => resolve({ kind: 'timeout' }), deps.buildWaitMs);
       }),
@@ -364,6 +368,7 @@ async function followDeploy(
     ]);
     if (waited.kind === 'aborted')
       throw new ApiError('unavailable', 'the run was stopped while the deploy went on');
+    if (waited.kind === 'failed') throw waited.error;
     const project = await deps.projects.get(accountId, projectId);
     status(project.status);
     const tail = await deps.logs.read(projectId, { limit: OUTCOME_LOG_TAIL });
