@@ -108,9 +108,13 @@ describe('deploying through the Engine', () => {
     expect(event.outcome).toBe('running');
     expect(event.project).toMatchObject({ status: 'running', last_deploy_error: null });
 
+    // The status and the log lines reach the Engine by separate polls, so the
+    // "running at" line may arrive a poll after deploy-finished.
     await until(
-      () => linesOf(logs.seen, project.id).some((l) => /^listening on \d+$/.test(l.line)),
-      'the app’s own line in project-logs',
+      () =>
+        linesOf(logs.seen, project.id).some((l) => /^listening on \d+$/.test(l.line)) &&
+        linesOf(logs.seen, project.id).some((l) => l.stream === 'system' && /^running at /.test(l.line)),
+      'the app’s own line and the "running at" line in project-logs',
     );
     const lines = linesOf(logs.seen, project.id);
     expect(lines.some((l) => l.stream === 'build')).toBe(true);
