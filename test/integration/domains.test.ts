@@ -330,13 +330,19 @@ describe('background re-check', () => {
     try {
       const created = await addDomain({ domain: 'later.background.test' }, bg.key, bg);
       const asked = () => dns.queries.filter((q) => q === 'CNAME later.background.test').length;
-      await until(() => asked() >= 3, 'three background checks');
+      const stored = () =>
+        bg.platform.db
+          .selectFrom('domains')
+          .select(['check_attempts', 'check_detail', 'next_check_at'])
+          .where('id', '=', created.domain.id)
+          .executeTakeFirstOrThrow();
+      // A check asks the DNS server first and stores its outcome after: wait for both.
+      await until(
+        async () => asked() >= 3 && (await stored()).check_attempts >= 3,
+        'three background checks, stored',
+      );
       expect((await listDomains(bg.key, bg))[0]!.verified).toBe(false);
-      const row = await bg.platform.db
-        .selectFrom('domains')
-        .select(['check_attempts', 'check_detail', 'next_check_at'])
-        .where('id', '=', created.domain.id)
-        .executeTakeFirstOrThrow();
+      const row = await stored();
       expect(row.check_attempts).toBeGreaterThanOrEqual(3);
       expect(row.check_detail).toMatch(/^no CNAME, A or AAAA records/);
       expect(row.next_check_at).not.toBeNull();
