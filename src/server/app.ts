@@ -18,6 +18,7 @@ import { aiAgentRoutes } from './ai/agent/routes.js';
 import { AiBuilder } from './ai/builder.js';
 import { AiEngines } from './ai/engines.js';
 import { aiBuildRoutes } from './ai/routes.js';
+import { AppDatabases } from './ai/postgres.js';
 import { Authenticator, assertScope } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
 import { DailyCap } from './billing/daily-cap.js';
@@ -60,6 +61,8 @@ export interface Platform {
   engines: AiEngines;
   /** The AI builder: generate, deploy with self-repair, edit; its deploy loops run in the background. */
   aiBuilder: AiBuilder;
+  /** The PostgreSQL databases made for apps, dropped when their project is deleted. */
+  databases: AppDatabases;
   /** Email verifications per account per UTC day. */
   dailyCap: DailyCap;
   /** Custom domains, and their background re-check (started here, stopped on close). */
@@ -94,7 +97,10 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const ledger = new Ledger(db, config);
   const dailyCap = new DailyCap(db, config);
   const engines = new AiEngines(db, config, ledger, secret);
-  const aiBuilder = new AiBuilder({ db, config, projects, runtime, logs, engines, ledger });
+  const databases = new AppDatabases(db, config.ai.postgresUrl, {
+    onError: (error) => app.log.error({ err: error }, 'dropping the database of a deleted project failed'),
+  });
+  const aiBuilder = new AiBuilder({ db, config, projects, runtime, logs, engines, ledger, databases });
   const emailVerifier = new EmailVerifier({
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.dnsTimeoutMs,
@@ -223,6 +229,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
 
   // Repositories of AI projects deleted since the last start go (before any build can start one).
   await aiBuilder.sweep();
+  // So do the databases of projects deleted while their PostgreSQL server could not be reached.
+  void databases.sweep();
 
   // What was running when the platform last stopped runs again (in the background).
   void runtime.restore().catch((error: unknown) => {
@@ -243,6 +251,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     ledger,
     engines,
     aiBuilder,
+    databases,
     dailyCap,
     domains,
     domainChecker,

@@ -3,13 +3,17 @@
 // local fake OpenAI-compatible provider scripted turn by turn (repairs, edits, billing), needs_setup with
 // a real PostgreSQL started here, and the refusals. Everything listens on 127.0.0.1.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pgModule from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuildEvent } from '../../src/server/ai/builder.js';
+import { databaseName } from '../../src/server/ai/postgres.js';
 import type { AiBuildResponse } from '../../src/shared/api/ai.js';
 import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
-import { logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
+import { logLines, until, viaEdge, waitForLog } from '../helpers/deploy.js';
 import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
@@ -365,8 +369,7 @@ describe.skipIf(!pgBin)('AI builder with a real PostgreSQL (needs_setup → data
     expect(JSON.parse(health.body)).toMatchObject({ database: 'ok' });
 
     // The row is in the project's own database, reached with the app's own credentials.
-    const { default: pgModule } = await import('pg');
-    const client = new pgModule.Client({ connectionString: databaseUrl.href });
+    const client = new PgClient({ connectionString: databaseUrl.href });
     await client.connect();
     try {
       const rows = await client.query<{ name: string }>('SELECT name FROM books');
@@ -374,8 +377,110 @@ describe.skipIf(!pgBin)('AI builder with a real PostgreSQL (needs_setup → data
     } finally {
       await client.end();
     }
+
+    // Deleting the project drops its database (the app's connections closed) and its role.
+    const name = databaseUrl.username;
+    expect(await serverHas(pg, name)).toEqual({ database: true, role: true });
+    const deleted = await call(`${tp.api}/projects/${built.project.id}`, { method: 'DELETE', key: tp.key });
+    expect(deleted.status).toBe(200);
+    await until(
+      async () => {
+        const left = await serverHas(pg, name);
+        return !left.database && !left.role;
+      },
+      'the database and role dropped',
+      20_000,
+    );
+    expect(await recorded(tp.dataDir)).toEqual([]);
+  });
+
+  it('drops at the next start what it could not drop when the PostgreSQL server was unreachable', async () => {
+    // A database made for a project, recorded as the builder records it; then the project is gone.
+    const projectId = 'prj_gone0000000000000001';
+    const name = databaseName(projectId);
+    await admin(pg, async (client) => {
+      await client.query(`CREATE ROLE ${name} WITH LOGIN PASSWORD 'x'`);
+      await client.query(`CREATE DATABASE ${name} OWNER ${name}`);
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-pg-sweep-'));
+    try {
+      // First start: the server configured is not listening, so the drop fails and the record stays.
+      const unreachable = await startPlatform({
+        dataDir,
+        ai: { postgresUrl: `postgres://postgres:x@127.0.0.1:${await closedPort()}/postgres` },
+      });
+      await unreachable.platform.db
+        .insertInto('app_databases')
+        .values({ name, project_id: projectId, created_at: new Date().toISOString() })
+        .execute();
+      await unreachable.platform.databases.sweep();
+      await unreachable.close();
+      expect(await recorded(dataDir)).toEqual([name]);
+      expect(await serverHas(pg, name)).toEqual({ database: true, role: true });
+
+      // Next start, with the server reachable: dropped, and the record with it.
+      const reachable = await startPlatform({ dataDir, ai: { postgresUrl: pg.url } });
+      try {
+        await until(
+          async () => (await recorded(dataDir)).length === 0,
+          'the record of the dropped database gone',
+          20_000,
+        );
+        expect(await serverHas(pg, name)).toEqual({ database: false, role: false });
+      } finally {
+        await reachable.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
+
+const PgClient = pgModule.Client;
+type PgClient = InstanceType<typeof pgModule.Client>;
+
+async function admin<T>(pg: TestPostgres, use: (client: PgClient) => Promise<T>): Promise<T> {
+  const client = new PgClient({ connectionString: pg.url });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Whether the PostgreSQL server has a database and a role of this name. */
+function serverHas(pg: TestPostgres, name: string): Promise<{ database: boolean; role: boolean }> {
+  return admin(pg, async (client) => ({
+    database: (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1,
+    role: (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name])).rowCount === 1,
+  }));
+}
+
+/** The app databases a platform's store still has on record (read from its file, platform running or not). */
+async function recorded(dataDir: string): Promise<string[]> {
+  const { default: Database } = await import('better-sqlite3');
+  const db = new Database(join(dataDir, 'platform.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT name FROM app_databases ORDER BY name').all() as Array<{ name: string }>).map(
+      (r) => r.name,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+/** A loopback port nothing listens on. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address() as AddressInfo;
+      server.close(() => resolve(address.port));
+    });
+  });
+}
 
 type Files = Record<string, string>;
 

@@ -31,7 +31,7 @@ import { type AiEngines, type ResolvedEngine, type TokenUsage, assertEmailVerifi
 import { editApp, generateApp } from './generators/index.js';
 import type { AppNeeds } from './generators/types.js';
 import { AiRepo } from './git.js';
-import { provisionDatabase } from './postgres.js';
+import type { AppDatabases } from './postgres.js';
 import { type BuildListener, DeployLoops } from './repair.js';
 
 export type { BuildEvent, BuildListener } from './repair.js';
@@ -44,6 +44,7 @@ export interface AiBuilderDeps {
   logs: LogStore;
   engines: AiEngines;
   ledger: Ledger;
+  databases: AppDatabases;
 }
 
 /** Who asks: the authenticated caller (only its account matters here). */
@@ -99,12 +100,16 @@ export class AiBuilder {
     try {
       await staging.init();
       await staging.commitFiles(app.files, `Generate ${req.generator} app: ${oneLine(app.summary, 200)}`);
-      created = await projects.create(accountId, {
-        name: projectName(req.prompt, req.subdomain),
-        subdomain: req.subdomain,
-        repo_url: staging.url,
-        branch: 'main',
-      });
+      created = await projects.create(
+        accountId,
+        {
+          name: projectName(req.prompt, req.subdomain),
+          subdomain: req.subdomain,
+          repo_url: staging.url,
+          branch: 'main',
+        },
+        { ownRepo: true },
+      );
       const repo = AiRepo.at(config.dataDir, created.id);
       renameSync(staging.dir, repo.dir);
       await db.transaction().execute(async (trx) => {
@@ -159,7 +164,7 @@ export class AiBuilder {
       ]);
     }
     if (database === 'postgres') {
-      env.DATABASE_URL = await provisionDatabase(config.ai.postgresUrl, row.id);
+      env.DATABASE_URL = await this.deps.databases.provision(row.id);
       await this.note(row.id, 'Created a PostgreSQL database for the app: DATABASE_URL is set');
     }
     await projects.setEnvVars(accountId, row.id, env);
@@ -245,11 +250,12 @@ export class AiBuilder {
 
   /**
    * A deleted project's AI leftovers (its ai_projects row went with the project's, by the foreign
-   * key): the deploy loop ends and the repository is removed. A repair or edit writing to the
+   * key): the deploy loop ends, the repository is removed and its database dropped. A repair or edit writing to the
    * repository at this moment would put files back, so it is removed again once that writer is done.
    */
   private forget(projectId: string): void {
     this.loops.cancel(projectId);
+    this.deps.databases.forget(projectId);
     const repo = AiRepo.at(this.deps.config.dataDir, projectId);
     repo.remove();
     repo.exclusive(async () => repo.remove()).catch(() => undefined); // removed already, best effort

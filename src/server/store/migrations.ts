@@ -192,4 +192,18 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007_app_databases': {
+    async up(db: Kysely<unknown>) {
+      // The PostgreSQL databases made for apps (POST /ai/deploy with a database). No foreign key: a row
+      // outlives its project until the database is dropped, so a drop that failed (the server was
+      // unreachable) is retried at the next start instead of leaving the database behind unnoticed.
+      await db.schema
+        .createTable('app_databases')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('app_databases_project').on('app_databases').column('project_id').execute();
+    },
+  },
 };

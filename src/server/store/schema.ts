@@ -145,6 +145,13 @@ export interface AiProjectsTable {
   created_at: string;
 }
 
+export interface AppDatabasesTable {
+  /** The database's name, also its login role's (see databaseName in src/server/ai/postgres.ts). */
+  name: string;
+  project_id: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -159,4 +166,5 @@ export interface Database {
   domains: DomainsTable;
   ai_keys: AiKeysTable;
   ai_projects: AiProjectsTable;
+  app_databases: AppDatabasesTable;
 }

@@ -19,7 +19,8 @@ export function DeleteProject({ project }: { project: Project }) {
             Delete this project
           </h2>
           <p className="card-description">
-            Stops it and removes it with its variables, configuration and archive. This cannot be undone.
+            Stops it and removes it with its variables, configuration, archive and the database Wharf made for
+            it, if any. This cannot be undone.
           </p>
         </div>
         <button
