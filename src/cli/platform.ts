@@ -32,6 +32,7 @@ interface PlatformOptions {
   log: boolean;
   runtime: RuntimeKind;
   gitHostUrl: string;
+  localRepos: boolean;
   healthTimeout: number;
   dnsServer?: string[];
   smtpPort: number;
@@ -90,6 +91,12 @@ export function platformCommand(io: Io): Command {
         .default('https://github.com')
         .argParser(parseUrl)
         .env('WHARF_GIT_HOST_URL'),
+    )
+    .addOption(
+      new Option(
+        '--no-local-repos',
+        'refuse file:// repository URLs (for a platform several accounts share: they could deploy any repository the server can read)',
+      ),
     )
     .addOption(
       new Option('--health-timeout <seconds>', 'how long a started app has to accept connections')
@@ -169,6 +176,7 @@ export function platformCommand(io: Io): Command {
         logger: options.log,
         runtime: options.runtime,
         gitHostUrl: options.gitHostUrl,
+        localRepos: options.localRepos,
         healthTimeoutMs: options.healthTimeout * 1000,
         dnsServers: options.dnsServer ?? null,
         email: {

@@ -84,6 +84,13 @@ export interface PlatformConfig {
   runtime: RuntimeKind;
   /** `git_host_repo` (`owner/repo`) is cloned from `<gitHostUrl>/owner/repo`. */
   gitHostUrl: string;
+  /**
+   * Whether `repo_url` may be a `file://` repository on this machine (never one inside `dataDir`). On for
+   * the embedded platform, where deploying a local repository is handy; off for a platform several
+   * accounts share, where it would let one account deploy (and read) whatever git repository the
+   * server can see.
+   */
+  localRepos: boolean;
   /** How long a started app has to accept connections on its port. */
   healthTimeoutMs: number;
   /** How long a worker (no port) must stay up to count as started. */
@@ -144,6 +151,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     logger: partial.logger ?? false,
     runtime: partial.runtime ?? 'process',
     gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
+    localRepos: partial.localRepos ?? true,
     healthTimeoutMs: partial.healthTimeoutMs ?? 60_000,
     workerGraceMs: partial.workerGraceMs ?? 2_000,
     restartLimit: partial.restartLimit ?? 5,

@@ -119,6 +119,28 @@ describe('wharf platform', () => {
     expect(cli.output()).toContain('Stopped.');
   });
 
+  it('with --no-local-repos refuses file:// repositories and takes the others', async () => {
+    const dataDir = tempDir();
+    const repo = tempDir();
+    const cli = await startPlatform(['--data-dir', dataDir, '--no-local-repos']);
+    const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8'));
+    const refused = await call(`${cli.api}/projects`, {
+      key: local.api_key,
+      body: { name: 'Local', subdomain: 'local-repo', repo_url: `file://${repo}` },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual([
+      { path: 'repo_url', message: expect.stringContaining('--no-local-repos') },
+    ]);
+    const remote = await call(`${cli.api}/projects`, {
+      key: local.api_key,
+      body: { name: 'Remote', subdomain: 'remote-repo', repo_url: 'https://example.com/remote.git' },
+    });
+    expect(remote.status).toBe(201);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
   it('keeps the local account, its key and its projects across a restart', async () => {
     const dataDir = tempDir();
     const first = await startPlatform(['--data-dir', dataDir]);

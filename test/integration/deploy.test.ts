@@ -113,6 +113,45 @@ describe('deploy from git', () => {
     expect(page.body).toContain('Remote branch nope not found');
   });
 
+  it("refuses a file:// repository in the platform's data folder, where every project's sources live", async () => {
+    const before = await call<unknown[]>(`${tp.api}/projects`, { key: tp.key });
+    for (const inside of [
+      tp.dataDir,
+      join(tp.dataDir, 'ai-repos', 'prj_someoneelse'),
+      join(tp.dataDir, 'uploads', '..', 'apps'),
+    ]) {
+      const result = await call(`${tp.api}/projects`, {
+        key: tp.key,
+        body: { name: 'Peek', subdomain: 'peek', repo_url: `file://${inside}` },
+      });
+      expect(expectProblem(result, 422, 'validation_failed').errors).toEqual([
+        {
+          path: 'repo_url',
+          message: expect.stringContaining("must not point into the platform's data folder"),
+        },
+      ]);
+    }
+    const after = await call<unknown[]>(`${tp.api}/projects`, { key: tp.key });
+    expect(after.body).toHaveLength(before.body.length);
+
+    // A project that names one anyway (stored before this rule, say) fails its deploy without cloning.
+    const project = await createProject(tp, {
+      name: 'Sneak',
+      subdomain: 'sneak',
+      repo_url: `file://${repos}/acme/shop`,
+    });
+    await tp.platform.db
+      .updateTable('projects')
+      .set({ repo_url: `file://${join(tp.dataDir, 'ai-repos', 'prj_someoneelse')}` })
+      .where('id', '=', project.id)
+      .execute();
+    await deploy(tp, project.id);
+    const { project: done, logs } = await waitFor(tp, project.id, settled);
+    expect(done.status).toBe('failed');
+    expect(done.last_deploy_error).toContain("must not point into the platform's data folder");
+    expect(logs.map((l) => l.line)).not.toContainEqual(expect.stringMatching(/^cloning /));
+  });
+
   it('a repository that does not exist fails without prompting for credentials', async () => {
     const project = await createProject(tp, {
       name: 'Gone',

@@ -21,6 +21,7 @@ import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/open.js';
+import { refusedRepoUrl } from './repo-url.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
 import type { FieldError } from '../../shared/errors.js';
 
@@ -76,8 +77,19 @@ export class ProjectService {
     return row;
   }
 
-  async create(accountId: string, body: CreateProjectRequest): Promise<Project> {
+  /**
+   * `options.ownRepo`: the caller made `repo_url` itself (the AI builder's repository in the data
+   * folder), so it is not held to the rule for the repositories accounts name.
+   */
+  async create(
+    accountId: string,
+    body: CreateProjectRequest,
+    options: { ownRepo?: boolean } = {},
+  ): Promise<Project> {
     const buildConfig = body.build_config ?? EMPTY_BUILD_CONFIG;
+    const refused =
+      body.repo_url !== undefined && !options.ownRepo ? refusedRepoUrl(this.config, body.repo_url) : null;
+    if (refused) throw validationError([{ path: 'repo_url', message: refused }]);
     this.checkSubdomain(body.subdomain);
     this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
     const source: DeploySource =

@@ -23,6 +23,7 @@ import { detect, staticRootAfterBuild } from './detect.js';
 import { connectDocker, pullImage, runContainer } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
 import { type ProcessExit, type RunningProcess, freePort, waitForPort } from './process.js';
+import { refusedRepoUrl } from '../projects/repo-url.js';
 import { cloneRepository, extractUpload } from './sources.js';
 
 /** What a deploy produced and what a restart needs to run it again; stored as JSON with the project. */
@@ -392,6 +393,10 @@ export class Runtime {
     if (row.deploy_source === 'git') {
       const url = row.repo_url ?? `${this.config.gitHostUrl}/${row.git_host_repo}`;
       const branch = row.branch ?? 'main';
+      // Checked again at each clone: the platform may have been restarted with local repositories off.
+      // (The git host is the operator's own setting, so it may be a file:// URL.)
+      const refused = row.repo_url === null ? null : refusedRepoUrl(this.config, url, row.id);
+      if (refused) throw new DeployError(`the repository ${url} ${refused}`);
       log.build(`cloning ${url} (branch ${branch})`);
       try {
         await cloneRepository({ url, branch, dest: dir, onLine: (line) => log.build(line) });
