@@ -97,7 +97,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const ledger = new Ledger(db, config);
   const dailyCap = new DailyCap(db, config);
   const engines = new AiEngines(db, config, ledger, secret);
-  const databases = new AppDatabases(db, config.ai.postgresUrl, {
+  const databases = new AppDatabases(db, config, {
     onError: (error) => app.log.error({ err: error }, 'dropping the database of a deleted project failed'),
   });
   const aiBuilder = new AiBuilder({ db, config, projects, runtime, logs, engines, ledger, databases });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { ApiError } from '../errors.js';
 import { randomBase62 } from '../ids.js';
+import type { PlatformConfig } from '../config.js';
 import type { Store } from '../store/open.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -28,13 +29,19 @@ export interface AppDatabasesOptions {
 export class AppDatabases {
   constructor(
     private readonly db: Store,
-    private readonly adminUrl: string | null,
+    private readonly config: Pick<PlatformConfig, 'ai'>,
     private readonly options: AppDatabasesOptions = {},
   ) {}
 
+  /** WHARF_POSTGRES_URL, read at each use. */
+  private get adminUrl(): string | null {
+    return this.config.ai.postgresUrl;
+  }
+
   /** Creates (or re-keys) the project's database and role; returns the app's DATABASE_URL. */
   async provision(projectId: string): Promise<string> {
-    if (!this.adminUrl) throw new ApiError('unavailable', NO_SERVER);
+    const adminUrl = this.adminUrl;
+    if (!adminUrl) throw new ApiError('unavailable', NO_SERVER);
     const name = databaseName(projectId);
     // Recorded first: a database made just before a crash is still one this platform drops later.
     await this.db
@@ -42,7 +49,7 @@ export class AppDatabases {
       .values({ name, project_id: projectId, created_at: new Date().toISOString() })
       .onConflict((c) => c.doNothing())
       .execute();
-    return provisionDatabase(this.adminUrl, projectId);
+    return provisionDatabase(adminUrl, projectId);
   }
 
   /** Drops the databases made for a deleted project, in the background; failures are retried at start. */
@@ -64,13 +71,14 @@ export class AppDatabases {
       if (projectId !== null) query = query.where('project_id', '=', projectId);
       const rows = await query.execute();
       if (rows.length === 0) return;
-      if (!this.adminUrl) {
+      const adminUrl = this.adminUrl;
+      if (!adminUrl) {
         throw new Error(
           `${rows.length} app database(s) of deleted projects remain (${rows.map((r) => r.name).join(', ')}): start the platform with WHARF_POSTGRES_URL to drop them`,
         );
       }
       for (const row of rows) {
-        await dropDatabase(this.adminUrl, row.name);
+        await dropDatabase(adminUrl, row.name);
         await this.db.deleteFrom('app_databases').where('name', '=', row.name).execute();
       }
     } catch (error) {
