@@ -302,8 +302,11 @@ describe('deploying from the project page', () => {
     expect(await banner.getAttribute('class')).toContain('notice-warning');
     const answer = await viaEdge(ui.stack.edgePort, 'broken-shop.localhost', '/still');
     expect(answer.body).toBe('hello from the demo app /still');
-    await page.getByTestId('toast').first().waitFor({ timeout: 15_000 });
-    expect(await page.getByTestId('toast').last().innerText()).toMatch(/Broken Shop failed to deploy/);
+    // The success toast of the deploy before may still show: wait for the failure's own.
+    await page
+      .getByTestId('toast')
+      .filter({ hasText: 'Broken Shop failed to deploy' })
+      .waitFor({ timeout: 15_000 });
     await settle(page);
     await screenshot(page, 'deploy-redeploy-failed');
   });

@@ -20,6 +20,7 @@ import {
   upload,
   viaEdge,
   waitFor,
+  waitForLog,
 } from '../helpers/deploy.js';
 
 let tp: TestPlatform;
@@ -52,7 +53,8 @@ describe('deploy from git', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^detected Node\.js: package\.json found/));
     expect(lines).toContainEqual(expect.stringMatching(/^running at http:\/\/git-app\.localhost:\d+ /));
     const [port] = startedPorts(lines);
-    expect(lines).toContain(`listening on ${port}`);
+    // The app's own output comes through its pipe: it may be stored a moment after the health check.
+    await waitForLog(tp, project.id, new RegExp(`^listening on ${port}$`));
     const answer = await viaEdge(tp.edgePort, 'git-app.localhost', '/x');
     expect(answer.status).toBe(200);
     expect(answer.body).toBe('hello from git /x');

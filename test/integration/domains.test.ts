@@ -38,7 +38,7 @@ async function listDomains(key = p.key, tp = p): Promise<Domain[]> {
 
 beforeAll(async () => {
   dns = await startDns({ [TARGET]: { A: [TARGET_A], AAAA: [TARGET_AAAA] } });
-  p = await startPlatform({ dnsServers: [dns.server], dnsTimeoutMs: 400 });
+  p = await startPlatform({ dnsServers: [dns.server], dnsTimeoutMs: 1_500 });
 });
 
 afterAll(async () => {
@@ -322,7 +322,7 @@ describe('background re-check', () => {
   it('verifies a domain on its own once its DNS is right, backing off meanwhile, and stops with the platform', async () => {
     const bg = await startPlatform({
       dnsServers: [dns.server],
-      dnsTimeoutMs: 400,
+      dnsTimeoutMs: 1_500,
       domainRecheckMs: 100,
       domainRecheckMaxMs: 400,
     });

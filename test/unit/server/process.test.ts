@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/deploy.js';
 import {
   HealthCheckError,
   freePort,
@@ -57,6 +58,8 @@ describe('startProcess', () => {
     const { proc, lines } = start(server, { PORT: String(port) });
     await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited });
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('ok');
+    // The port may accept before the line has come through the pipe.
+    await until(() => lines.some(([, l]) => l === `listening on ${port}`), 'the listening line');
     expect(lines).toContainEqual(['stdout', `listening on ${port}`]);
     const exit = await proc.stop();
     expect(exit.signal === 'SIGTERM' || exit.code !== 0).toBe(true);
@@ -64,17 +67,17 @@ describe('startProcess', () => {
 
   it('stops every process the command started, not only the shell', async () => {
     const { proc, lines } = start(`sleep 300 & echo "child $!"; wait`);
-    await new Promise((r) => setTimeout(r, 200));
+    await until(() => lines.some(([, l]) => l.startsWith('child ')), 'the child pid line');
     const childPid = Number(lines.find(([, l]) => l.startsWith('child '))?.[1].split(' ')[1]);
     expect(alive(childPid)).toBe(true);
     await proc.stop(1_000);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(alive(childPid)).toBe(false);
+    await until(() => !alive(childPid), 'the child gone', 3_000);
   });
 
   it('kills a command that ignores SIGTERM once the grace time is over', async () => {
-    const { proc } = start(`trap '' TERM; sleep 300`);
-    await new Promise((r) => setTimeout(r, 100));
+    // Stopped only once the shell has set its trap (a SIGTERM before that would end it).
+    const { proc, lines } = start(`trap '' TERM; echo ready; sleep 300`);
+    await until(() => lines.some(([, l]) => l === 'ready'), 'the trap set');
     const started = Date.now();
     const exit = await proc.stop(300);
     expect(exit.signal).toBe('SIGKILL');
