@@ -22,9 +22,18 @@ export function SetupForm({ needs, subdomain }: { needs: Needs; subdomain: strin
 
   const serverErrors = fieldErrorsOf(error, 'env');
   const errorOf = (name: string) => missing[name] ?? serverErrors[name];
+  // The platform cannot make databases (no server configured, or it refused), or the app was sent
+  // without the database it needs.
   const databaseError =
-    error && error.code === 'unavailable' && /postgres|database/i.test(error.detail) ? error.detail : null;
-  const unplaced = unplacedErrors(serverErrors, (path) => needs.env.some((env) => env.name === path));
+    error && error.code === 'unavailable' && /postgres|database/i.test(error.detail)
+      ? error.detail
+      : serverErrors.database !== undefined
+        ? 'The app needs a PostgreSQL database: keep this on, or set your own DATABASE_URL on the project first.'
+        : null;
+  const unplaced = unplacedErrors(
+    serverErrors,
+    (path) => path === 'database' || needs.env.some((env) => env.name === path),
+  );
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -57,8 +66,9 @@ export function SetupForm({ needs, subdomain }: { needs: Needs; subdomain: strin
             Finish setting up <span className="mono">{subdomain}</span>
           </h2>
           <p className="card-description">
-            The app is generated. It needs {needs.env.length > 0 ? 'these values' : 'a database'} before it
-            can run; secrets are stored with the project and never shown back in full.
+            {needs.env.length > 0
+              ? 'The app is generated. It needs these values before it can run; secrets are stored with the project and never shown back in full.'
+              : 'The app is generated. It needs a database before it can run.'}
           </p>
         </div>
       </header>
