@@ -35,6 +35,18 @@ export class BodyTap {
     return this.size > this.kept;
   }
 
+  /** How many bytes are kept (at most the limit). */
+  get keptBytes(): number {
+    return this.kept;
+  }
+
+  /** Copies the kept bytes into `target` at `offset`; returns how many. */
+  copyTo(target: Buffer, offset: number): number {
+    let at = offset;
+    for (const chunk of this.chunks) at += chunk.copy(target, at);
+    return at - offset;
+  }
+
   /** The kept bytes, in a buffer of their own (so that no chunk's larger backing memory stays alive). */
   get body(): Buffer {
     if (this.kept === 0) return EMPTY;
@@ -130,23 +142,31 @@ export class Exchange {
     this.record.response_headers = headers;
   }
 
-  /** Ends the exchange (with why it failed, if it did) and returns the captured request. */
-  finish(error: string | null = null): CapturedExchange {
+  /**
+   * Ends the exchange (with why it failed, if it did) and returns the captured request. Its bodies are
+   * buffers of their own, or, given `store`, wherever the store copies them (null: not kept).
+   */
+  finish(error: string | null = null, store?: BodyStore): CapturedExchange {
     if (this.record.duration_ms === null) {
       this.record.duration_ms = Math.round((performance.now() - this.startedMs) * 100) / 100;
       this.record.request_size = this.requestBody.size;
       this.record.response_size = this.responseBody.size;
       this.record.error = error;
     }
+    const stored = store ? store(this.requestBody, this.responseBody) : undefined;
+    const dropped = stored === null;
     return {
       request: { ...this.record },
-      requestBody: this.requestBody.body,
-      responseBody: this.responseBody.body,
-      requestBodyTruncated: this.requestBody.truncated,
-      responseBodyTruncated: this.responseBody.truncated,
+      requestBody: stored ? stored.request : dropped ? EMPTY : this.requestBody.body,
+      responseBody: stored ? stored.response : dropped ? EMPTY : this.responseBody.body,
+      requestBodyTruncated: this.requestBody.truncated || (dropped && this.requestBody.keptBytes > 0),
+      responseBodyTruncated: this.responseBody.truncated || (dropped && this.responseBody.keptBytes > 0),
     };
   }
 }
+
+/** Copies an exchange's kept bodies somewhere; null when it cannot keep them. */
+export type BodyStore = (request: BodyTap, response: BodyTap) => { request: Buffer; response: Buffer } | null;
 
 export interface CapturedExchange {
   request: CapturedRequest;
@@ -168,16 +188,22 @@ export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
 }
 
 /**
- * The last `capacity` exchanges, oldest dropped first. Their bodies share a byte budget: past it, the
- * oldest exchanges lose their bodies (flagged truncated) before any metadata is dropped, so 1,000
- * exchanges of 1 MiB bodies cannot hold 2 GiB.
+ * The last `capacity` exchanges, oldest dropped first. Their bodies share a byte budget: they are
+ * copied into one buffer of that size written round and round, and an exchange whose bytes are written
+ * over loses its bodies (flagged truncated) while its metadata stays, so 1,000 exchanges of 1 MiB
+ * bodies cannot hold 2 GiB. One buffer instead of one per body: under load, a body per request would
+ * be allocated, kept for a while and let go, and the garbage collector would pay for each.
+ * The bodies of a kept exchange are views into that buffer: read them at once (a copy, if they must
+ * outlive the next exchange recorded).
  */
 export class CaptureRing {
   private readonly items: CapturedExchange[] = [];
   private readonly byId = new Map<string, CapturedExchange>();
-  private bodyBytes = 0;
-  /** The index of the oldest exchange that may still hold bodies. */
-  private firstWithBodies = 0;
+  /** Allocated on the first body (its pages are touched only as they are written). */
+  private arena: Buffer | null = null;
+  private writeAt = 0;
+  /** The exchanges whose bodies are in the arena, in the order they were written (oldest first). */
+  private readonly placed: Array<{ exchange: CapturedExchange; start: number; end: number }> = [];
   total = 0;
 
   constructor(
@@ -185,26 +211,30 @@ export class CaptureRing {
     private readonly bodyBudget = 64 * 1024 * 1024,
   ) {}
 
-  add(exchange: CapturedExchange): void {
-    this.items.push(exchange);
-    this.byId.set(exchange.request.id, exchange);
-    this.bodyBytes += exchange.requestBody.length + exchange.responseBody.length;
+  /** Finishes an exchange and keeps it, with its bodies copied into the ring's buffer. */
+  record(exchange: Exchange, error: string | null = null): CapturedExchange {
+    let range: { start: number; end: number } | null = null;
+    const captured = exchange.finish(error, (request, response) => {
+      const length = request.keptBytes + response.keptBytes;
+      if (length === 0) return { request: EMPTY, response: EMPTY };
+      range = this.reserve(length);
+      if (!range) return null;
+      const arena = this.arena!;
+      const split = range.start + request.copyTo(arena, range.start);
+      response.copyTo(arena, split);
+      return { request: arena.subarray(range.start, split), response: arena.subarray(split, range.end) };
+    });
+    if (range) this.placed.push({ exchange: captured, ...(range as { start: number; end: number }) });
+    this.items.push(captured);
+    this.byId.set(captured.request.id, captured);
     this.total += 1;
     while (this.items.length > this.capacity) {
       const dropped = this.items.shift()!;
       this.byId.delete(dropped.request.id);
-      this.bodyBytes -= dropped.requestBody.length + dropped.responseBody.length;
-      this.firstWithBodies = Math.max(0, this.firstWithBodies - 1);
+      // Written in the order they were kept: a dropped exchange still in the arena is the oldest there.
+      if (this.placed[0]?.exchange === dropped) this.placed.shift();
     }
-    while (this.bodyBytes > this.bodyBudget && this.firstWithBodies < this.items.length - 1) {
-      const old = this.items[this.firstWithBodies]!;
-      this.bodyBytes -= old.requestBody.length + old.responseBody.length;
-      if (old.requestBody.length > 0) old.requestBodyTruncated = true;
-      if (old.responseBody.length > 0) old.responseBodyTruncated = true;
-      old.requestBody = Buffer.alloc(0);
-      old.responseBody = Buffer.alloc(0);
-      this.firstWithBodies += 1;
-    }
+    return captured;
   }
 
   get(id: string): CapturedExchange | undefined {
@@ -218,6 +248,38 @@ export class CaptureRing {
 
   get size(): number {
     return this.items.length;
+  }
+
+  /** How many of the exchanges kept still have their bodies. */
+  get withBodies(): number {
+    return this.placed.length;
+  }
+
+  /** Room for `length` bytes in the arena, taken from the oldest bodies there; null if it cannot fit. */
+  private reserve(length: number): { start: number; end: number } | null {
+    if (length > this.bodyBudget) return null;
+    this.arena ??= Buffer.allocUnsafeSlow(this.bodyBudget);
+    let start = this.writeAt;
+    if (start + length > this.bodyBudget) {
+      // The end of the arena is skipped: the bodies there are the oldest, and go first.
+      while (this.placed.length > 0 && this.placed[0]!.start >= start) this.evictOldest();
+      start = 0;
+    }
+    const end = start + length;
+    // The bodies in the way are the oldest ones: the arena is written in order, round and round.
+    while (this.placed.length > 0 && this.placed[0]!.start < end && start < this.placed[0]!.end) {
+      this.evictOldest();
+    }
+    this.writeAt = end;
+    return { start, end };
+  }
+
+  private evictOldest(): void {
+    const old = this.placed.shift()!.exchange;
+    if (old.requestBody.length > 0) old.requestBodyTruncated = true;
+    if (old.responseBody.length > 0) old.responseBodyTruncated = true;
+    old.requestBody = EMPTY;
+    old.responseBody = EMPTY;
   }
 }
 

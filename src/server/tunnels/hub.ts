@@ -76,9 +76,11 @@ export class Tunnel {
     };
   }
 
-  record(exchange: CapturedExchange): void {
-    this.ring.add(exchange);
-    this.feed.emit('request', exchange.request);
+  /** Finishes a captured exchange (with why it failed, if it did), keeps it and feeds it live. */
+  record(exchange: Exchange, error: string | null = null): CapturedExchange {
+    const captured = this.ring.record(exchange, error);
+    this.feed.emit('request', captured.request);
+    return captured;
   }
 }
 
@@ -266,7 +268,7 @@ export class TunnelHub {
     if (!stream) {
       req.resume();
       // Recorded once the body went by, so that its size and first bytes are in the capture.
-      const record = () => exchange && tunnel.record(exchange.finish('tunnel offline'));
+      const record = () => exchange && tunnel.record(exchange, 'tunnel offline');
       if (body && !req.complete && !req.destroyed) req.once('close', record);
       else record();
       page(res, {
@@ -310,7 +312,7 @@ export class TunnelHub {
         failed ??= 'the response was cut off';
         res.destroy();
       }
-      if (exchange) tunnel.record(exchange.finish(failed));
+      if (exchange) tunnel.record(exchange, failed);
     });
     res.on('close', () => {
       if (stream.closed || stream.destroyed) return;
@@ -352,7 +354,7 @@ export class TunnelHub {
     const record = (error: string | null) => {
       if (recorded || !exchange || !tunnel) return;
       recorded = true;
-      tunnel.record(exchange.finish(error));
+      tunnel.record(exchange, error);
     };
     let stream: ClientHttp2Stream;
     try {
@@ -450,7 +452,8 @@ export class TunnelHub {
       replayOf: request.id,
     });
     const authority = hostOfUrl(request.url) ?? `${tunnel.subdomain}.${this.config.tunnelDomain}`;
-    const body = original.requestBody;
+    // A copy: the ring's view of it may be written over by exchanges recorded while this one is sent.
+    const body = Buffer.from(original.requestBody);
     // The body is whole and known: its length replaces whatever framing the original came with.
     const raw = request.request_headers
       .filter(({ name }) => name.toLowerCase() !== 'content-length')
@@ -494,9 +497,7 @@ export class TunnelHub {
       stream.on('error', (e) => resolve(e.message));
       stream.on('close', () => resolve('the tunnel client closed the stream without a whole response'));
     });
-    const captured = exchange.finish(error);
-    tunnel.record(captured);
-    return captured.request;
+    return tunnel.record(exchange, error).request;
   }
 
   private open(

@@ -7,7 +7,7 @@ import {
   headerList,
 } from '../../../src/core/capture/capture.js';
 
-function exchange(bodyBytes: number) {
+function exchange(bodyBytes: number, fill = 1) {
   const e = new Exchange({
     tunnelId: 'tun_test',
     method: 'POST',
@@ -17,9 +17,9 @@ function exchange(bodyBytes: number) {
     requestHeaders: [],
     remoteAddr: null,
   });
-  e.requestBody.push(Buffer.alloc(bodyBytes, 1));
+  e.requestBody.push(Buffer.alloc(bodyBytes, fill));
   e.response(200, []);
-  return e.finish();
+  return e;
 }
 
 describe('BodyTap', () => {
@@ -36,8 +36,7 @@ describe('BodyTap', () => {
 describe('CaptureRing', () => {
   it('keeps the last `capacity` exchanges, newest first', () => {
     const ring = new CaptureRing(3);
-    const all = Array.from({ length: 5 }, () => exchange(1));
-    all.forEach((e) => ring.add(e));
+    const all = Array.from({ length: 5 }, () => ring.record(exchange(1)));
     expect(ring.list().map((r) => r.id)).toEqual(
       all
         .slice(2)
@@ -50,13 +49,70 @@ describe('CaptureRing', () => {
 
   it('drops the oldest bodies past its byte budget, flagging them truncated, and keeps the metadata', () => {
     const ring = new CaptureRing(10, 250);
-    const all = Array.from({ length: 4 }, () => exchange(100));
-    all.forEach((e) => ring.add(e));
+    const all = Array.from({ length: 4 }, (_, i) => ring.record(exchange(100, i + 1)));
     expect(ring.size).toBe(4);
     const kept = all.map((e) => ring.get(e.request.id)!);
     expect(kept.map((e) => e.requestBody.length)).toEqual([0, 0, 100, 100]);
     expect(kept.map((e) => e.requestBodyTruncated)).toEqual([true, true, false, false]);
+    expect(ring.withBodies).toBe(2);
     expect(kept[0]!.request.request_size).toBe(100);
+    expect(kept[2]!.requestBody.equals(Buffer.alloc(100, 3))).toBe(true);
+    expect(kept[3]!.requestBody.equals(Buffer.alloc(100, 4))).toBe(true);
+  });
+
+  it('keeps request and response bodies apart, and an exchange failed with its error', () => {
+    const ring = new CaptureRing(10, 1024);
+    const e = exchange(5, 7);
+    e.responseBody.push(Buffer.from('hello '));
+    e.responseBody.push(Buffer.from('world'));
+    const captured = ring.record(e, 'the response was cut off');
+    expect(captured.requestBody.equals(Buffer.alloc(5, 7))).toBe(true);
+    expect(captured.responseBody.toString()).toBe('hello world');
+    expect(captured.request).toMatchObject({
+      error: 'the response was cut off',
+      request_size: 5,
+      response_size: 11,
+    });
+  });
+
+  it('writes bodies round and round, giving up the oldest ones, also those left at the end of the buffer', () => {
+    const ring = new CaptureRing(100, 100);
+    // x fills [0, 85), a [85, 95); b wraps to [0, 40) over x, c takes [40, 80).
+    const [x, a, b, c] = [85, 10, 40, 40].map((size, i) => ring.record(exchange(size, i + 1)));
+    expect([x, a, b, c].map((e) => e!.requestBodyTruncated)).toEqual([true, false, false, false]);
+    // d (30 bytes) cannot follow c before the end: it wraps to [0, 30), over b, and a (at the end,
+    // older than b) goes too, or the order the bodies are given up in would no longer be the age order.
+    const d = ring.record(exchange(30, 5));
+    expect([x, a, b, c, d].map((e) => e!.requestBodyTruncated)).toEqual([true, true, true, false, false]);
+    expect(c!.requestBody.equals(Buffer.alloc(40, 4))).toBe(true);
+    expect(d.requestBody.equals(Buffer.alloc(30, 5))).toBe(true);
+    // Next, e (50 bytes) takes [30, 80), over c.
+    const e = ring.record(exchange(50, 6));
+    expect(c!.requestBodyTruncated).toBe(true);
+    expect(c!.requestBody.length).toBe(0);
+    expect(d.requestBody.equals(Buffer.alloc(30, 5))).toBe(true);
+    expect(e.requestBody.equals(Buffer.alloc(50, 6))).toBe(true);
+  });
+
+  it('keeps no body larger than its whole budget, and says so', () => {
+    const ring = new CaptureRing(10, 64);
+    const big = ring.record(exchange(65));
+    expect(big.requestBody.length).toBe(0);
+    expect(big.requestBodyTruncated).toBe(true);
+    expect(big.request.request_size).toBe(65);
+    const empty = ring.record(exchange(0));
+    expect(empty.requestBodyTruncated).toBe(false);
+  });
+
+  it('forgets the bodies of exchanges dropped for capacity, so they hold no room', () => {
+    const ring = new CaptureRing(2, 100);
+    // Thousands of small exchanges through a ring of 2: only the last two keep anything.
+    let last = ring.record(exchange(10, 1));
+    for (let i = 0; i < 5_000; i++) last = ring.record(exchange(10, (i % 200) + 2));
+    expect(ring.size).toBe(2);
+    expect(last.requestBody.equals(Buffer.alloc(10, (4_999 % 200) + 2))).toBe(true);
+    expect(ring.list()).toHaveLength(2);
+    expect(ring.withBodies).toBe(2);
   });
 });
 
