@@ -65,7 +65,16 @@ describe('offline', () => {
         .poll(() => app.getByTestId('project-detail').innerText(), { timeout: 10_000 })
         .toMatch(/Offline copy from/);
       await screenshot(app, 'offline-project-detail');
+
+      // A screen with nothing cached says so, not that it shows cached projects.
+      await app.getByTestId('nav-domains').click();
+      await expect
+        .poll(() => app.getByTestId('offline-banner').innerText(), { timeout: 10_000 })
+        .toMatch(/Offline — the platform cannot be reached; this screen works again once it is back/);
       await app.getByTestId('nav-projects').click();
+      await expect
+        .poll(() => app.getByTestId('offline-banner').innerText())
+        .toMatch(/Offline — showing projects cached at/);
     } finally {
       await ui.stack.startPlatform();
     }

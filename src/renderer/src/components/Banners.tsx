@@ -2,6 +2,7 @@
 // the platform refuses us, or the page lost its connection to the Wharf app itself.
 import { formatWhen } from '../lib/format';
 import { useRoute } from '../stores/navigation/selectors';
+import type { Route } from '../stores/navigation/store';
 import { useConnection, useTransport } from '../stores/platform/selectors';
 import { useProjectList } from '../stores/projects/selectors';
 import { Icon } from './Icon';
@@ -31,13 +32,7 @@ export function StatusBanners() {
       <div className="banner banner-warning" role="status" data-testid="offline-banner">
         <Icon name="alert" className="banner-icon" />
         <p>
-          <strong>
-            {route.screen === 'traffic'
-              ? 'Offline — tunnels cannot start; the traffic history below is kept on this computer'
-              : cached
-                ? `Offline — showing projects cached at ${formatWhen(list?.fetchedAt)}`
-                : 'Offline — the platform cannot be reached'}
-          </strong>
+          <strong>{offlineTitle(route.screen, cached, list?.fetchedAt)}</strong>
           {problem ? <span className="banner-detail">{capitalize(problem)}</span> : null}
         </p>
       </div>
@@ -56,4 +51,23 @@ export function StatusBanners() {
     );
   }
   return null;
+}
+
+/** What the offline banner says: what the screen shows now, and what does not work. */
+function offlineTitle(
+  screen: Route['screen'],
+  cached: boolean,
+  fetchedAt: string | null | undefined,
+): string {
+  switch (screen) {
+    case 'traffic':
+      return 'Offline — tunnels cannot start; the traffic history below is kept on this computer';
+    case 'projects':
+    case 'project':
+      return cached
+        ? `Offline — showing projects cached at ${formatWhen(fetchedAt)}`
+        : 'Offline — the platform cannot be reached';
+    default:
+      return 'Offline — the platform cannot be reached; this screen works again once it is back';
+  }
 }
