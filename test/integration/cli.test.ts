@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/server/runtime/process.js';
 import { call } from '../helpers/platform.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -165,11 +166,12 @@ describe('wharf platform', () => {
 
   it('uses --edge-port and --base-domain in the project URLs it hands out', async () => {
     const dataDir = tempDir();
+    const edgePort = await freePort();
     const cli = await startPlatform([
       '--data-dir',
       dataDir,
       '--edge-port',
-      '9090',
+      String(edgePort),
       '--base-domain',
       'apps.test',
     ]);
@@ -178,7 +180,7 @@ describe('wharf platform', () => {
       key: api_key,
       body: { name: 'U', subdomain: 'u1', image: 'nginx' },
     });
-    expect(created.body.url).toBe('http://u1.apps.test:9090');
+    expect(created.body.url).toBe(`http://u1.apps.test:${edgePort}`);
     cli.child.kill('SIGTERM');
     await cli.exited;
   });
