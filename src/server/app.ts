@@ -232,9 +232,14 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   // So do the databases of projects deleted while their PostgreSQL server could not be reached.
   void databases.sweep();
 
-  // What was running when the platform last stopped runs again (in the background).
-  void runtime.restore().catch((error: unknown) => {
+  // What was running when the platform last stopped runs again (in the background); AI projects whose
+  // deploy was cut short go through their deploy loop again, self-repair included.
+  const interrupted = await aiBuilder.interrupted();
+  void runtime.restore({ except: new Set(interrupted.map((p) => p.projectId)) }).catch((error: unknown) => {
     app.log.error({ err: error }, 'restoring the running projects failed');
+  });
+  void aiBuilder.resume(interrupted).catch((error: unknown) => {
+    app.log.error({ err: error }, 'resuming the interrupted AI deploys failed');
   });
 
   // Unverified domains are looked at again in the background, on the schedule kept in the store.

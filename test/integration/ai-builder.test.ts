@@ -605,6 +605,55 @@ describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
     expect(await logLines(tp, project.id)).toContainEqual('Repair attempt 2: the model changed server.js');
   });
 
+  it('deploys an AI project cut short by a platform stop again after the restart, self-repair included', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-ai-resume-'));
+    const config = {
+      dataDir,
+      healthTimeoutMs: 15_000,
+      ai: { provider: 'openai' as const, key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
+    };
+    // A build step that takes a while, so the platform can stop in the middle of it; the app crashes.
+    const slowBuild = JSON.stringify({
+      name: 'generated',
+      private: true,
+      scripts: { build: 'node -e "setTimeout(() => {}, 2500)"', start: 'node server.js' },
+    });
+    fake.push(
+      generated(
+        { 'package.json': slowBuild, 'server.js': crashingApp('no greeting set')['server.js']! },
+        'a page that crashes',
+      ),
+      changed({ 'server.js': serverJs('repaired after the restart') }, 'set the greeting'),
+    );
+    let first: TestPlatform | null = await startPlatform(config);
+    let second: TestPlatform | null = null;
+    try {
+      const built = await build(first, {
+        generator: 'web',
+        prompt: 'A greeting page',
+        subdomain: 'm-resume',
+      });
+      await waitForLog(first, built.project.id, /^\$ npm run build/);
+      await first.close();
+      first = null;
+
+      second = await startPlatform(config);
+      await expectRunning(second, built.project.id);
+      const lines = await logLines(second, built.project.id);
+      expect(lines).toContainEqual(
+        'platform restarted: the last deploy was interrupted, deploying again (with self-repair)',
+      );
+      expect(lines).toContainEqual('Repair attempt 2: the model changed server.js');
+      expect((await viaEdge(second.edgePort, hostOf(built.project), '/')).body).toBe(
+        'repaired after the restart',
+      );
+    } finally {
+      await first?.close();
+      await second?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
   it('tells watchers each log line and status change until the loop ends', async () => {
     const project = await modelBuild('m-watched', [
       generated(crashingApp('not configured yet'), 'a page to watch'),

@@ -243,6 +243,42 @@ export class AiBuilder {
     }
   }
 
+  /** AI projects whose deploy the last stop of the platform cut short (they were `building`). */
+  async interrupted(): Promise<Array<{ projectId: string; accountId: string }>> {
+    const rows = await this.deps.db
+      .selectFrom('ai_projects')
+      .innerJoin('projects', 'projects.id', 'ai_projects.project_id')
+      .select(['ai_projects.project_id', 'ai_projects.account_id'])
+      .where('projects.status', '=', 'building')
+      .execute();
+    return rows.map((row) => ({ projectId: row.project_id, accountId: row.account_id }));
+  }
+
+  /**
+   * Deploys `interrupted` projects again through their deploy loop, self-repair included (the runtime's
+   * restore would deploy them once, without it). Run once at start; rejects with what failed.
+   */
+  async resume(interrupted: Array<{ projectId: string; accountId: string }>): Promise<void> {
+    const failed: Error[] = [];
+    for (const { projectId, accountId } of interrupted) {
+      try {
+        await this.note(
+          projectId,
+          'platform restarted: the last deploy was interrupted, deploying again (with self-repair)',
+        );
+        await this.loops.start({
+          accountId,
+          projectId,
+          engine: await this.repairEngine(accountId),
+          repo: AiRepo.at(this.deps.config.dataDir, projectId),
+        });
+      } catch (error) {
+        failed.push(error as Error);
+      }
+    }
+    if (failed.length > 0) throw new AggregateError(failed, 'resuming interrupted AI deploys failed');
+  }
+
   /** Stops the background loops (before the runtime closes). */
   close(): Promise<void> {
     return this.loops.close();

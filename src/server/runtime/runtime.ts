@@ -227,15 +227,18 @@ export class Runtime {
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
   }
 
-  /** After a platform start: run again what was running (or being deployed) when it stopped. */
-  async restore(): Promise<void> {
+  /**
+   * After a platform start: run again what was running (or being deployed) when it stopped, but the
+   * projects in `except` (the AI builder deploys those through its loop).
+   */
+  async restore(options: { except?: ReadonlySet<string> } = {}): Promise<void> {
     killOrphans(join(this.config.dataDir, 'apps'));
     const rows = await this.db
       .selectFrom('projects')
       .selectAll()
       .where('status', 'in', ['running', 'building'])
       .execute();
-    await Promise.all(rows.map((row) => this.restoreOne(row)));
+    await Promise.all(rows.filter((row) => !options.except?.has(row.id)).map((row) => this.restoreOne(row)));
   }
 
   /** Platform shutdown: stop every app but keep the desired state, so the next start restores it. */
