@@ -213,18 +213,19 @@ export class CaptureRing {
 
   /** Finishes an exchange and keeps it, with its bodies copied into the ring's buffer. */
   record(exchange: Exchange, error: string | null = null): CapturedExchange {
-    let range: { start: number; end: number } | null = null;
+    const at: { range?: { start: number; end: number } } = {};
     const captured = exchange.finish(error, (request, response) => {
       const length = request.keptBytes + response.keptBytes;
       if (length === 0) return { request: EMPTY, response: EMPTY };
-      range = this.reserve(length);
+      const range = this.reserve(length);
       if (!range) return null;
+      at.range = range;
       const arena = this.arena!;
       const split = range.start + request.copyTo(arena, range.start);
       response.copyTo(arena, split);
       return { request: arena.subarray(range.start, split), response: arena.subarray(split, range.end) };
     });
-    if (range) this.placed.push({ exchange: captured, ...(range as { start: number; end: number }) });
+    if (at.range) this.placed.push({ exchange: captured, ...at.range });
     this.items.push(captured);
     this.byId.set(captured.request.id, captured);
     this.total += 1;
