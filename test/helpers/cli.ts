@@ -21,6 +21,20 @@ export function assertBuilt(): void {
 }
 
 /**
+ * The environment of a `wharf` run: this process's plus `env`; with `home`, WHARF_HOME is that and the
+ * developer's WHARF_PLATFORM_URL, WHARF_API_KEY, WHARF_PORT and WHARF_DATA_DIR are left out.
+ */
+export function wharfEnv(options: { home?: string; env?: Record<string, string> }): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (options.home !== undefined) {
+    for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT', 'WHARF_DATA_DIR'])
+      delete env[name];
+    env.WHARF_HOME = options.home;
+  }
+  return Object.assign(env, options.env);
+}
+
+/**
  * `wharf <args>` with `env` (default: this process's), killed after `timeoutMs`. `home` sets
  * WHARF_HOME, and then the developer's WHARF_PLATFORM_URL, WHARF_API_KEY and WHARF_PORT are left out.
  */
@@ -28,13 +42,7 @@ export function runWharf(
   args: string[],
   options: { home?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  if (options.home !== undefined) {
-    for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT', 'WHARF_DATA_DIR'])
-      delete env[name];
-    env.WHARF_HOME = options.home;
-  }
-  Object.assign(env, options.env);
+  const env = wharfEnv(options);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [wharfBin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

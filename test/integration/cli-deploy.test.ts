@@ -10,10 +10,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { archiveOf, createProject, nodeApp, upload, viaEdge, waitFor } from '../helpers/deploy.js';
+import { type CliResult, assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'bin', 'wharf.js');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
@@ -30,9 +29,7 @@ function tempDir(): string {
 }
 
 beforeAll(async () => {
-  if (!existsSync(join(root, 'dist', 'cli.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  }
+  assertBuilt();
   localHome = tempDir();
   t = await startPlatform({ dataDir: join(localHome, 'platform'), healthTimeoutMs: 10_000 });
   origin = new URL(t.api).origin;
@@ -48,45 +45,16 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The environment of a run: this test's home, and none of the developer's WHARF_* overrides. */
-function envFor(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['WHARF_PLATFORM_URL', 'WHARF_API_KEY', 'WHARF_PORT', 'WHARF_DATA_DIR'])
-    delete env[name];
-  return { ...env, WHARF_HOME: home, ...extra };
-}
-
+/** `wharf <args>` in a home of its own (a fresh one unless given). */
 function run(
   args: string[],
   options: { home?: string; env?: Record<string, string>; timeoutMs?: number } = {},
-): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      env: envFor(options.home ?? tempDir(), options.env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+): Promise<CliResult> {
+  return runWharf(args, { ...options, home: options.home ?? tempDir() });
 }
 
 /** Runs a command against the test platform with --platform and --api-key. */
-function wharf(args: string[], key: string = t.key, timeoutMs?: number): Promise<Result> {
+function wharf(args: string[], key: string = t.key, timeoutMs?: number): Promise<CliResult> {
   return run([...args, '--platform', origin, '--api-key', key], timeoutMs ? { timeoutMs } : {});
 }
 
@@ -119,8 +87,8 @@ async function closedPort(): Promise<number> {
 
 /** Starts a long-running command and lets the test read its output as it comes. */
 function start(args: string[]) {
-  const child = spawn(process.execPath, [bin, ...args, '--platform', origin, '--api-key', t.key], {
-    env: envFor(tempDir()),
+  const child = spawn(process.execPath, [wharfBin, ...args, '--platform', origin, '--api-key', t.key], {
+    env: wharfEnv({ home: tempDir() }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -4,7 +4,7 @@
 // and reconnected, Ctrl+C exits 0 with the traffic in the Mirror; bad input exits 2, a refused
 // subdomain 1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,9 +13,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Mirror } from '../../src/core/mirror/mirror.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { assertBuilt, wharfBin } from '../helpers/cli.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'bin', 'wharf.js');
+const bin = wharfBin;
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
@@ -31,9 +31,7 @@ function tempDir(): string {
 }
 
 beforeAll(async () => {
-  if (!existsSync(join(root, 'dist', 'cli.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  }
+  assertBuilt();
   tp = await startPlatform();
   origin = new URL(tp.api).origin;
   app = createServer((req, res) => {

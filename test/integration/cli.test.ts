@@ -1,15 +1,15 @@
 // The `wharf` command as a user runs it: the built bin/wharf.js in a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/server/runtime/process.js';
 import { call } from '../helpers/platform.js';
+import { assertBuilt, wharfBin } from '../helpers/cli.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'bin', 'wharf.js');
+const bin = wharfBin;
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
@@ -79,9 +79,7 @@ function startPlatform(args: string[]): Promise<RunningCli> {
 }
 
 beforeAll(() => {
-  if (!existsSync(join(root, 'dist', 'cli.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  }
+  assertBuilt();
 });
 
 afterEach(() => {
