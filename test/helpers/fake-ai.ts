@@ -17,6 +17,11 @@ export interface ScriptedTurn {
   usage?: { input: number; output: number };
   /** Answer with this HTTP error instead (in the provider's error shape). */
   error?: { status: number; message: string };
+  /**
+   * OpenAI-compatible streams: each tool call in one chunk, id, name and arguments together, as xAI
+   * sends them (its SDK requires it), instead of the name first and the arguments in pieces as OpenAI.
+   */
+  wholeToolCalls?: boolean;
 }
 
 /** A scripted turn, or one computed from the request body. */
@@ -204,6 +209,10 @@ function answerOpenAI(res: ServerResponse, turn: ScriptedTurn, body: any, seq: n
     for (const piece of pieces(turn.text)) chunk({ delta: { content: piece }, finish_reason: null });
   }
   toolCalls.forEach((call, index) => {
+    if (turn.wholeToolCalls) {
+      chunk({ delta: { tool_calls: [{ index, ...call }] }, finish_reason: null });
+      return;
+    }
     // The name first, then the arguments in two halves, as OpenAI streams them.
     chunk({
       delta: {
