@@ -53,9 +53,24 @@ export function startFakeAnthropic(turns: Turn[] = []): Promise<FakeAi> {
   return startFake('Anthropic', '/v1/messages', turns, answerAnthropic);
 }
 
-type Answer = (res: ServerResponse, turn: ScriptedTurn, body: any, seq: number) => void;
+/** Google's Gemini API: `POST /v1/models/<model>:generateContent` and `:streamGenerateContent?alt=sse`. */
+export function startFakeGoogle(turns: Turn[] = []): Promise<FakeAi> {
+  return startFake(
+    'Google',
+    /^\/v1\/models\/[^/:]+:(generateContent|streamGenerateContent)$/,
+    turns,
+    answerGoogle,
+  );
+}
 
-async function startFake(name: string, path: string, initial: Turn[], answer: Answer): Promise<FakeAi> {
+type Answer = (res: ServerResponse, turn: ScriptedTurn, body: any, seq: number, path: string) => void;
+
+async function startFake(
+  name: string,
+  path: string | RegExp,
+  initial: Turn[],
+  answer: Answer,
+): Promise<FakeAi> {
   const queue: Turn[] = [...initial];
   const requests: FakeAiRequest[] = [];
   let seq = 0;
@@ -70,7 +85,7 @@ async function startFake(name: string, path: string, initial: Turn[], answer: An
       }
       requests.push({ path: url, body, headers: flatHeaders(req) });
       seq += 1;
-      if (req.method !== 'POST' || url !== path) {
+      if (req.method !== 'POST' || (typeof path === 'string' ? url !== path : !path.test(url))) {
         sendJson(res, 404, { error: { message: `fake ${name}: no route for ${req.method} ${url}` } });
         return;
       }
@@ -92,7 +107,7 @@ async function startFake(name: string, path: string, initial: Turn[], answer: An
         });
         return;
       }
-      answer(res, turn, body, seq);
+      answer(res, turn, body, seq, url);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -309,4 +324,37 @@ function answerAnthropic(res: ServerResponse, turn: ScriptedTurn, body: any, seq
   });
   event('message_stop', {});
   res.end();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Google Gemini generateContent
+
+function answerGoogle(res: ServerResponse, turn: ScriptedTurn, _body: any, _seq: number, path: string): void {
+  const usage = turn.usage ?? DEFAULT_USAGE;
+  const usageMetadata = {
+    promptTokenCount: usage.input,
+    candidatesTokenCount: usage.output,
+    totalTokenCount: usage.input + usage.output,
+  };
+  const calls = (turn.toolCalls ?? []).map((call) => ({
+    functionCall: { name: call.name, args: call.args ?? {} },
+  }));
+  const candidate = (parts: unknown[], last: boolean) => ({
+    content: { role: 'model', parts },
+    index: 0,
+    ...(last ? { finishReason: 'STOP' } : {}),
+  });
+  if (!path.endsWith(':streamGenerateContent')) {
+    const parts = [...(turn.text ? [{ text: turn.text }] : []), ...calls];
+    sendJson(res, 200, { candidates: [candidate(parts, true)], usageMetadata });
+    return;
+  }
+  // A chunk per piece of text; the last one carries the function calls, the finish reason and usage.
+  startSse(res);
+  const texts = turn.text ? pieces(turn.text) : [];
+  const last = texts.pop();
+  for (const text of texts)
+    res.write(`data: ${JSON.stringify({ candidates: [candidate([{ text }], false)] })}\r\n\r\n`);
+  const finalParts = [...(last === undefined ? [] : [{ text: last }]), ...calls];
+  res.end(`data: ${JSON.stringify({ candidates: [candidate(finalParts, true)], usageMetadata })}\r\n\r\n`);
 }
