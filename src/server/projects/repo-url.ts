@@ -15,7 +15,7 @@ export function refusedRepoUrl(
 ): string | null {
   if (!/^file:/i.test(url)) return null;
   if (!config.localRepos) {
-    return 'file:// repositories are turned off on this platform (it runs with --no-local-repos): use an https://, ssh:// or git:// URL';
+    return 'must not be a file:// URL: this platform runs with --no-local-repos (use an https://, ssh:// or git:// URL)';
   }
   let path: string;
   try {
