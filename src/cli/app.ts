@@ -77,7 +77,8 @@ export function appCommand(io: Io): Command {
       const warmUp = engine.invoke('projects.list', undefined).catch(() => undefined);
 
       const staticDir = join(wharfPackage().root, 'out', 'renderer');
-      const inspector = await startInspector({ bridge: engine, port: options.port, staticDir });
+      const infoFile = join(home, 'inspector.json');
+      const inspector = await startInspector({ bridge: engine, port: options.port, staticDir, infoFile });
       if (inspector.movedFromPort !== null)
         io.out(`Port ${inspector.movedFromPort} is in use; using ${inspector.port} instead.`);
       const localLine = local as { url: string; reused: boolean } | null;
@@ -88,6 +89,7 @@ export function appCommand(io: Io): Command {
         );
       } else io.out(`  Platform   ${settings.platformUrl} (${settings.mode})`);
       io.out(`  Home       ${home}`);
+      io.out(`  API        ${inspector.origin}/api with X-Wharf-Token (also in ${infoFile})`);
       io.out('Open the URL above in a browser. Press Ctrl+C to stop.');
 
       await warmUp;

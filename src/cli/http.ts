@@ -1,6 +1,7 @@
 // `wharf http <port>`: puts a local port on a public URL through the platform's tunnel edge, prints one
 // line per request, records every exchange in the Mirror (WHARF_HOME/mirror.db) and serves the
-// inspector (the app UI and the /api traffic API) on 127.0.0.1:4040 unless --no-inspect. The platform
+// inspector (the app UI and the /api traffic API, both behind the printed token, which local scripts
+// also find in WHARF_HOME/inspector.json) on 127.0.0.1:4040 unless --no-inspect. The platform
 // is the one given with --platform/--api-key, else the saved one (`wharf login`), else the local one,
 // which is started in this process when none runs (a tunnel to it needs it up).
 import { join } from 'node:path';
@@ -232,6 +233,7 @@ async function serve(port: number, options: HttpOptions, io: Io, life: Lifecycle
       bridge: engine,
       port: Number(options.inspect.split(':')[1]),
       staticDir: join(wharfPackage().root, 'out', 'renderer'),
+      infoFile: join(home, 'inspector.json'),
     });
     inspector = running;
     life.resources.push(() => running.close());
@@ -243,6 +245,9 @@ async function serve(port: number, options: HttpOptions, io: Io, life: Lifecycle
     io.out(`Inspector   ${inspector.pageUrl}`);
     if (inspector.movedFromPort !== null)
       io.out(`            (port ${inspector.movedFromPort} is in use: the inspector took ${inspector.port})`);
+    io.out(
+      `API         ${inspector.origin}/api with X-Wharf-Token (also in ${join(home, 'inspector.json')})`,
+    );
   }
   if (local) {
     io.out(

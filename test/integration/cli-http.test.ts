@@ -4,7 +4,7 @@
 // and reconnected, Ctrl+C exits 0 with the traffic in the Mirror; bad input exits 2, a refused
 // subdomain 1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -154,19 +154,35 @@ describe('wharf http', () => {
     await get(tp.edgePort, '/fail', host);
     await run.waitFor(() => /\/fail\s+\S+.*! /.test(run.stdout()), 'the failure line');
 
-    // The inspector: the page URL with its token, and the API.
-    const page = /Inspector\s+(http:\/\/127\.0\.0\.1:(\d+)\/#token=\S+)/.exec(run.stdout());
+    // The inspector: the page URL with its token, and the API, which needs that token.
+    const page = /Inspector\s+(http:\/\/127\.0\.0\.1:(\d+)\/#token=(\S+))/.exec(run.stdout());
     expect(page).not.toBeNull();
     const inspectorPort = Number(page![2]);
-    const tunnels = await get(inspectorPort, '/api/tunnels', { host: `127.0.0.1:${inspectorPort}` });
+    const token = page![3]!;
+    const infoFile = join(run.home, 'inspector.json');
+    expect(run.stdout()).toContain(`with X-Wharf-Token (also in ${infoFile})`);
+    expect(statSync(infoFile).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(infoFile, 'utf8'))).toMatchObject({
+      url: `http://127.0.0.1:${inspectorPort}`,
+      port: inspectorPort,
+      token,
+    });
+    const inspectorHost = { host: `127.0.0.1:${inspectorPort}` };
+    for (const path of ['/api/tunnels', '/api/requests/http?q=hello']) {
+      const refused = await get(inspectorPort, path, inspectorHost);
+      expect(refused.status).toBe(401);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'unauthorized' });
+      expect(refused.body).not.toContain('hello');
+      expect(refused.body).not.toContain(token);
+    }
+    const withToken = { ...inspectorHost, 'x-wharf-token': token };
+    const tunnels = await get(inspectorPort, '/api/tunnels', withToken);
     expect(JSON.parse(tunnels.body).tunnels[0]).toMatchObject({
       name: 'cli-demo',
       public_url: url![1],
       config: { addr: `http://localhost:${appPort}` },
     });
-    const listed = await get(inspectorPort, '/api/requests/http?q=hello', {
-      host: `127.0.0.1:${inspectorPort}`,
-    });
+    const listed = await get(inspectorPort, '/api/requests/http?q=hello', withToken);
     expect(JSON.parse(listed.body).requests.map((r: { path: string }) => r.path)).toEqual([
       '/hello?from=edge',
     ]);
@@ -182,6 +198,7 @@ describe('wharf http', () => {
     run.child.kill('SIGINT');
     expect(await exitOf(run)).toBe(0);
     expect(run.stdout()).toContain('Stopped.');
+    expect(existsSync(infoFile)).toBe(false);
 
     // Everything is in the Mirror of its WHARF_HOME.
     const mirror = new Mirror(join(run.home, 'mirror.db'));
@@ -210,6 +227,7 @@ describe('wharf http', () => {
       /Platform\s+http:\/\/127\.0\.0\.1:\d+ \(local, started in this process: it stops with it\)/,
     );
     expect(run.stdout()).not.toContain('Inspector');
+    expect(existsSync(join(run.home, 'inspector.json'))).toBe(false);
     const url = new URL(/Forwarding\s+(\S+)/.exec(run.stdout())![1]!);
     expect(url.hostname).toBe('cli-local.tunnel.localhost');
     const answer = await get(Number(url.port), '/local', { host: url.host });

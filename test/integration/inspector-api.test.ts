@@ -1,6 +1,7 @@
 // The inspector's /api (ngrok-shaped) over real HTTP: tunnels, the request list with search and
 // paging, details with bodies, replay (edited too) to the local app, clear, HAR and cURL exports, body
-// downloads, problem+json errors, and the Host/Origin/token rules that keep other web pages out.
+// downloads, problem+json errors, and the Host/Origin/token rules that keep other web pages and other
+// local processes out.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,7 +47,12 @@ beforeAll(async () => {
     localPlatform: async () => ({ url: new URL(tp.api).origin, apiKey: tp.key }),
     version: '1.0.0-test',
   });
-  inspector = await startInspector({ bridge: engine, port: 0, staticDir });
+  inspector = await startInspector({
+    bridge: engine,
+    port: 0,
+    staticDir,
+    infoFile: join(home, 'inspector.json'),
+  });
   host = `127.0.0.1:${inspector.port}`;
 });
 
@@ -115,14 +121,14 @@ function raw<T = unknown>(
   });
 }
 
-/** A call to the inspector as a local script does: our Host; the token for changes unless told. */
+/** A call to the inspector as a local script does: our Host, and the token unless told otherwise. */
 function api<T = unknown>(
   path: string,
   options: { method?: string; body?: unknown; headers?: Record<string, string>; token?: boolean } = {},
 ): Promise<Answer<T>> {
   const method = options.method ?? (options.body === undefined ? 'GET' : 'POST');
   const headers: Record<string, string> = { host, ...options.headers };
-  if ((options.token ?? method !== 'GET') && headers['x-wharf-token'] === undefined)
+  if ((options.token ?? true) && headers['x-wharf-token'] === undefined)
     headers['x-wharf-token'] = inspector.token;
   let body: string | undefined;
   if (options.body !== undefined) {
@@ -307,7 +313,7 @@ describe('the inspector API', () => {
     expectProblem(await api('/api/requests/http', { body: '{"id":' }), 400, 'invalid_json');
   });
 
-  it('refuses foreign Hosts and Origins, and changes without the token or the same origin', async () => {
+  it('refuses foreign Hosts and Origins, even with the token', async () => {
     // DNS rebinding: a foreign Host is refused even for reads.
     for (const bad of ['evil.example', `evil.example:${inspector.port}`, '127.0.0.1:1']) {
       expectProblem(
@@ -330,32 +336,152 @@ describe('the inspector API', () => {
       403,
       'forbidden',
     );
-    // Neither the token nor an Origin: refused.
+    // Reads too: a page of another local port shares our cookies (same site), so its Origin is refused.
+    for (const origin of ['https://evil.example', 'http://127.0.0.1:1', 'null']) {
+      expectProblem(await api('/api/requests/http', { headers: { origin } }), 403, 'forbidden');
+    }
+    expect(received).toEqual([]);
+  });
+
+  it('answers 401 unauthorized to every route of a local process without the token, and says where it is', async () => {
+    const latest = (await waitForRequests(6))[0]!;
+    const reads = [
+      '/api/tunnels',
+      '/api/tunnels/insp',
+      '/api/requests/http',
+      '/api/requests/http?q=rambutan',
+      '/api/requests/http.har',
+      `/api/requests/http.har?ids=${latest.id}`,
+      `/api/requests/http/${latest.id}`,
+      `/api/requests/http/${latest.id}.har`,
+      `/api/requests/http/${latest.id}/curl`,
+      `/api/requests/http/${latest.id}/request-body`,
+      `/api/requests/http/${latest.id}/response-body`,
+      '/api/nothing-here',
+      '/api/',
+    ];
+    for (const path of reads) {
+      const variants: Array<Record<string, string>> = [
+        {},
+        { 'x-wharf-token': 'guessed' },
+        { 'x-wharf-token': '' },
+      ];
+      for (const headers of variants) {
+        const refused = await api<ProblemBody>(path, { token: false, headers });
+        expectProblem(refused, 401, 'unauthorized');
+        expect(refused.text).not.toContain('rambutan');
+        expect(refused.text).not.toContain(inspector.token);
+      }
+      expect((await api(path, { token: false, method: 'HEAD' })).status).toBe(401);
+    }
+    const refused = await api<ProblemBody>('/api/requests/http', { token: false });
+    // Never something another page could run as a script or show in a frame.
+    expect(refused.headers['x-content-type-options']).toBe('nosniff');
+    expect(refused.headers['x-frame-options']).toBe('DENY');
+    expect((await api('/api/requests/http')).headers['x-content-type-options']).toBe('nosniff');
+    const detail = refused.json.detail;
+    expect(detail).toMatch(/X-Wharf-Token/);
+    expect(detail).toMatch(/#token=/);
+    expect(detail).toContain(join(home, 'inspector.json'));
+    // The same paths spelt otherwise reach the same guard.
+    for (const path of ['/%61pi/requests/http', '/api/requests/%68ttp', '/api//requests/http']) {
+      expectProblem(await api(path, { token: false }), 401, 'unauthorized');
+      expectProblem(await api(path, { headers: { origin: 'http://127.0.0.1:1' } }), 403, 'forbidden');
+    }
+  });
+
+  it('cannot be driven by a forged Origin naming the inspector: no replay, no clearing, no tunnel', async () => {
+    const before = await waitForRequests(6);
+    received.length = 0;
+    const forged = { origin: inspector.origin };
     expectProblem(
-      await api('/api/requests/http', { body: { id: latest.id }, token: false }),
+      await api('/api/requests/http', { body: { id: before[0]!.id }, token: false, headers: forged }),
       401,
-      'token_refused',
+      'unauthorized',
     );
-    expectProblem(await api('/api/requests/http', { method: 'DELETE', token: false }), 401, 'token_refused');
     expectProblem(
-      await api('/api/requests/http', { body: { id: latest.id }, headers: { 'x-wharf-token': 'wrong' } }),
+      await api('/api/requests/http', { method: 'DELETE', token: false, headers: forged }),
       401,
-      'token_refused',
+      'unauthorized',
+    );
+    expectProblem(
+      await api('/api/tunnels', { body: { addr: String(appPort) }, token: false, headers: forged }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await api('/api/tunnels/insp', { method: 'DELETE', token: false, headers: forged }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await api('/api/requests/http', { body: { id: before[0]!.id }, headers: { 'x-wharf-token': 'wrong' } }),
+      401,
+      'unauthorized',
     );
     expect(received).toEqual([]);
-    // The inspector page itself (same origin) needs no token.
-    const same = await api('/api/requests/http', {
-      body: { id: latest.id },
-      token: false,
-      headers: { origin: inspector.origin },
+    expect((await waitForRequests(before.length)).map((r) => r.id)).toEqual(before.map((r) => r.id));
+    expect((await api<{ tunnels: ApiTunnel[] }>('/api/tunnels')).json.tunnels.map((t) => t.name)).toEqual([
+      'insp',
+    ]);
+  });
+
+  it('accepts the page’s HttpOnly SameSite=Strict cookie, set only for the token, for plain links', async () => {
+    const latest = (await waitForRequests(6)).find((r) => r.path === '/search' && r.replay_of === null)!;
+    // Without the header, no cookie: a forged Origin or a guessed token gets nothing.
+    const attempts: Array<Record<string, string>> = [
+      { origin: inspector.origin },
+      { 'x-wharf-token': 'guessed' },
+    ];
+    for (const headers of attempts) {
+      const refused = await raw(inspector.port, '/bridge/session', {
+        method: 'POST',
+        headers: { host, ...headers },
+      });
+      expect(refused.status).toBe(401);
+      expect(refused.headers['set-cookie']).toBeUndefined();
+    }
+    const session = await raw(inspector.port, '/bridge/session', {
+      method: 'POST',
+      headers: { host, 'x-wharf-token': inspector.token, origin: inspector.origin },
     });
-    expect(same.status).toBe(200);
-    expect(received).toHaveLength(1);
-    // Reads need only our Host.
-    expect((await api('/api/requests/http', { headers: { origin: 'https://evil.example' } })).status).toBe(
-      200,
-    );
-    expectProblem(await api('/api/nothing-here'), 404, 'not_found');
+    expect(session.status).toBe(204);
+    const setCookie = session.headers['set-cookie']![0]!;
+    const attributes = setCookie.split(';').map((part) => part.trim().toLowerCase());
+    expect(attributes).toEqual(expect.arrayContaining(['httponly', 'samesite=strict', 'path=/']));
+    const cookie = setCookie.split(';')[0]!;
+    expect(cookie).toMatch(new RegExp(`^wharf_inspector_${inspector.port}=`));
+    expect(cookie).not.toContain(inspector.token);
+
+    const withCookie = { cookie: `other=1; ${cookie}` };
+    const download = await api(`/api/requests/http/${latest.id}/response-body`, {
+      token: false,
+      headers: withCookie,
+    });
+    expect(download.status).toBe(200);
+    expect(download.text).toBe('POST /search {"fruit":"rambutan"}');
+    expect(
+      (await api(`/api/requests/http/${latest.id}.har`, { token: false, headers: withCookie })).status,
+    ).toBe(200);
+    // A cookie of the wrong value, or of another port's inspector, is no cookie.
+    const value = cookie.split('=')[1]!;
+    for (const wrong of [
+      `wharf_inspector_${inspector.port}=${value.slice(0, -1)}x`,
+      `wharf_inspector_1=${value}`,
+      `wharf_inspector_${inspector.port}=${inspector.token}`,
+    ]) {
+      expectProblem(
+        await api('/api/requests/http', { token: false, headers: { cookie: wrong } }),
+        401,
+        'unauthorized',
+      );
+    }
+    // The cookie cannot mint itself a new one.
+    const renewed = await raw(inspector.port, '/bridge/session', {
+      method: 'POST',
+      headers: { host, cookie },
+    });
+    expect(renewed.status).toBe(401);
   });
 
   it('clears the history and stops the tunnel', async () => {

@@ -1,6 +1,6 @@
 // The 4040 inspector server: the Bridge over HTTP and WebSocket, and its hostile-web defences.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,15 +34,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  let t = Date.now();
   await inspector.close();
-  console.log('inspector', Date.now() - t);
-  t = Date.now();
   await engine.close();
-  console.log('engine', Date.now() - t);
-  t = Date.now();
   await platform.close();
-  console.log('platform', Date.now() - t);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -50,7 +44,7 @@ afterAll(async () => {
 function raw(
   path: string,
   options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -63,7 +57,7 @@ function raw(
       (res) => {
         let body = '';
         res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
       },
     );
     req.on('error', reject);
@@ -209,6 +203,70 @@ describe('defences against other pages and hosts', () => {
     expect(JSON.parse(wrong.body).error.code).toBe('token_refused');
   });
 
+  it('refuses every /bridge route to a local process without the token, a forged Origin included', async () => {
+    const created = JSON.parse(
+      (
+        await invoke(
+          'projects.create',
+          { name: 'Locked', subdomain: 'locked-upload', deploy_source: 'upload' },
+          { host: `127.0.0.1:${inspector.port}` },
+        )
+      ).body,
+    );
+    const forged = { host: `127.0.0.1:${inspector.port}`, origin: inspector.origin };
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { 'x-wharf-token': 'guess' },
+      { cookie: `wharf_inspector_${inspector.port}=guess` },
+    ];
+    for (const headers of attempts) {
+      const call = await raw('/bridge/invoke/projects.list', {
+        method: 'POST',
+        headers: { ...forged, 'content-type': 'application/json', ...headers },
+        body: 'null',
+      });
+      expect(call.status).toBe(401);
+      expect(call.body).not.toContain('via-http');
+      expect(JSON.parse(call.body).error.code).toBe('token_refused');
+      const upload = await raw(`/bridge/upload/${created.value.id}?fileName=app.tar.gz`, {
+        method: 'POST',
+        headers: { ...forged, 'content-type': 'application/octet-stream', ...headers },
+        body: nodeAppTarball(),
+      });
+      expect(upload.status).toBe(401);
+      const session = await raw('/bridge/session', { method: 'POST', headers: { ...forged, ...headers } });
+      expect(session.status).toBe(401);
+      expect(session.headers['set-cookie']).toBeUndefined();
+    }
+    const detail = JSON.parse(
+      (await raw('/bridge/invoke/projects.list', { method: 'POST', headers: forged })).body,
+    ).error.detail as string;
+    expect(detail).toMatch(/X-Wharf-Token/);
+    expect(detail).not.toContain(inspector.token);
+  });
+
+  it('gives the page an HttpOnly SameSite=Strict cookie for its token, which then authorizes calls', async () => {
+    const host = `127.0.0.1:${inspector.port}`;
+    const session = await raw('/bridge/session', {
+      method: 'POST',
+      headers: { host, origin: inspector.origin, 'x-wharf-token': inspector.token },
+    });
+    expect(session.status).toBe(204);
+    const setCookie = String(session.headers['set-cookie']);
+    expect(setCookie).toMatch(/; HttpOnly/);
+    expect(setCookie).toMatch(/; SameSite=Strict/);
+    expect(setCookie).toMatch(/; Path=\//);
+    expect(setCookie).not.toContain(inspector.token);
+    const cookie = setCookie.split(';')[0]!;
+    const call = await raw('/bridge/invoke/projects.list', {
+      method: 'POST',
+      headers: { host, origin: inspector.origin, cookie, 'content-type': 'application/json' },
+      body: 'null',
+    });
+    expect(call.status).toBe(200);
+    expect(JSON.parse(call.body).ok).toBe(true);
+  });
+
   it('refuses a WebSocket upgrade from a foreign Origin', async () => {
     await expect(openSocket({ origin: 'https://evil.example' })).rejects.toThrow(/403/);
   });
@@ -221,7 +279,16 @@ describe('defences against other pages and hosts', () => {
 });
 
 describe('events over WebSocket', () => {
-  it('streams project changes once authenticated', async () => {
+  const sawProject = (messages: unknown[], subdomain: string) =>
+    messages.some(
+      (m) =>
+        (m as { event?: string }).event === 'projects' &&
+        (m as { payload: { projects: Array<{ subdomain: string }> } }).payload.projects.some(
+          (p) => p.subdomain === subdomain,
+        ),
+    );
+
+  it('streams project changes once authenticated by its first message', async () => {
     const { socket, messages } = await openSocket();
     socket.send(JSON.stringify({ type: 'auth', token: inspector.token }));
     await waitFor(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
@@ -230,18 +297,89 @@ describe('events over WebSocket', () => {
       { name: 'Live', subdomain: 'via-socket', image: 'nginx' },
       { host: `127.0.0.1:${inspector.port}` },
     );
-    await waitFor(
-      () =>
-        messages.some(
-          (m) =>
-            (m as { event?: string }).event === 'projects' &&
-            (m as { payload: { projects: Array<{ subdomain: string }> } }).payload.projects.some(
-              (p) => p.subdomain === 'via-socket',
-            ),
-        ),
-      'a projects event listing the new project',
-    );
+    await waitFor(() => sawProject(messages, 'via-socket'), 'a projects event listing the new project');
     socket.close();
+  });
+
+  it('sends nothing to a socket without the token, a forged Origin included, and closes it on a wrong one', async () => {
+    const bare = await openSocket();
+    const wrongCookie = await openSocket({ cookie: `wharf_inspector_${inspector.port}=guess` });
+    const wrongHeader = await openSocket({ 'x-wharf-token': 'guess' });
+    await invoke(
+      'projects.create',
+      { name: 'Unseen', subdomain: 'unseen-event', image: 'nginx' },
+      { host: `127.0.0.1:${inspector.port}` },
+    );
+    // A socket authenticated now sees the projects event; the others must not have seen anything.
+    const witness = await openSocket({ 'x-wharf-token': inspector.token });
+    await invoke(
+      'projects.create',
+      { name: 'Seen', subdomain: 'seen-event', image: 'nginx' },
+      { host: `127.0.0.1:${inspector.port}` },
+    );
+    await waitFor(() => sawProject(witness.messages, 'seen-event'), 'the witness to see the event');
+    for (const { socket, messages, closed } of [bare, wrongCookie, wrongHeader]) {
+      expect(messages).toEqual([]);
+      socket.send(JSON.stringify({ type: 'auth', token: 'guess' }));
+      expect(await closed).toBe(4401);
+      expect(messages).toEqual([]);
+    }
+    witness.socket.close();
+  });
+
+  it('is ready at once, without an auth message, when the upgrade carries the header or the cookie', async () => {
+    const host = `127.0.0.1:${inspector.port}`;
+    const session = await raw('/bridge/session', {
+      method: 'POST',
+      headers: { host, 'x-wharf-token': inspector.token },
+    });
+    const cookie = String(session.headers['set-cookie']).split(';')[0]!;
+    for (const [via, headers] of [
+      ['header', { 'x-wharf-token': inspector.token }],
+      ['cookie', { cookie }],
+    ] as const) {
+      const { socket, messages } = await openSocket(headers);
+      await waitFor(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
+      // The page sends its auth message anyway: it changes nothing.
+      socket.send(JSON.stringify({ type: 'auth', token: inspector.token }));
+      const subdomain = `pre-auth-${via}`;
+      await invoke('projects.create', { name: 'Pre', subdomain, image: 'nginx' }, { host });
+      await waitFor(() => sawProject(messages, subdomain), 'the projects event');
+      expect(messages.filter((m) => (m as { type: string }).type === 'ready')).toHaveLength(1);
+      socket.close();
+    }
+  });
+});
+
+describe('the token file for local scripts', () => {
+  it('writes url, port and token to a 0600 file while running and removes it on close', async () => {
+    const infoFile = join(home, 'scripts', 'inspector.json');
+    const running = await startInspector({ bridge: engine, port: 0, staticDir: null, infoFile });
+    try {
+      expect(statSync(infoFile).mode & 0o777).toBe(0o600);
+      const info = JSON.parse(readFileSync(infoFile, 'utf8')) as Record<string, unknown>;
+      expect(info).toMatchObject({ url: running.origin, port: running.port, token: running.token });
+      const listed = await fetch(`${running.origin}/api/tunnels`, {
+        headers: { 'x-wharf-token': String(info.token) },
+      });
+      expect(listed.status).toBe(200);
+      const refused = await fetch(`${running.origin}/api/tunnels`);
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { detail: string }).detail).toContain(infoFile);
+    } finally {
+      await running.close();
+    }
+    expect(existsSync(infoFile)).toBe(false);
+  });
+
+  it('leaves the file of another inspector that took it over', async () => {
+    const infoFile = join(home, 'inspector.json');
+    const first = await startInspector({ bridge: engine, port: 0, staticDir: null, infoFile });
+    const second = await startInspector({ bridge: engine, port: 0, staticDir: null, infoFile });
+    await first.close();
+    expect(JSON.parse(readFileSync(infoFile, 'utf8'))).toMatchObject({ token: second.token });
+    await second.close();
+    expect(existsSync(infoFile)).toBe(false);
   });
 });
 

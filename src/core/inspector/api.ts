@@ -2,14 +2,22 @@
 // `/api/requests/http`) so its users find their way, answered from the Bridge (the Engine's tunnels and
 // the Mirror's traffic history). Errors are RFC 9457 problem+json like the platform's.
 //
-// Access (the server's onRequest hook has already refused foreign Host headers and foreign Origins):
-// - GETs need nothing more. Their answers are readable only by a page of this origin (no CORS
-//   headers), and the Host check stops DNS rebinding, as for the static UI.
-// - POST and DELETE also need the per-launch token (X-Wharf-Token, as the /bridge routes) or a
-//   same-origin browser request (an Origin header naming this server: browsers always send one with a
-//   POST or DELETE and pages cannot forge it). A request with neither is refused with 401, so a
-//   request made without an Origin (an old browser, a plug-in) cannot replay or clear anything.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+// Access: every request here, reads included, needs the per-launch token, checked by the server's
+// `guard` before any body is read (server.ts explains the model):
+// - as the X-Wharf-Token header: what local tools send. They find the token in the URL `wharf http` or
+//   `wharf app` printed (after #token=) or in <WHARF_HOME>/inspector.json (mode 0600, same user only);
+// - or as the inspector page's HttpOnly, SameSite=Strict cookie, so the page's plain links (HAR and
+//   body downloads) work.
+// Without it: 401 problem+json `unauthorized`. Captured traffic holds other people's cookies and
+// passwords, and any local process, of any user, can reach 127.0.0.1. An Origin header naming this
+// server authorizes nothing (a local process forges it); a foreign Origin or Host is refused with 403.
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+} from 'fastify';
 import type { CapturedRequest, CapturedRequestDetail } from '../../shared/api/tunnels.js';
 import {
   BridgeError,
@@ -23,10 +31,8 @@ import { ERROR_STATUS, ERROR_TITLES, type ErrorCode, type FieldError } from '../
 
 export interface InspectorApiOptions {
   bridge: Bridge;
-  /** Whether the request carries the right X-Wharf-Token. */
-  hasToken: (request: FastifyRequest) => boolean;
-  /** The origins of this server (`http://127.0.0.1:<port>`…), lowercase. */
-  origins: () => string[];
+  /** Runs first on every /api request: answers the refusal itself, or lets the request through. */
+  guard: onRequestAsyncHookHandler;
   /** The largest JSON body of a replay (an edited body travels base64-encoded). */
   bodyLimit: number;
 }
@@ -214,19 +220,7 @@ export async function registerInspectorApi(
       api.setNotFoundHandler(notFound);
       api.all('/*', notFound);
 
-      // State-changing calls: the token, or a request from a page of this very server.
-      api.addHook('preHandler', async (request, reply) => {
-        if (request.method === 'GET' || request.method === 'HEAD') return undefined;
-        if (options.hasToken(request)) return undefined;
-        const origin = request.headers.origin?.toLowerCase();
-        if (origin !== undefined && options.origins().includes(origin)) return undefined;
-        return sendProblem(
-          reply,
-          'token_refused',
-          401,
-          'changing requests need X-Wharf-Token (it is in the inspector URL `wharf http` printed, after #token=) or must come from the inspector page itself',
-        );
-      });
+      api.addHook('onRequest', options.guard);
 
       api.get('/tunnels', async () => {
         const tunnels = await bridge.invoke('tunnels.list', undefined);

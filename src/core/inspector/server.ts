@@ -1,26 +1,34 @@
 // The inspector server: the Wharf UI and the Bridge over HTTP + WebSocket, for a browser, at
-// http://127.0.0.1:4040 by default (the next free port when that one is taken).
+// http://127.0.0.1:4040 by default (the next free port when that one is taken), and the ngrok-shaped
+// traffic API under /api (api.ts) for local tools.
 //
-// Security model. Any web page the user visits can send requests to 127.0.0.1, so this server treats
-// the web as hostile:
+// Security model. Any web page the user visits can send requests to 127.0.0.1, and any local process of
+// any user can connect to it and forge every header (Host, Origin, Cookie), so this server trusts only
+// the per-launch token:
 // - It listens on 127.0.0.1 only, never on a public interface.
 // - Every request must carry a Host header naming this server (127.0.0.1, localhost or [::1] with our
 //   port): anything else is refused, which defeats DNS rebinding (evil.com resolving to 127.0.0.1).
-// - State-changing requests and WebSocket upgrades with an Origin other than our own are refused, so a
-//   page elsewhere cannot drive the Engine even through a form post or a socket.
-// - Every Bridge call needs the per-launch token, which only the printed page URL carries (in the
-//   fragment, so it never reaches a server log or a Referer). HTTP calls send it as X-Wharf-Token; the
-//   WebSocket sends it as its first message and is closed with 4401 otherwise.
+// - A request with an Origin other than our own is refused when it changes state, upgrades to a
+//   WebSocket, or reaches /api or /bridge: a page elsewhere cannot drive the Engine or read through it,
+//   even by a form post, a socket, or a page of another local port (same site, so it has our cookie).
+// - Every /api and /bridge request needs the per-launch token: as the X-Wharf-Token header, or as the
+//   HttpOnly, SameSite=Strict cookie this server sets only in answer to `POST /bridge/session` made with
+//   the header (the page does that at boot, so its plain links — HAR and body downloads — work). The
+//   token is compared in constant time; an Origin naming this server never stands in for it (a local
+//   process forges one at will).
+// - The token reaches the user in the printed page URL (in the fragment, so it never reaches a server
+//   log or a Referer) and, for local scripts of the same user, in <WHARF_HOME>/inspector.json (mode
+//   0600, removed on close).
+// - The event WebSocket carries nothing until it is authenticated: by the cookie or header on the
+//   upgrade (it is then `ready` at once), else by a first message `{ type: 'auth', token }` within 5 s;
+//   a wrong or missing one closes it with 4401.
 // - Static files (the UI's code) are served without the token: they hold no data.
-//
-// The traffic API under /api (api.ts, shaped like ngrok's agent API) follows the same rules: read-only
-// GETs need only a local Host; its POSTs and DELETEs also need the token or a same-origin request.
 //
 // Each authenticated event socket is a session (its id comes in the `ready` message). A page sends that
 // id with its calls as X-Wharf-Session, so the logs it follows (`logs.follow`) are unfollowed for it when
 // its socket closes: a tab that is closed or reloaded leaves no log stream open behind it.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
@@ -36,6 +44,7 @@ import {
   type LogFollow,
 } from '../../shared/bridge.js';
 import { LIMITS } from '../../shared/api/projects.js';
+import { writeFileAtomic } from '../private-file.js';
 import { registerInspectorApi, sendProblem } from './api.js';
 
 export const DEFAULT_INSPECTOR_PORT = 4040;
@@ -52,6 +61,11 @@ export interface InspectorOptions {
   staticDir: string | null;
   /** Fixed token (tests); a random one per launch otherwise. */
   token?: string;
+  /**
+   * Where to write `{ url, port, token, pid }` (mode 0600) while listening, for local scripts of the
+   * same user (`<WHARF_HOME>/inspector.json`); removed on close.
+   */
+  infoFile?: string;
 }
 
 export interface RunningInspector {
@@ -87,13 +101,25 @@ export async function startInspector(options: InspectorOptions): Promise<Running
     const actual = (app.server.address() as AddressInfo).port;
     bound.port = actual;
     const origin = `http://127.0.0.1:${actual}`;
+    const { infoFile } = options;
+    if (infoFile) {
+      try {
+        writeInfoFile(infoFile, { url: origin, port: actual, token, pid: process.pid });
+      } catch (error) {
+        await app.close();
+        throw error;
+      }
+    }
     return {
       port: actual,
       origin,
       pageUrl: `${origin}/#token=${token}`,
       token,
       movedFromPort: requested !== 0 && actual !== requested ? requested : null,
-      close: () => app.close(),
+      close: async () => {
+        if (infoFile) removeInfoFile(infoFile, token);
+        await app.close();
+      },
     };
   }
   throw new Error(
@@ -101,16 +127,48 @@ export async function startInspector(options: InspectorOptions): Promise<Running
   );
 }
 
+interface InspectorInfo {
+  url: string;
+  port: number;
+  token: string;
+  pid: number;
+}
+
+function writeInfoFile(file: string, info: InspectorInfo): void {
+  writeFileAtomic(file, `${JSON.stringify(info, null, 2)}\n`, 0o600);
+}
+
+/** Removes the file unless another inspector (a second `wharf app`, say) has written its own since. */
+function removeInfoFile(file: string, token: string): void {
+  try {
+    const info = JSON.parse(readFileSync(file, 'utf8')) as Partial<InspectorInfo>;
+    if (info.token === token) rmSync(file, { force: true });
+  } catch {
+    // Gone already, or not ours to remove.
+  }
+}
+
+/** The values of every cookie called `name` in a Cookie header. */
+function cookieValues(header: string | undefined, name: string): string[] {
+  if (!header) return [];
+  const values: string[] = [];
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
+  }
+  return values;
+}
+
 function send(reply: FastifyReply, result: BridgeResult): FastifyReply {
   const status = result.ok ? 200 : result.error.status >= 400 ? result.error.status : 503;
   return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(result));
 }
 
+/** Compared as digests, so neither the content nor the length of the secret leaks through timing. */
 function sameToken(given: unknown, token: string): boolean {
-  if (typeof given !== 'string') return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
+  if (typeof given !== 'string' || given === '') return false;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(given), digest(token));
 }
 
 /** `bound.port` is set once listening: the Host and Origin checks compare against it. */
@@ -122,31 +180,70 @@ async function buildInspector(
   const app = Fastify({ logger: false, bodyLimit: LIMITS.jsonBodyBytes, forceCloseConnections: true });
   const allowedHosts = () => LOOPBACK_NAMES.map((name) => `${name}:${bound.port}`);
   const allowedOrigins = () => LOOPBACK_NAMES.map((name) => `http://${name}:${bound.port}`);
+  const foreignOrigin = (request: FastifyRequest): string | null => {
+    const origin = request.headers.origin;
+    return origin !== undefined && !allowedOrigins().includes(origin.toLowerCase()) ? origin : null;
+  };
+  const isUpgrade = (request: FastifyRequest) => request.headers.upgrade?.toLowerCase() === 'websocket';
+  /** By the URL as sent, or by the route it reached (a path may be spelt `/%61pi/…`). */
+  const isApi = (request: FastifyRequest) =>
+    request.url === '/api' ||
+    request.url.startsWith('/api/') ||
+    request.routeOptions.url?.startsWith('/api/') === true;
+
+  const refuse = (request: FastifyRequest, reply: FastifyReply, message: string) => {
+    // A refused upgrade's socket belongs to no HTTP connection any more: end it with the answer.
+    if (isUpgrade(request)) reply.raw.once('finish', () => request.raw.socket.destroy());
+    reply.header('connection', 'close');
+    if (isApi(request)) return sendProblem(reply, 'forbidden', 403, message);
+    return reply.code(403).type('text/plain; charset=utf-8').send(message);
+  };
+  const refuseOrigin = (request: FastifyRequest, reply: FastifyReply, origin: string) =>
+    refuse(request, reply, `refused: requests from ${origin} may not use this server`);
 
   app.addHook('onRequest', async (request, reply) => {
-    const isUpgrade = request.headers.upgrade?.toLowerCase() === 'websocket';
-    const refuse = (message: string) => {
-      // A refused upgrade's socket belongs to no HTTP connection any more: end it with the answer.
-      if (isUpgrade) reply.raw.once('finish', () => request.raw.socket.destroy());
-      reply.header('connection', 'close');
-      if (request.url.startsWith('/api/')) return sendProblem(reply, 'forbidden', 403, message);
-      return reply.code(403).type('text/plain; charset=utf-8').send(message);
-    };
     const host = request.headers.host?.toLowerCase();
     if (!host || !allowedHosts().includes(host)) {
-      return refuse(`refused: this server only answers as 127.0.0.1:${bound.port}`);
+      return refuse(request, reply, `refused: this server only answers as 127.0.0.1:${bound.port}`);
     }
-    const origin = request.headers.origin;
+    const origin = foreignOrigin(request);
     const changesState = request.method !== 'GET' && request.method !== 'HEAD';
-    if (
-      (changesState || isUpgrade) &&
-      origin !== undefined &&
-      !allowedOrigins().includes(origin.toLowerCase())
-    ) {
-      return refuse(`refused: requests from ${origin} may not use this server`);
+    if ((changesState || isUpgrade(request) || isApi(request)) && origin !== null) {
+      return refuseOrigin(request, reply, origin);
     }
     return undefined;
   });
+
+  // The page's cookie: its own secret (never the token itself), one name per port, since cookies are
+  // shared by every port of a host and two inspectors may run side by side.
+  const cookieSecret = randomBytes(24).toString('base64url');
+  const cookieName = () => `wharf_inspector_${bound.port}`;
+  const headerProves = (request: FastifyRequest) => sameToken(request.headers['x-wharf-token'], token);
+  const authorized = (request: FastifyRequest) =>
+    headerProves(request) ||
+    cookieValues(request.headers.cookie, cookieName()).some((value) => sameToken(value, cookieSecret));
+  const whereTheTokenIs = `it is in the URL \`wharf app\` or \`wharf http\` printed, after #token=${
+    options.infoFile ? `, and in ${options.infoFile}` : ''
+  }`;
+
+  /** onRequest of every /bridge route: before any body is read, so a refused caller uploads nothing. */
+  const bridgeGuard =
+    (proves: (request: FastifyRequest) => boolean) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      // The global hook already refused this by raw URL; this catches any other spelling of the path.
+      const origin = foreignOrigin(request);
+      if (origin !== null) return refuseOrigin(request, reply, origin);
+      if (proves(request)) return undefined;
+      return send(reply, {
+        ok: false,
+        error: {
+          code: 'token_refused',
+          status: 401,
+          detail: `missing or wrong inspector token: send it as X-Wharf-Token; ${whereTheTokenIs}`,
+        },
+      });
+    };
+  const requireToken = bridgeGuard(authorized);
 
   /** Per event socket: how many times it follows each project. */
   const sessions = new Map<string, Map<string, number>>();
@@ -166,20 +263,6 @@ async function buildInspector(
     await Promise.all([...sessions.keys()].map(releaseSession));
   });
 
-  const requireToken = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!sameToken(request.headers['x-wharf-token'], token)) {
-      return send(reply, {
-        ok: false,
-        error: {
-          code: 'token_refused',
-          status: 401,
-          detail: 'missing or wrong X-Wharf-Token: open the page from the URL `wharf app` printed',
-        },
-      });
-    }
-    return undefined;
-  };
-
   // Archives for projects.upload arrive raw; everything else is JSON.
   app.addContentTypeParser(
     'application/octet-stream',
@@ -189,7 +272,7 @@ async function buildInspector(
 
   app.post<{ Params: { operation: string } }>(
     '/bridge/invoke/:operation',
-    { preHandler: requireToken, bodyLimit: CALL_BODY_LIMIT },
+    { onRequest: requireToken, bodyLimit: CALL_BODY_LIMIT },
     async (request, reply) => {
       const { operation } = request.params;
       if (!isBridgeOperation(operation) || operation === 'projects.upload') {
@@ -219,7 +302,7 @@ async function buildInspector(
 
   app.post<{ Params: { id: string }; Querystring: { fileName?: string } }>(
     '/bridge/upload/:id',
-    { preHandler: requireToken, bodyLimit: LIMITS.uploadBytes },
+    { onRequest: requireToken, bodyLimit: LIMITS.uploadBytes },
     async (request, reply) => {
       if (!Buffer.isBuffer(request.body)) {
         return send(
@@ -243,30 +326,39 @@ async function buildInspector(
     },
   );
 
+  // The page trades the token (header) for the cookie at boot; a cookie alone cannot renew itself.
+  app.post('/bridge/session', { onRequest: bridgeGuard(headerProves) }, async (_request, reply) =>
+    reply
+      .header('set-cookie', `${cookieName()}=${cookieSecret}; Path=/; HttpOnly; SameSite=Strict`)
+      .header('cache-control', 'no-store')
+      .code(204)
+      .send(),
+  );
+
   await registerInspectorApi(app, {
     bridge: options.bridge,
-    hasToken: (request) => sameToken(request.headers['x-wharf-token'], token),
-    origins: allowedOrigins,
+    guard: async (request, reply) => {
+      const origin = foreignOrigin(request);
+      if (origin !== null) return refuseOrigin(request, reply, origin);
+      if (authorized(request)) return undefined;
+      return sendProblem(
+        reply,
+        'unauthorized',
+        401,
+        `missing or wrong inspector token: send it as the X-Wharf-Token header; ${whereTheTokenIs}`,
+      );
+    },
     bodyLimit: CALL_BODY_LIMIT,
   });
 
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });
-  app.get('/bridge/events', { websocket: true }, (socket: WebSocket) => {
+  app.get('/bridge/events', { websocket: true }, (socket: WebSocket, request: FastifyRequest) => {
     let unsubscribe: Array<() => void> = [];
     let session: string | null = null;
-    const timer = setTimeout(() => socket.close(4401, 'authenticate first'), AUTH_TIMEOUT_MS);
-    socket.once('message', (data) => {
-      clearTimeout(timer);
-      let message: { type?: unknown; token?: unknown } = {};
-      try {
-        message = JSON.parse(String(data)) as typeof message;
-      } catch {
-        // treated as a failed authentication below
-      }
-      if (message.type !== 'auth' || !sameToken(message.token, token)) {
-        socket.close(4401, 'wrong token');
-        return;
-      }
+    let closed = false;
+    // Nothing is subscribed, and so nothing sent, before this runs.
+    const admit = () => {
+      if (closed) return;
       unsubscribe = BRIDGE_EVENTS.map((event) =>
         options.bridge.on(event, (payload) => {
           if (socket.readyState === socket.OPEN)
@@ -276,9 +368,32 @@ async function buildInspector(
       session = randomBytes(16).toString('base64url');
       sessions.set(session, new Map());
       socket.send(JSON.stringify({ type: 'ready', session }));
-    });
+    };
+    // The page sends its auth message anyway; once admitted by the upgrade, it is not read.
+    const preAuthorized = authorized(request);
+    const timer = preAuthorized
+      ? null
+      : setTimeout(() => socket.close(4401, 'authenticate first'), AUTH_TIMEOUT_MS);
+    if (preAuthorized) admit();
+    else {
+      socket.once('message', (data) => {
+        if (timer) clearTimeout(timer);
+        let message: { type?: unknown; token?: unknown } = {};
+        try {
+          message = JSON.parse(String(data)) as typeof message;
+        } catch {
+          // treated as a failed authentication below
+        }
+        if (message.type !== 'auth' || !sameToken(message.token, token)) {
+          socket.close(4401, 'wrong token');
+          return;
+        }
+        admit();
+      });
+    }
     socket.on('close', () => {
-      clearTimeout(timer);
+      closed = true;
+      if (timer) clearTimeout(timer);
       if (session) void releaseSession(session);
       session = null;
       for (const off of unsubscribe) off();
@@ -286,14 +401,17 @@ async function buildInspector(
     });
   });
 
+  // On every answer, the API's included: a page of another local port (same site, so it has our
+  // cookie) that loads /api as a script or a frame gets nothing to run or to show.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('referrer-policy', 'no-referrer');
+    return payload;
+  });
+
   if (options.staticDir && existsSync(options.staticDir)) {
     await app.register(fastifyStatic, { root: options.staticDir, index: 'index.html', cacheControl: false });
-    app.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('x-frame-options', 'DENY');
-      reply.header('referrer-policy', 'no-referrer');
-      return payload;
-    });
   } else {
     app.get('/', async (_request, reply) =>
       reply

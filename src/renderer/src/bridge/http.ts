@@ -3,11 +3,15 @@
 // - The page is opened as `http://127.0.0.1:<port>/#token=<token>`. The token is taken from the
 //   fragment, kept in sessionStorage (`wharf-token`, so a reload keeps working and a new tab does not
 //   inherit it) and removed from the address bar.
+// - At boot the page trades the token for the server's HttpOnly, SameSite=Strict cookie
+//   (`POST /bridge/session` with `X-Wharf-Token`), so plain links to the inspector's /api (downloads)
+//   and the event socket's upgrade are authorized too. A 401 there means the token is refused.
 // - Calls: `POST /bridge/invoke/<operation>` with `X-Wharf-Token`, a JSON body (`null` for no input),
 //   answered with a JSON BridgeResult. Uploads: `POST /bridge/upload/<id>?fileName=…` with the raw
 //   archive as application/octet-stream (sent with XMLHttpRequest, which reports upload progress).
-// - Events: one WebSocket to `/bridge/events`, authenticated by its first message; close code 4401
-//   means the token was refused (no retry), any other close reconnects with backoff.
+// - Events: one WebSocket to `/bridge/events`, opened once the session call has answered; the cookie
+//   authorizes its upgrade, and its first message carries the token too (for when cookies are off).
+//   Close code 4401 means the token was refused (no retry), any other close reconnects with backoff.
 // - The socket's `ready` message names its session; calls send it as X-Wharf-Session, so the server
 //   unfollows the logs this page follows when the socket closes. `logs.follow` and `logs.unfollow` wait
 //   (briefly) for the session to be known.
@@ -91,7 +95,25 @@ export function httpBridge(location: Location, options: HttpBridgeOptions = {}):
   const doFetch = options.fetch ?? window.fetch.bind(window);
   const Xhr = options.XMLHttpRequest ?? window.XMLHttpRequest;
   const socketUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/bridge/events`;
-  const events = new EventStream(socketUrl, token, options.WebSocket ?? window.WebSocket);
+  // Settles whatever happens: the socket's first-message auth still works without the cookie.
+  const session: Promise<void> = token
+    ? Promise.resolve()
+        .then(() =>
+          doFetch('/bridge/session', {
+            method: 'POST',
+            headers: { 'X-Wharf-Token': token },
+            credentials: 'same-origin',
+            cache: 'no-store',
+          }),
+        )
+        .then(
+          (response) => {
+            if (response.status === 401) events.refuse();
+          },
+          () => undefined,
+        )
+    : Promise.resolve();
+  const events = new EventStream(socketUrl, token, options.WebSocket ?? window.WebSocket, session);
 
   const unreachable = () =>
     new BridgeError(
@@ -223,6 +245,8 @@ class EventStream {
     private readonly url: string,
     private readonly token: string | null,
     private readonly Socket: typeof WebSocket,
+    /** The cookie exchange: the first socket waits for it, so its upgrade carries the cookie. */
+    private readonly before: Promise<void>,
   ) {
     this.state = token ? 'connecting' : 'no-token';
   }
@@ -269,10 +293,12 @@ class EventStream {
   private start(): void {
     if (this.started || !this.token) return;
     this.started = true;
-    this.open(this.token);
+    const token = this.token;
+    void this.before.then(() => this.open(token));
   }
 
   private open(token: string): void {
+    if (this.state === 'refused') return;
     let socket: WebSocket;
     try {
       socket = new this.Socket(this.url);
