@@ -365,6 +365,13 @@ export class Engine implements Bridge {
       const body = checkDomainInput(input);
       return this.live((client) => client.createDomain(body));
     },
+    'domains.link': async (input) => {
+      const id = requireString(input, 'id', 'a domain id');
+      const projectId = ((input ?? {}) as { project_id?: unknown }).project_id;
+      if (projectId !== null && (typeof projectId !== 'string' || projectId === ''))
+        throw invalid('project_id', 'must be a project id, or null for none');
+      return this.live((client) => client.linkDomain(id, { project_id: projectId }));
+    },
     'domains.verify': async (input) => {
       const id = requireString(input, 'id', 'a domain id');
       return this.live((client) => client.verifyDomain(id));

@@ -266,9 +266,11 @@ export interface BridgeRequests {
   /** The account's ledger (API.md §3): charges and top-ups, newest first. */
   'account.usage': { input: void; output: UsageEntry[] };
   'domains.list': { input: void; output: Domain[] };
-  /** Adds a custom domain; the answer says which CNAME record to create for it. */
+  /** Adds a custom domain; the answer names the two records to create: the CNAME and the TXT proof. */
   'domains.create': { input: CreateDomainRequest; output: CreatedDomain };
-  /** Looks the domain's CNAME up now; `verified` in the answer says whether it points at the platform. */
+  /** Links the domain to another project of the account, or to none; a verified one stays verified. */
+  'domains.link': { input: { id: string; project_id: string | null }; output: Domain };
+  /** Looks the domain's TXT proof and CNAME up now; `verified` says whether both are right. */
   'domains.verify': { input: { id: string }; output: DomainVerification };
   'domains.delete': { input: { id: string }; output: { id: string; deleted: true } };
   /** Checks one address (costs credits unless the result is `unknown` or `invalid_syntax`). */
@@ -330,6 +332,7 @@ export const BRIDGE_OPERATIONS = [
   'account.usage',
   'domains.list',
   'domains.create',
+  'domains.link',
   'domains.verify',
   'domains.delete',
   'email.verify',

@@ -1,12 +1,13 @@
 // Custom domains in the desktop UI (browser mode), clicked through as a user would, against a platform
-// whose DNS look-ups go to a fake DNS server on loopback: adding a domain linked to a project, the CNAME
-// instructions and their copy buttons, a verification that succeeds and one that finds the wrong
-// records, refused input at the field, removal behind a confirmation, and the platform going away.
+// whose DNS look-ups go to a fake DNS server on loopback: adding a domain linked to a project, the two
+// records to create (CNAME and TXT) and their copy buttons, a verification that finds the CNAME but not
+// the TXT proof, then both, one that finds the wrong records, relinking to another project, refused
+// input at the field, removal behind a confirmation, and the platform going away.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Domain } from '../../src/shared/api/domains.js';
 import type { Project } from '../../src/shared/api/projects.js';
-import { startDns, type FakeDns } from '../helpers/mail.js';
+import { startDns, type TestDns } from '../helpers/dns.js';
 import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
 
 // The browser global used inside page.evaluate (test files are type-checked without the DOM library).
@@ -15,12 +16,13 @@ declare const navigator: { clipboard: { readText(): Promise<string> } };
 /** The platform's default CNAME target (`cname.<base domain>`, the base domain being localhost). */
 const TARGET = 'cname.localhost';
 
-let dns: FakeDns | undefined;
+let dns: TestDns | undefined;
 
 beforeAll(async () => {
   dns = await startDns({
     'shop.example.test': { CNAME: TARGET },
     'www.elsewhere.test': { A: ['203.0.113.7'] },
+    [TARGET]: { A: ['198.51.100.10'] },
   });
 });
 
@@ -29,6 +31,7 @@ afterAll(async () => {
 });
 
 let project: Project;
+let blog: Project;
 
 const ui = useAppStack({
   platformArgs: () => ['--dns-server', dns!.server],
@@ -39,6 +42,12 @@ const ui = useAppStack({
     });
     expect(status).toBe(201);
     project = body;
+    const second = await platformApi<Project>(stack, '/projects', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Blog', subdomain: 'blog', image: 'nginx:1.27' }),
+    });
+    expect(second.status).toBe(201);
+    blog = second.body;
   },
 });
 
@@ -55,7 +64,8 @@ async function openDomains(page: Page): Promise<void> {
 
 async function addDomain(page: Page, name: string, projectName?: string): Promise<void> {
   await page.getByLabel('Domain', { exact: true }).fill(name);
-  if (projectName) await page.getByLabel('Project').selectOption({ label: `${projectName} (shop)` });
+  if (projectName)
+    await page.getByLabel('Project', { exact: true }).selectOption({ label: `${projectName} (shop)` });
   await page.getByRole('button', { name: 'Add domain' }).click();
 }
 
@@ -65,42 +75,88 @@ describe('the Domains screen', () => {
     await openDomains(page);
     const empty = page.getByTestId('domains-empty');
     await empty.waitFor();
-    expect(await empty.innerText()).toMatch(/CNAME record/);
+    expect(await empty.innerText()).toMatch(/a CNAME that points it at Wharf, a TXT record that proves/);
     expect(await page.title()).toBe('Domains · Wharf');
   });
 
-  it('adds a domain linked to a project, shows the CNAME to create, and verifies it', async () => {
+  it('adds a domain linked to a project, shows the CNAME and TXT records to create, and verifies it only with both', async () => {
     const page = await ui.open({ permissions: ['clipboard-read', 'clipboard-write'] });
     await openDomains(page);
     await addDomain(page, 'Shop.Example.test', 'Shop');
 
     const instructions = page.getByTestId('domain-instructions');
     await instructions.waitFor();
-    expect(await instructions.getByTestId('dns-record-type').innerText()).toBe('CNAME');
-    expect(await instructions.getByTestId('dns-record-name').innerText()).toBe('shop.example.test');
-    expect(await instructions.getByTestId('dns-record-target').innerText()).toBe(TARGET);
+    expect(await instructions.getByTestId('dns-record-cname-type').innerText()).toBe('CNAME');
+    expect(await instructions.getByTestId('dns-record-cname-name').innerText()).toBe('shop.example.test');
+    expect(await instructions.getByTestId('dns-record-cname-value').innerText()).toBe(TARGET);
+    expect(await instructions.getByTestId('dns-record-txt-type').innerText()).toBe('TXT');
+    expect(await instructions.getByTestId('dns-record-txt-name').innerText()).toBe(
+      '_wharf-challenge.shop.example.test',
+    );
+    const token = await instructions.getByTestId('dns-record-txt-value').innerText();
+    expect(token).toMatch(/^wharf-verify=[0-9A-Za-z]{32}$/);
     // The form is ready for the next domain.
     expect(await page.getByLabel('Domain', { exact: true }).inputValue()).toBe('');
 
-    await instructions.getByRole('button', { name: `Copy target ${TARGET}` }).click();
+    await instructions.getByRole('button', { name: `Copy CNAME value ${TARGET}` }).click();
     await expect
       .poll(() => page.evaluate(() => navigator.clipboard.readText()), { timeout: 5_000 })
       .toBe(TARGET);
+    await instructions.getByRole('button', { name: `Copy TXT value ${token}` }).click();
+    await expect
+      .poll(() => page.evaluate(() => navigator.clipboard.readText()), { timeout: 5_000 })
+      .toBe(token);
 
     const row = page.getByTestId('domain-row-shop.example.test');
     expect(await row.getByTestId('domain-status').innerText()).toBe('Pending');
     expect(await row.getByTestId('domain-project-name').innerText()).toBe('Routes to Shop');
     await screenshot(page, 'domains-added');
 
+    // The CNAME alone (it is in the DNS already) proves nothing.
+    await instructions.getByRole('button', { name: 'Verify shop.example.test' }).click();
+    const result = instructions.getByTestId('verify-result');
+    await result.waitFor();
+    expect(await result.getAttribute('data-verified')).toBe('false');
+    expect(await instructions.getByTestId('verify-found').innerText()).toContain(`CNAME ${TARGET}`);
+    expect(await instructions.getByTestId('verify-detail').innerText()).toMatch(
+      /^No TXT record _wharf-challenge\.shop\.example\.test: add one with the value wharf-verify=/,
+    );
+    expect(await row.getByTestId('domain-status').innerText()).toBe('Pending');
+
+    // The TXT record pasted from the clipboard, as the user would at their DNS provider.
+    dns!.set('_wharf-challenge.shop.example.test', {
+      TXT: [await page.evaluate(() => navigator.clipboard.readText())],
+    });
     await instructions.getByRole('button', { name: 'Verify shop.example.test' }).click();
     // Verified: the instructions close and the row says so.
     await instructions.waitFor({ state: 'detached' });
     await expect.poll(() => row.getAttribute('data-verified')).toBe('true');
     expect(await row.getByTestId('domain-status').innerText()).toBe('Verified');
     expect(await row.innerText()).toMatch(/Verified just now/);
+    expect(await row.getByTestId('verify-found').innerText()).toContain(`TXT ${token}`);
 
     const [stored] = (await apiDomains()).filter((d) => d.domain === 'shop.example.test');
     expect(stored).toMatchObject({ verified: true, project_id: project.id, cname_target: TARGET });
+  });
+
+  it('relinks a verified domain to another project, which stays verified', async () => {
+    const page = await ui.open();
+    await openDomains(page);
+    const row = page.getByTestId('domain-row-shop.example.test');
+    await row.waitFor();
+    const picker = row.getByLabel('Project for shop.example.test');
+    expect(await picker.inputValue()).toBe(project.id);
+    await picker.selectOption({ label: 'Blog' });
+    await expect.poll(() => row.getByTestId('domain-project-name').innerText()).toBe('Routes to Blog');
+    expect(await row.getByTestId('domain-status').innerText()).toBe('Verified');
+    const [stored] = (await apiDomains()).filter((d) => d.domain === 'shop.example.test');
+    expect(stored).toMatchObject({ verified: true, project_id: blog.id });
+
+    await picker.selectOption({ label: 'No project' });
+    await expect.poll(() => row.getByTestId('domain-project-name').innerText()).toBe('No project linked');
+    expect((await apiDomains()).find((d) => d.domain === 'shop.example.test')?.project_id).toBeNull();
+    await picker.selectOption({ label: 'Shop' });
+    await expect.poll(() => row.getByTestId('domain-project-name').innerText()).toBe('Routes to Shop');
   });
 
   it('shows what a verification found when the domain points elsewhere', async () => {
@@ -112,15 +168,21 @@ describe('the Domains screen', () => {
 
     const row = page.getByTestId('domain-row-www.elsewhere.test');
     expect(await row.getByTestId('domain-project-name').innerText()).toBe('No project linked');
-    // A pending domain keeps its record on show in the list.
-    expect(await row.innerText()).toContain(TARGET);
+    // A pending domain keeps both records on show in the list.
+    expect(await row.getByTestId('row-dns-record-cname-value').innerText()).toBe(TARGET);
+    expect(await row.getByTestId('row-dns-record-txt-name').innerText()).toBe(
+      '_wharf-challenge.www.elsewhere.test',
+    );
+    expect(await row.getByTestId('row-dns-record-txt-value').innerText()).toMatch(/^wharf-verify=/);
     await row.getByRole('button', { name: 'Verify www.elsewhere.test' }).click();
     const result = row.getByTestId('verify-result');
     await result.waitFor();
     expect(await result.getAttribute('data-verified')).toBe('false');
-    const text = await result.innerText();
-    expect(text).toContain(`does not point at ${TARGET} yet`);
-    expect(text).toContain('203.0.113.7');
+    expect(await result.innerText()).toContain('www.elsewhere.test is not verified yet');
+    expect(await row.getByTestId('verify-found').innerText()).toContain('A 203.0.113.7');
+    expect(await row.getByTestId('verify-detail').innerText()).toContain(
+      'do not match those of cname.localhost (198.51.100.10)',
+    );
     expect((await row.getByTestId('verify-detail').innerText()).length).toBeGreaterThan(5);
     expect(await row.getByTestId('domain-status').innerText()).toBe('Pending');
     await screenshot(page, 'domains');

@@ -1,7 +1,8 @@
 // A DNS server on 127.0.0.1 (UDP, a free port) answering from a table the test edits as it goes, the
 // way a recursive resolver would: a name with a CNAME answers A/AAAA queries with the CNAME and the
 // target's addresses; a name in the table without records of the type asked gets an empty NOERROR;
-// a name not in the table gets NXDOMAIN. Pass `tp.server` in `dnsServers`.
+// a name not in the table gets NXDOMAIN; TXT queries get the name's own TXT records (each value one
+// character-string, split at 255 bytes as DNS requires). Pass `tp.server` in `dnsServers`.
 import type { AddressInfo } from 'node:net';
 import type DNS from 'dns2';
 import { Packet, createUDPServer } from 'dns2';
@@ -12,6 +13,7 @@ export interface DnsEntry {
   CNAME?: string;
   A?: string[];
   AAAA?: string[];
+  TXT?: string[];
 }
 
 export interface TestDns {
@@ -33,6 +35,12 @@ const NXDOMAIN = 3;
 function typeName(type: number): string {
   const entry = Object.entries(Packet.TYPE).find(([, value]) => value === type);
   return entry ? entry[0] : String(type);
+}
+
+function chunks(value: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < value.length; i += 255) out.push(value.slice(i, i + 255));
+  return out.length > 0 ? out : [''];
 }
 
 export async function startDns(initial: Record<string, DnsEntry> = {}): Promise<TestDns> {
@@ -69,6 +77,12 @@ export async function startDns(initial: Record<string, DnsEntry> = {}): Promise<
       if (question.type === Packet.TYPE.AAAA)
         for (const address of of?.AAAA ?? []) add(owner, Packet.TYPE.AAAA, { address });
     };
+    if (question.type === Packet.TYPE.TXT) {
+      for (const value of entry.TXT ?? [])
+        add(name, Packet.TYPE.TXT, { data: chunks(value) } as Partial<Resource>);
+      void send(response);
+      return;
+    }
     if (entry.CNAME) {
       add(name, Packet.TYPE.CNAME, { domain: entry.CNAME });
       if (question.type !== Packet.TYPE.CNAME) addresses(entry.CNAME, records.get(entry.CNAME));

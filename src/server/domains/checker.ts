@@ -1,6 +1,8 @@
 // The background re-check of unverified custom domains: one timer, set for the soonest `next_check_at`
 // in the store (so the schedule survives restarts), checking what is due a batch at a time. The
-// backoff itself is DomainService's (nextCheckAt). The platform starts it and stops it on close; stop()
+// backoff itself is DomainService's (nextCheckAt), and so is the rule: a background check verifies a
+// domain exactly when a manual one would (the account's TXT proof and the CNAME or apex A/AAAA; never one
+// another account has verified). The platform starts it and stops it on close; stop()
 // clears the timer and waits for checks under way, so nothing outlives the store.
 import type { DomainService } from './domains.js';
 

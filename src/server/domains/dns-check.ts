@@ -1,12 +1,15 @@
-// Whether a custom domain points at the platform: a CNAME to the configured target verifies it; an apex
-// (which cannot hold a CNAME) verifies when its A/AAAA records are all among the target's. Lookups go
+// Whether a custom domain is the account's and points at the platform (API.md §5): the TXT record
+// `_wharf-challenge.<domain>` holds the account's token for it, and a CNAME goes to the configured target
+// (an apex, which cannot hold a CNAME: its A/AAAA records are all among the target's). Lookups go
 // through node:dns/promises with the configured servers, one try each, so a dead DNS server costs at
 // most a few time-outs and is reported as such, never as a failure of ours.
 import { Resolver } from 'node:dns/promises';
 import type { PlatformConfig } from '../config.js';
 
-/** The three lookups a check needs (node's Resolver has them; tests may pass their own). */
+/** The lookups a check needs (node's Resolver has them; tests may pass their own). */
 export interface DnsLookup {
+  /** Each record as its character-strings, which together make its value. */
+  resolveTxt(name: string): Promise<string[][]>;
   resolveCname(name: string): Promise<string[]>;
   resolve4(name: string): Promise<string[]>;
   resolve6(name: string): Promise<string[]>;
@@ -22,13 +25,22 @@ export function dnsLookup(config: Pick<PlatformConfig, 'dnsServers' | 'dnsTimeou
 
 export interface DomainCheck {
   verified: boolean;
-  /** CNAME targets found, else the domain's A/AAAA addresses. */
+  /** What the check saw, each as `TYPE value`: the challenge's TXT values, then CNAME targets, else A/AAAA. */
   found: string[];
   detail: string;
   /**
    * The answer is what DNS says (records found or known absent), as opposed to a lookup that failed
    * (time-out, SERVFAIL, unreachable server): only a definitive answer may take a verification back.
    */
+  definitive: boolean;
+}
+
+/** One half of a check (the ownership TXT, or where the name points). */
+interface Part {
+  ok: boolean;
+  found: string[];
+  detail: string;
+  /** False: a lookup failed, so `ok: false` says nothing about DNS. */
   definitive: boolean;
 }
 
@@ -44,10 +56,9 @@ class LookupFailed extends Error {
   }
 }
 
-/** The records of one type, [] when there are none; other failures throw LookupFailed. */
-async function records(lookup: (name: string) => Promise<string[]>, name: string): Promise<string[]> {
+async function lookupOrAbsent<T>(lookup: (name: string) => Promise<T[]>, name: string): Promise<T[]> {
   try {
-    return (await lookup(name)).map(normalizeName);
+    return await lookup(name);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
     if (ABSENT.has(code)) return [];
@@ -55,75 +66,151 @@ async function records(lookup: (name: string) => Promise<string[]>, name: string
   }
 }
 
+/** The records of one type, [] when there are none; other failures throw LookupFailed. */
+async function records(lookup: (name: string) => Promise<string[]>, name: string): Promise<string[]> {
+  return (await lookupOrAbsent(lookup, name)).map(normalizeName);
+}
+
 export function normalizeName(name: string): string {
   return name.trim().toLowerCase().replace(/\.$/, '');
 }
 
-export async function checkDomain(lookup: DnsLookup, domain: string, target: string): Promise<DomainCheck> {
-  const want = normalizeName(target);
+/** The name whose TXT record proves who owns `domain`. */
+export function challengeName(domain: string): string {
+  return `_wharf-challenge.${domain}`;
+}
+
+/**
+ * Whether `domain` is proven to be the account's and points at the platform: its challenge name holds
+ * the account's `token` in a TXT record, AND it has a CNAME to `target` (an apex, which cannot hold a
+ * CNAME: A/AAAA records all among the target's). Either alone proves nothing.
+ */
+export async function checkDomain(
+  lookup: DnsLookup,
+  domain: string,
+  target: string,
+  token: string,
+): Promise<DomainCheck> {
+  const [ownership, pointer] = await Promise.all([
+    checkOwnership(lookup, domain, token),
+    checkPointer(lookup, domain, normalizeName(target)),
+  ]);
+  const verified = ownership.ok && pointer.ok;
+  const definitive =
+    verified || (!ownership.ok && ownership.definitive) || (!pointer.ok && pointer.definitive);
+  const settled = ownership.definitive && pointer.definitive;
+  return {
+    verified,
+    found: [...ownership.found, ...pointer.found],
+    detail: verified
+      ? `${ownership.detail}, and ${pointer.detail}`
+      : `${ownership.detail}; ${pointer.detail}${settled ? '' : '; nothing was changed, try again later'}`,
+    definitive,
+  };
+}
+
+async function checkOwnership(lookup: DnsLookup, domain: string, token: string): Promise<Part> {
+  const name = challengeName(domain);
+  try {
+    const values = (await lookupOrAbsent((n) => lookup.resolveTxt(n), name)).map((chunks) => chunks.join(''));
+    const found = values.map((value) => `TXT ${value}`);
+    if (values.some((value) => value.trim() === token)) {
+      return {
+        ok: true,
+        found,
+        detail: `the TXT record ${name} holds this account's token`,
+        definitive: true,
+      };
+    }
+    return {
+      ok: false,
+      found,
+      detail:
+        values.length === 0
+          ? `no TXT record ${name}: add one with the value ${token}`
+          : `the TXT record ${name} does not hold this account's token: add one with the value ${token}`,
+      definitive: true,
+    };
+  } catch (error) {
+    return failed(error);
+  }
+}
+
+async function checkPointer(lookup: DnsLookup, domain: string, want: string): Promise<Part> {
   try {
     const cnames = await records((n) => lookup.resolveCname(n), domain);
     if (cnames.length > 0) {
-      const verified = cnames.includes(want);
+      const ok = cnames.includes(want);
       return {
-        verified,
-        found: cnames,
-        detail: verified
-          ? `CNAME points to ${want}`
-          : `CNAME points to ${cnames.join(', ')}, not ${want}: change the CNAME record of ${domain} to ${want}`,
+        ok,
+        found: cnames.map((name) => `CNAME ${name}`),
+        detail: ok
+          ? `the CNAME points to ${want}`
+          : `the CNAME points to ${cnames.join(', ')}, not ${want}: change the CNAME record of ${domain} to ${want}`,
         definitive: true,
       };
     }
     const addresses = await addressesOf(lookup, domain);
+    const found = addresses.map(({ type, address }) => `${type} ${address}`);
+    const listed = addresses.map((a) => a.address).join(', ');
     if (addresses.length === 0) {
       return {
-        verified: false,
-        found: [],
+        ok: false,
+        found,
         detail: `no CNAME, A or AAAA records for ${domain}: add a CNAME record pointing to ${want}`,
         definitive: true,
       };
     }
-    const expected = await addressesOf(lookup, want);
+    const expected = (await addressesOf(lookup, want)).map((a) => a.address);
     if (expected.length === 0) {
       return {
-        verified: false,
-        found: addresses,
-        detail: `no CNAME for ${domain}, and its A/AAAA records (${addresses.join(', ')}) cannot be compared: ${want} has no A or AAAA records`,
+        ok: false,
+        found,
+        detail: `no CNAME for ${domain}, and its A/AAAA records (${listed}) cannot be compared: ${want} has no A or AAAA records`,
         definitive: false,
       };
     }
-    const stray = addresses.filter((a) => !expected.includes(a));
-    if (stray.length === 0) {
+    if (addresses.every((a) => expected.includes(a.address))) {
       return {
-        verified: true,
-        found: addresses,
-        detail: `no CNAME, but the A/AAAA records (${addresses.join(', ')}) match those of ${want}`,
+        ok: true,
+        found,
+        detail: `there is no CNAME, but the A/AAAA records (${listed}) match those of ${want}`,
         definitive: true,
       };
     }
     return {
-      verified: false,
-      found: addresses,
-      detail: `no CNAME, and the A/AAAA records (${addresses.join(', ')}) do not match those of ${want} (${expected.join(', ')}): add a CNAME record pointing to ${want}, or at the apex A/AAAA records equal to its`,
+      ok: false,
+      found,
+      detail: `no CNAME, and the A/AAAA records (${listed}) do not match those of ${want} (${expected.join(', ')}): add a CNAME record pointing to ${want}, or at the apex A/AAAA records equal to its`,
       definitive: true,
     };
   } catch (error) {
-    if (!(error instanceof LookupFailed)) throw error;
-    return {
-      verified: false,
-      found: [],
-      detail: `could not look up ${error.host}: ${describeDnsError(error.code)} (${error.code}); nothing was changed, try again later`,
-      definitive: false,
-    };
+    return failed(error);
   }
 }
 
-async function addressesOf(lookup: DnsLookup, name: string): Promise<string[]> {
+function failed(error: unknown): Part {
+  if (!(error instanceof LookupFailed)) throw error;
+  return {
+    ok: false,
+    found: [],
+    detail: `could not look up ${error.host}: ${describeDnsError(error.code)} (${error.code})`,
+    definitive: false,
+  };
+}
+
+async function addressesOf(
+  lookup: DnsLookup,
+  name: string,
+): Promise<Array<{ type: 'A' | 'AAAA'; address: string }>> {
   const [v4, v6] = await Promise.all([
     records((n) => lookup.resolve4(n), name),
     records((n) => lookup.resolve6(n), name),
   ]);
-  return [...v4, ...v6];
+  return [
+    ...v4.map((address) => ({ type: 'A' as const, address })),
+    ...v6.map((address) => ({ type: 'AAAA' as const, address })),
+  ];
 }
 
 function describeDnsError(code: string): string {

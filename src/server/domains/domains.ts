@@ -1,18 +1,24 @@
-// Custom domains (API.md §5): an account adds a domain, optionally linked to one of its projects, points
-// a CNAME at the platform's target, and verifies it; a verified, linked domain is routed by the edge to
-// the project. Domains are unique platform-wide; the platform's own domains cannot be added.
+// Custom domains (API.md §5): an account adds a domain, optionally linked to one of its projects, proves
+// it owns it (a TXT record `_wharf-challenge.<domain>` holding the account's token) and points it at the
+// platform (a CNAME, or an apex's A/AAAA), then verifies it; a verified, linked domain is routed by the
+// edge to the project. Several accounts may hold a name pending; the first to prove ownership takes it
+// and every other is refused from then on. The platform's own domains cannot be added.
 import type {
   CreateDomainRequest,
   CreatedDomain,
   Domain,
   DomainVerification,
+  LinkDomainRequest,
 } from '../../shared/api/domains.js';
 import type { PlatformConfig } from '../config.js';
 import { ApiError, invalid, notFound } from '../errors.js';
-import { newId } from '../ids.js';
+import { newId, randomBase62 } from '../ids.js';
 import type { Store } from '../store/open.js';
 import type { DomainsTable } from '../store/schema.js';
-import { type DnsLookup, type DomainCheck, checkDomain, normalizeName } from './dns-check.js';
+import { type DnsLookup, type DomainCheck, challengeName, checkDomain, normalizeName } from './dns-check.js';
+
+/** What precedes the random part of a challenge token, so the TXT record says what it is for. */
+const TOKEN_PREFIX = 'wharf-verify=';
 
 /** When background re-checks of an unverified domain happen (PlatformConfig's domainRecheck* fields). */
 export interface RecheckSchedule {
@@ -79,22 +85,17 @@ export class DomainService {
   async create(accountId: string, input: CreateDomainRequest): Promise<CreatedDomain> {
     const domain = input.domain;
     this.assertNotOurs(domain);
-    if (input.project_id !== undefined) {
-      const project = await this.db
-        .selectFrom('projects')
-        .select('id')
-        .where('id', '=', input.project_id)
-        .where('account_id', '=', accountId)
-        .executeTakeFirst();
-      if (!project) throw notFound(`project ${input.project_id}`);
-    }
-    const taken = await this.db
+    if (input.project_id !== undefined) await this.assertOwnProject(accountId, input.project_id);
+    const held = await this.db
       .selectFrom('domains')
-      .select('id')
+      .select('account_id')
       .where('domain', '=', domain)
+      .where((eb) => eb.or([eb('account_id', '=', accountId), eb('verified', '=', 1)]))
       .executeTakeFirst();
     // Whose it is stays unsaid: another account's domains are not to be revealed.
-    if (taken) throw new ApiError('conflict', `the domain ${domain} has already been added`);
+    if (held?.account_id === accountId)
+      throw new ApiError('conflict', `the domain ${domain} has already been added`);
+    if (held) throw takenElsewhere(domain);
     const now = this.now();
     const row: DomainsTable = {
       id: newId('dom'),
@@ -109,12 +110,30 @@ export class DomainService {
       check_attempts: 0,
       next_check_at: nextCheckAt(now, 0, now, this.schedule)?.toISOString() ?? null,
     };
-    // A concurrent add of the same name fails on the unique index: the error handler answers 409.
+    // A concurrent add of the same name by the same account fails on the unique index: 409.
     await this.db.insertInto('domains').values(row).execute();
     return {
       domain: this.toDomain(row),
       instructions: { type: 'CNAME', name: domain, target: this.target },
+      verification: {
+        type: 'TXT',
+        name: challengeName(domain),
+        value: await this.token(accountId, domain),
+      },
     };
+  }
+
+  /** Links the domain to another of the account's projects, or to none; it stays verified (or not). */
+  async link(accountId: string, id: string, input: LinkDomainRequest): Promise<Domain> {
+    const row = await this.find(accountId, id);
+    if (input.project_id !== null) await this.assertOwnProject(accountId, input.project_id);
+    await this.db
+      .updateTable('domains')
+      .set({ project_id: input.project_id })
+      .where('id', '=', row.id)
+      .execute();
+    if (row.project_id !== input.project_id) this.onRouteChange(row.domain);
+    return this.toDomain({ ...row, project_id: input.project_id });
   }
 
   /** Checks the account's domain now (manual verify) and records the outcome. */
@@ -181,6 +200,52 @@ export class DomainService {
     }
   }
 
+  private async assertOwnProject(accountId: string, projectId: string): Promise<void> {
+    const project = await this.db
+      .selectFrom('projects')
+      .select('id')
+      .where('id', '=', projectId)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (!project) throw notFound(`project ${projectId}`);
+  }
+
+  /**
+   * The account's TXT value for the domain, made on first use and kept (a domain removed and added
+   * again asks for the record already published). Random: knowing one account's says nothing of another's.
+   */
+  private async token(accountId: string, domain: string): Promise<string> {
+    await this.db
+      .insertInto('domain_challenges')
+      .values({
+        account_id: accountId,
+        domain,
+        token: `${TOKEN_PREFIX}${randomBase62(32)}`,
+        created_at: this.now().toISOString(),
+      })
+      .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
+      .execute();
+    const row = await this.db
+      .selectFrom('domain_challenges')
+      .select('token')
+      .where('account_id', '=', accountId)
+      .where('domain', '=', domain)
+      .executeTakeFirstOrThrow();
+    return row.token;
+  }
+
+  /** Whether another account has the domain verified (then this row can never be). */
+  private async verifiedElsewhere(row: DomainsTable): Promise<boolean> {
+    const other = await this.db
+      .selectFrom('domains')
+      .select('id')
+      .where('domain', '=', row.domain)
+      .where('verified', '=', 1)
+      .where('account_id', '!=', row.account_id)
+      .executeTakeFirst();
+    return other !== undefined;
+  }
+
   private async find(accountId: string, id: string): Promise<DomainsTable> {
     const row = await this.db
       .selectFrom('domains')
@@ -194,7 +259,39 @@ export class DomainService {
 
   private async checkAndRecord(row: DomainsTable, background: boolean): Promise<DomainVerification> {
     const target = this.target;
-    const check = await checkDomain(this.lookup, row.domain, target);
+    // Taken by another account: nothing this one's DNS says can change that, and a manual check says so.
+    if (row.verified === 0 && (await this.verifiedElsewhere(row))) {
+      if (!background) throw takenElsewhere(row.domain);
+      return this.record(row, background, {
+        verified: false,
+        found: [],
+        detail: `the domain ${row.domain} has been verified by another account`,
+        definitive: true,
+      });
+    }
+    const token = await this.token(row.account_id, row.domain);
+    const check = await checkDomain(this.lookup, row.domain, target, token);
+    try {
+      return await this.record(row, background, check);
+    } catch (error) {
+      // Another account proved the same name a moment earlier: the partial unique index refused ours.
+      if (!isUniqueViolation(error)) throw error;
+      if (!background) throw takenElsewhere(row.domain);
+      return this.record(row, background, {
+        verified: false,
+        found: check.found,
+        detail: `the domain ${row.domain} has been verified by another account`,
+        definitive: true,
+      });
+    }
+  }
+
+  private async record(
+    row: DomainsTable,
+    background: boolean,
+    check: DomainCheck,
+  ): Promise<DomainVerification> {
+    const target = this.target;
     const now = this.now();
     const checkedAt = now.toISOString();
     const verified = this.verifiedAfter(row, check);
@@ -247,4 +344,12 @@ export class DomainService {
       verified_at: row.verified_at,
     };
   }
+}
+
+function takenElsewhere(domain: string): ApiError {
+  return new ApiError('conflict', `the domain ${domain} has been verified by another account`);
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE';
 }

@@ -1,8 +1,14 @@
-// Routes of API.md §5: list, add, verify and delete custom domains (scope `deploy`).
+// Routes of API.md §5: list, add, relink, verify and delete custom domains (scope `deploy`).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Deleted, IdParams } from '../../shared/api/common.js';
-import { CreateDomainRequest, CreatedDomain, Domain, DomainVerification } from '../../shared/api/domains.js';
+import {
+  CreateDomainRequest,
+  CreatedDomain,
+  Domain,
+  DomainVerification,
+  LinkDomainRequest,
+} from '../../shared/api/domains.js';
 import type { DomainChecker } from './checker.js';
 import type { DomainService } from './domains.js';
 
@@ -29,7 +35,7 @@ export const domainRoutes: FastifyPluginAsyncZod<DomainRoutesOptions> = async (a
     schema: {
       summary: 'Add a custom domain, optionally linked to a project, and get its DNS instructions',
       description:
-        "Point a CNAME record of the domain at `instructions.target` (an apex: A/AAAA records equal to the target's), then verify. Unverified domains are re-checked in the background for 72 hours.",
+        "Create the TXT record `verification` (it proves the domain is this account's) and point a CNAME record of the domain at `instructions.target` (an apex: A/AAAA records equal to the target's), then verify. Unverified domains are re-checked in the background for 72 hours. 409 when the domain is this account's already, or verified by another account; several accounts may hold it unverified, and the first to prove ownership takes it.",
       tags,
       body: CreateDomainRequest,
       response: { 201: CreatedDomain },
@@ -41,10 +47,24 @@ export const domainRoutes: FastifyPluginAsyncZod<DomainRoutesOptions> = async (a
     },
   });
 
+  app.patch('/domains/:id', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Link the domain to another project of the account, or to none',
+      description: 'A verified domain stays verified: the edge routes it to the new project at once.',
+      tags,
+      params: IdParams,
+      body: LinkDomainRequest,
+      response: { 200: Domain },
+    },
+    handler: async (request) => domains.link(request.caller.accountId, request.params.id, request.body),
+  });
+
   app.post('/domains/:id/verify', {
     config: { scope: 'deploy' },
     schema: {
-      summary: "Check the domain's DNS now and record the outcome",
+      summary: "Check the domain's DNS now (its TXT proof and its CNAME or A/AAAA) and record the outcome",
+      description: '409 when another account has verified the domain meanwhile.',
       tags,
       params: IdParams,
       response: { 200: DomainVerification },

@@ -1,4 +1,4 @@
-// API.md §5: custom domains verified by CNAME and routed to a project.
+// API.md §5: custom domains, proven by a TXT record and a CNAME (or an apex's A/AAAA), routed to a project.
 import { z } from 'zod';
 import { Timestamp, idOf } from './common.js';
 
@@ -34,10 +34,23 @@ export const CreateDomainRequest = z
   .meta({ id: 'CreateDomainRequest' });
 export type CreateDomainRequest = z.infer<typeof CreateDomainRequest>;
 
+/** `PATCH /domains/:id`: the project the domain routes to, or null for none (no new verification). */
+export const LinkDomainRequest = z
+  .strictObject({ project_id: idOf('prj').nullable() })
+  .meta({ id: 'LinkDomainRequest' });
+export type LinkDomainRequest = z.infer<typeof LinkDomainRequest>;
+
+/** Where the domain must point: a CNAME record `name` → `target` (an apex: A/AAAA equal to the target's). */
 export const DnsInstructions = z.object({ type: z.literal('CNAME'), name: z.string(), target: z.string() });
 
+/** The proof of ownership: a TXT record `_wharf-challenge.<domain>` holding this account's token. */
+export const DomainChallenge = z
+  .object({ type: z.literal('TXT'), name: z.string(), value: z.string() })
+  .meta({ id: 'DomainChallenge' });
+export type DomainChallenge = z.infer<typeof DomainChallenge>;
+
 export const CreatedDomain = z
-  .object({ domain: Domain, instructions: DnsInstructions })
+  .object({ domain: Domain, instructions: DnsInstructions, verification: DomainChallenge })
   .meta({ id: 'CreatedDomain' });
 export type CreatedDomain = z.infer<typeof CreatedDomain>;
 
@@ -47,9 +60,10 @@ export const DomainVerification = z
     domain: z.string(),
     verified: z.boolean(),
     cname_target: z.string(),
-    found: z
-      .array(z.string())
-      .meta({ description: 'The records found: CNAME targets, else A/AAAA addresses' }),
+    found: z.array(z.string()).meta({
+      description:
+        'What the check saw, each as `TYPE value`: the TXT values of `_wharf-challenge.<domain>`, then its CNAME targets, else its A/AAAA addresses',
+    }),
     checked_at: Timestamp,
     detail: z.string(),
   })

@@ -1,11 +1,13 @@
-// Custom domains (API.md §5): the list, adding one (whose answer names the CNAME record to create),
-// verifying one (the platform looks its CNAME up now) with the last result of each, and removing one.
-// Writes answer with a BridgeResult so the form that made them can place 422 and 409 errors.
+// Custom domains (API.md §5): the list, adding one (whose answer names the two records to create: the
+// CNAME and the TXT proof of ownership), relinking one to another project, verifying one (the platform
+// looks both records up now) with the last result of each, and removing one. Writes answer with a
+// BridgeResult so the form that made them can place 422, 404 and 409 errors.
 import { create } from 'zustand';
 import type {
   CreateDomainRequest,
   CreatedDomain,
   Domain,
+  DomainChallenge,
   DomainVerification,
 } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
@@ -27,8 +29,16 @@ interface DomainsState {
   /** The domain added last in this session, with its instructions, until it is verified or removed. */
   created: CreatedDomain | null;
   verifications: Readonly<Record<string, VerificationState>>;
+  /**
+   * The TXT record each domain added in this session must publish (the list does not carry it; adding
+   * the domain again after removing it shows the same value).
+   */
+  challenges: Readonly<Record<string, DomainChallenge>>;
+  /** Relinks in flight, by domain id. */
+  linking: Readonly<Record<string, boolean>>;
   load(): Promise<void>;
   create(request: CreateDomainRequest): Promise<BridgeResult<CreatedDomain>>;
+  link(id: string, projectId: string | null): Promise<BridgeResult<Domain>>;
   verify(id: string): Promise<BridgeResult<DomainVerification>>;
   remove(id: string): Promise<BridgeResult<{ id: string; deleted: true }>>;
   dismissCreated(): void;
@@ -49,6 +59,8 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
     error: null,
     created: null,
     verifications: {},
+    challenges: {},
+    linking: {},
 
     async load() {
       set({ loading: true });
@@ -68,8 +80,26 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
         set((state) => ({
           created: outcome.value,
           domains: [domain, ...(state.domains ?? []).filter((d) => d.id !== domain.id)],
+          challenges: { ...state.challenges, [domain.id]: outcome.value.verification },
         }));
       }
+      return outcome;
+    },
+
+    async link(id, projectId) {
+      set((state) => ({ linking: { ...state.linking, [id]: true } }));
+      const outcome = await attempt(() => bridge.invoke('domains.link', { id, project_id: projectId }));
+      set((state) => {
+        const { [id]: _done, ...linking } = state.linking;
+        if (!outcome.ok) return { linking };
+        const linked = outcome.value;
+        return {
+          linking,
+          domains: state.domains?.map((d) => (d.id === id ? linked : d)) ?? null,
+          created: state.created?.domain.id === id ? { ...state.created, domain: linked } : state.created,
+        };
+      });
+      if (!outcome.ok && outcome.error.code === 'not_found') void get().load();
       return outcome;
     },
 
@@ -96,10 +126,12 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
       if (outcome.ok || outcome.error.code === 'not_found') {
         set((state) => {
           const { [id]: _gone, ...verifications } = state.verifications;
+          const { [id]: _forgotten, ...challenges } = state.challenges;
           return {
             domains: state.domains?.filter((d) => d.id !== id) ?? null,
             created: state.created?.domain.id === id ? null : state.created,
             verifications,
+            challenges,
           };
         });
       }

@@ -78,7 +78,7 @@ export function AddDomainForm() {
             Add a domain
           </h2>
           <p className="card-description">
-            A domain or subdomain you own. You will get the DNS record to create for it.
+            A domain or subdomain you own. You will get the two DNS records to create for it.
           </p>
         </div>
       </header>

@@ -1,45 +1,92 @@
-// The DNS record a custom domain needs (type, name, target), each value with its copy button, and what
-// the last verification found.
-import type { DnsInstructions, Domain, DomainVerification } from '../../../../shared/api/domains.js';
-import type { z } from 'zod';
+// The two DNS records a custom domain needs (the CNAME that points it at the platform, the TXT that
+// proves it is the account's), each name and value with its copy button, and what the last check found.
+import type { Domain, DomainChallenge, DomainVerification } from '../../../../shared/api/domains.js';
+import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
-import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { formatWhen } from '../../lib/format';
 
-export type Instructions = z.infer<typeof DnsInstructions>;
-
-/** What to create for a domain: the instructions the platform gave at creation, else the same record. */
-export function instructionsFor(domain: Domain, given?: Instructions | null): Instructions {
-  return given ?? { type: 'CNAME', name: domain.domain, target: domain.cname_target };
+export interface DnsRecordRow {
+  type: 'CNAME' | 'TXT';
+  name: string;
+  /** null: not known here (the TXT value is only in the answer that added the domain). */
+  value: string | null;
+  purpose: string;
 }
 
-export function DnsRecordTable({ record, testId }: { record: Instructions; testId?: string }) {
-  const rows: Array<{ label: string; value: string; key: string }> = [
-    { label: 'Type', value: record.type, key: 'type' },
-    { label: 'Name', value: record.name, key: 'name' },
-    { label: 'Target', value: record.target, key: 'target' },
+/** What to create for a domain: the CNAME to the platform, and the TXT proof when its value is known. */
+export function recordsFor(domain: Domain, challenge: DomainChallenge | null): DnsRecordRow[] {
+  return [
+    {
+      type: 'CNAME',
+      name: domain.domain,
+      value: domain.cname_target,
+      purpose:
+        'Sends the traffic to Wharf. At the apex of a zone, where a CNAME is not allowed, use A/AAAA records equal to those of the target.',
+    },
+    {
+      type: 'TXT',
+      name: challenge?.name ?? `_wharf-challenge.${domain.domain}`,
+      value: challenge?.value ?? null,
+      purpose: 'Proves the domain is yours: no other account can take it once verified.',
+    },
   ];
+}
+
+export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; testId?: string }) {
+  const id = (record: DnsRecordRow, part: string) =>
+    testId ? `${testId}-${record.type.toLowerCase()}-${part}` : undefined;
   return (
     <table className="dns-record" data-testid={testId}>
-      <caption className="sr-only">DNS record to create</caption>
+      <caption className="sr-only">DNS records to create</caption>
+      <thead>
+        <tr>
+          <th scope="col">Type</th>
+          <th scope="col">Name</th>
+          <th scope="col">Value</th>
+        </tr>
+      </thead>
       <tbody>
-        {rows.map((row) => (
-          <tr key={row.key}>
-            <th scope="row">{row.label}</th>
+        {records.map((record) => (
+          <tr key={record.type} title={record.purpose}>
+            <th scope="row">
+              <span className="mono" data-testid={id(record, 'type')}>
+                {record.type}
+              </span>
+            </th>
             <td>
-              <span className="mono" data-testid={testId ? `${testId}-${row.key}` : undefined}>
-                {row.value}
+              <span className="dns-record-cell">
+                <span className="mono dns-record-value" data-testid={id(record, 'name')}>
+                  {record.name}
+                </span>
+                <CopyButton
+                  text={record.name}
+                  iconOnly
+                  ariaLabel={`Copy ${record.type} name ${record.name}`}
+                  className="icon-button"
+                />
               </span>
             </td>
-            <td className="dns-record-copy">
-              <CopyButton
-                text={row.value}
-                iconOnly
-                ariaLabel={`Copy ${row.label.toLowerCase()} ${row.value}`}
-                className="icon-button"
-              />
+            <td>
+              {record.value === null ? (
+                <span className="muted" data-testid={id(record, 'value')}>
+                  Shown when the domain was added. Lost it? Remove the domain and add it again: the value
+                  stays the same.
+                </span>
+              ) : (
+                <span className="dns-record-cell">
+                  <span className="mono dns-record-value" data-testid={id(record, 'value')}>
+                    {record.value}
+                  </span>
+                  <CopyButton
+                    text={record.value}
+                    iconOnly
+                    ariaLabel={`Copy ${record.type} value ${record.value}`}
+                    className="icon-button"
+                  />
+                </span>
+              )}
             </td>
           </tr>
         ))}
@@ -69,26 +116,25 @@ export function VerificationResult({
       <Icon name={result.verified ? 'check' : 'alert'} className="notice-icon" />
       <div className="notice-body">
         <p className="notice-title">
-          {result.verified
-            ? `${result.domain} is verified`
-            : `${result.domain} does not point at ${result.cname_target} yet`}
+          {result.verified ? `${result.domain} is verified` : `${result.domain} is not verified yet`}
         </p>
         <p data-testid="verify-detail">{sentence(result.detail)}</p>
-        <p className="verify-found">
+        <div className="verify-found" data-testid="verify-found">
           {result.found.length === 0 ? (
-            'No CNAME, A or AAAA records were found.'
+            <p>No TXT, CNAME, A or AAAA records were found.</p>
           ) : (
             <>
-              Found:{' '}
-              {result.found.map((record, i) => (
-                <span key={`${record}-${i}`}>
-                  {i > 0 ? ', ' : null}
-                  <span className="mono">{record}</span>
-                </span>
-              ))}
+              <p>The check found:</p>
+              <ul className="verify-found-list">
+                {result.found.map((record, i) => (
+                  <li key={`${record}-${i}`} className="mono">
+                    {record}
+                  </li>
+                ))}
+              </ul>
             </>
           )}
-        </p>
+        </div>
         <p className="muted">
           Checked at {formatWhen(result.checked_at)}.
           {result.verified

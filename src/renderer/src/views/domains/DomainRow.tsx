@@ -1,5 +1,6 @@
-// One custom domain in the list: its name, status, linked project and times; Verify, with the answer
-// shown under the row; the record still to create while it is pending; removal behind a confirmation.
+// One custom domain in the list: its name, status, linked project (changed in place, no new
+// verification) and times; Verify, with the answer shown under the row; the records still to create
+// while it is pending; removal behind a confirmation.
 import { useState } from 'react';
 import type { Domain } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
@@ -8,9 +9,9 @@ import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatAgo, formatDateTime } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
-import { useDomainActions, useVerification } from '../../stores/domains/selectors';
-import { useProject } from '../../stores/projects/selectors';
-import { DnsRecordTable, VerificationResult, instructionsFor } from './DnsRecord';
+import { useChallenge, useDomainActions, useLinking, useVerification } from '../../stores/domains/selectors';
+import { useProject, useProjectList } from '../../stores/projects/selectors';
+import { DnsRecordTable, VerificationResult, recordsFor } from './DnsRecord';
 
 export function DomainBadge({ verified }: { verified: boolean }) {
   return (
@@ -18,7 +19,11 @@ export function DomainBadge({ verified }: { verified: boolean }) {
       className="badge"
       data-status={verified ? 'verified' : 'pending'}
       data-testid="domain-status"
-      title={verified ? 'The CNAME record points at the platform' : 'Waiting for its CNAME record'}
+      title={
+        verified
+          ? 'Its TXT record proves it is yours and its CNAME points at the platform'
+          : 'Waiting for its TXT and CNAME records'
+      }
     >
       <span className="badge-dot" aria-hidden="true" />
       {verified ? 'Verified' : 'Pending'}
@@ -47,7 +52,9 @@ export function VerifyButton({ domain, primary = false }: { domain: Domain; prim
 export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails: boolean }) {
   const project = useProject(domain.project_id ?? '');
   const { result, error } = useVerification(domain.id);
+  const challenge = useChallenge(domain.id);
   const [confirming, setConfirming] = useState(false);
+  const [linkError, setLinkError] = useState<BridgeErrorShape | null>(null);
 
   return (
     <li
@@ -84,6 +91,7 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
           </span>
         </div>
         <div className="button-row domain-actions">
+          <ProjectPicker domain={domain} onError={setLinkError} />
           <VerifyButton domain={domain} />
           <button
             type="button"
@@ -97,12 +105,17 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
           </button>
         </div>
       </div>
+      {linkError ? (
+        <div className="domain-details">
+          <ErrorNotice error={linkError} title="The project was not changed" testId="link-error" />
+        </div>
+      ) : null}
       {showDetails && (!domain.verified || result || error) ? (
         <div className="domain-details stack">
           {!domain.verified ? (
             <div className="domain-record">
-              <p className="muted">Create this record at your DNS provider, then verify:</p>
-              <DnsRecordTable record={instructionsFor(domain)} />
+              <p className="muted">Create these records at your DNS provider, then verify:</p>
+              <DnsRecordTable records={recordsFor(domain, challenge)} testId="row-dns-record" />
             </div>
           ) : null}
           <VerificationResult result={result} error={error} />
@@ -110,6 +123,48 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
       ) : null}
       {confirming ? <ConfirmRemove domain={domain} onClose={() => setConfirming(false)} /> : null}
     </li>
+  );
+}
+
+/** The project the domain routes to, changed in place: a verified domain stays verified. */
+function ProjectPicker({
+  domain,
+  onError,
+}: {
+  domain: Domain;
+  onError: (error: BridgeErrorShape | null) => void;
+}) {
+  const { link } = useDomainActions();
+  const linking = useLinking(domain.id);
+  const { list } = useProjectList();
+  const projects = list?.projects ?? [];
+  const linked = domain.project_id ?? '';
+  const known = linked === '' || projects.some((project) => project.id === linked);
+
+  const change = async (value: string) => {
+    onError(null);
+    const outcome = await link(domain.id, value === '' ? null : value);
+    if (!outcome.ok) onError(outcome.error);
+  };
+
+  return (
+    <select
+      className="input domain-link"
+      value={linked}
+      disabled={linking}
+      aria-label={`Project for ${domain.domain}`}
+      aria-busy={linking || undefined}
+      onChange={(event) => void change(event.target.value)}
+      data-testid="domain-link-project"
+    >
+      <option value="">No project</option>
+      {known ? null : <option value={linked}>{linked}</option>}
+      {projects.map((project) => (
+        <option key={project.id} value={project.id}>
+          {project.name}
+        </option>
+      ))}
+    </select>
   );
 }
 
@@ -139,8 +194,8 @@ function ConfirmRemove({ domain, onClose }: { domain: Domain; onClose: () => voi
           {domain.verified
             ? 'Requests to this domain stop reaching its project. '
             : 'The domain is forgotten before it was verified. '}
-          You can add it again later; remember to remove its CNAME record at your DNS provider if you no
-          longer need it.
+          You can add it again later; remember to remove its CNAME and TXT records at your DNS provider if you
+          no longer need them.
         </p>
       }
       onClose={onClose}

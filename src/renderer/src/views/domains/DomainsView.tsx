@@ -1,5 +1,6 @@
-// Custom domains: the form to add one, the DNS record to create for the one just added (with Verify),
-// and every domain of the account with its status, project and times.
+// Custom domains: the form to add one, the two DNS records to create for the one just added (the CNAME
+// and the TXT proof of ownership, with Verify), and every domain of the account with its status,
+// project (changeable) and times.
 import { useEffect } from 'react';
 import { Icon } from '../../components/Icon';
 import { LoadFailed } from '../../components/Notice';
@@ -10,7 +11,7 @@ import {
   useVerification,
 } from '../../stores/domains/selectors';
 import { AddDomainForm } from './AddDomainForm';
-import { DnsRecordTable, VerificationResult, instructionsFor } from './DnsRecord';
+import { DnsRecordTable, VerificationResult, recordsFor } from './DnsRecord';
 import { DomainRow, VerifyButton } from './DomainRow';
 
 const PENDING_REFRESH_MS = 30_000;
@@ -77,8 +78,9 @@ export function DomainsView() {
             <h2>No custom domains yet</h2>
             <p>
               A custom domain lets people reach a project at a name you own, such as app.example.com, instead
-              of its address on the platform. Add the domain above, create the CNAME record we show you at
-              your DNS provider, then verify it: once verified, its requests reach the project.
+              of its address on the platform. Add the domain above, create the two records we show you at your
+              DNS provider (a CNAME that points it at Wharf, a TXT record that proves it is yours), then
+              verify it: once verified, its requests reach the project.
             </p>
           </div>
         ) : null}
@@ -100,7 +102,7 @@ export function DomainsView() {
   );
 }
 
-/** The record to create for the domain just added, with Verify next to it. */
+/** The records to create for the domain just added, with Verify next to them. */
 function CreatedInstructions() {
   const created = useCreatedDomain();
   const { domains } = useDomainList();
@@ -117,7 +119,8 @@ function CreatedInstructions() {
             Point {domain.domain} at Wharf
           </h2>
           <p className="card-description">
-            At your DNS provider, create this record. Changes can take from a minute to an hour to be visible.
+            At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves
+            the domain is yours. Changes can take from a minute to an hour to be visible.
           </p>
         </div>
         <button
@@ -131,7 +134,7 @@ function CreatedInstructions() {
         </button>
       </header>
       <div className="card-body stack">
-        <DnsRecordTable record={instructionsFor(domain, created.instructions)} testId="dns-record" />
+        <DnsRecordTable records={recordsFor(domain, created.verification)} testId="dns-record" />
         <div className="button-row">
           <VerifyButton domain={domain} primary />
         </div>
