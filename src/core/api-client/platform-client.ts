@@ -20,6 +20,7 @@ import {
   EmailVerification,
   UsageEntry,
   type CreateDomainRequest,
+  type LinkDomainRequest,
   type VerifyEmailBatchRequest,
   type VerifyEmailRequest,
   type CreateProjectRequest,
@@ -168,12 +169,13 @@ export class PlatformClient {
     );
     let response: Response;
     try {
-      response = await fetch(`${this.baseUrl}/api/v1${path}`, {
+      response = await fetchWithinOrigin(`${this.baseUrl}/api/v1${path}`, {
         ...init,
         headers,
         signal: AbortSignal.any([signal, connect.signal]),
       });
     } catch (error) {
+      if (error instanceof BridgeError) throw error;
       if (signal.aborted) throw error;
       throw offlineError(this.baseUrl, connect.signal.aborted ? connect.signal.reason : error);
     } finally {
@@ -203,6 +205,11 @@ export class PlatformClient {
 
   createDomain(body: CreateDomainRequest): Promise<CreatedDomain> {
     return this.json('POST', '/domains', CreatedDomain, body);
+  }
+
+  /** Links the domain to another project of the account, or to none (`null`); it stays verified. */
+  linkDomain(id: string, body: LinkDomainRequest): Promise<Domain> {
+    return this.json('PATCH', `/domains/${encodeURIComponent(id)}`, Domain, body);
   }
 
   async verifyDomain(id: string): Promise<DomainVerification> {
@@ -308,13 +315,14 @@ export class PlatformClient {
     if (this.apiKey && !options.anonymous) headers['x-api-key'] = this.apiKey;
     const url = `${this.baseUrl}/api/v1${path}`;
     try {
-      return await fetch(url, {
+      return await fetchWithinOrigin(url, {
         method,
         headers,
         ...(options.body === undefined ? {} : { body: options.body }),
         signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
       });
     } catch (error) {
+      if (error instanceof BridgeError) throw error;
       throw offlineError(this.baseUrl, error);
     }
   }
@@ -368,6 +376,61 @@ function logsSearch(query: LogsQuery & { follow?: boolean }): string {
   if (query.follow) params.set('follow', '1');
   const search = params.toString();
   return search ? `?${search}` : '';
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
+
+/**
+ * fetch for requests that carry the API key: redirects are followed by hand, and only within the
+ * origin asked (fetch's own `follow` would carry X-API-Key to wherever a redirect points). One to
+ * another origin fails with a BridgeError before anything is sent there.
+ */
+export async function fetchWithinOrigin(
+  url: string,
+  init: RequestInit & { method?: string; headers: Record<string, string> },
+): Promise<Response> {
+  let current = new URL(url);
+  const { origin } = current;
+  let { method = 'GET', body, headers } = init;
+  for (let hops = 0; ; hops++) {
+    const response = await fetch(current, { ...init, method, headers, body, redirect: 'manual' });
+    const location = response.headers.get('location');
+    if (!REDIRECT_STATUSES.has(response.status) || location === null) return response;
+    await response.body?.cancel().catch(() => undefined);
+    let next: URL;
+    try {
+      next = new URL(location, current);
+    } catch {
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `${origin} answered ${response.status} with a Location that is not a URL`,
+      );
+    }
+    if (next.origin !== origin) {
+      throw new BridgeError(
+        'bad_request',
+        502,
+        `${origin} answered ${response.status}, redirecting to ${next.origin}: the API key is never sent to another origin, so the redirect was not followed (if the platform moved there, set its URL to ${next.origin})`,
+      );
+    }
+    if (hops >= MAX_REDIRECTS) {
+      throw new BridgeError('bad_request', 502, `${origin} redirected more than ${MAX_REDIRECTS} times`);
+    }
+    // As fetch does: 303 (and 301/302 after a POST) go on as a GET without the body.
+    if (
+      response.status === 303 ||
+      ((response.status === 301 || response.status === 302) && method === 'POST')
+    ) {
+      if (method !== 'HEAD') method = 'GET';
+      body = undefined;
+      headers = Object.fromEntries(
+        Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-type'),
+      );
+    }
+    current = next;
+  }
 }
 
 function offlineError(baseUrl: string, error: unknown): BridgeError {

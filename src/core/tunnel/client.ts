@@ -227,7 +227,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         if (head.length > 0) socket.unshift(head);
         resolve({ transport: socket, info: infoOf(res.headers) });
       });
-      req.on('response', (res) => refusal(res).then(reject, reject));
+      req.on('response', (res) => refusal(res, url).then(reject, reject));
       req.on('timeout', () => req.destroy(new Error(`no answer from ${url.origin}`)));
       req.on('error', (error) => reject(new Error(`cannot reach ${url.origin}: ${error.message}`)));
       req.end();
@@ -240,12 +240,14 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       const ws = new WebSocket(url, {
         headers: { 'x-api-key': this.options.apiKey },
+        // A redirect would carry the key elsewhere: it is refused like any other answer (see refusal).
+        followRedirects: false,
         perMessageDeflate: false,
       });
       let info: TunnelInfo | null = null;
       ws.once('upgrade', (res) => (info = infoOf(res.headers)));
       ws.once('open', () => resolve({ transport: createWebSocketStream(ws), info: info! }));
-      ws.once('unexpected-response', (_req, res) => refusal(res).then(reject, reject));
+      ws.once('unexpected-response', (_req, res) => refusal(res, url).then(reject, reject));
       ws.once('error', (error) => reject(new Error(`cannot reach ${url.origin}: ${error.message}`)));
     });
   }
@@ -529,7 +531,24 @@ function infoOf(headers: IncomingHttpHeaders | Record<string, string | string[] 
 }
 
 /** A non-101 answer to the connect request, as an error carrying the platform's problem. */
-async function refusal(res: IncomingMessage): Promise<never> {
+async function refusal(res: IncomingMessage, asked: URL): Promise<never> {
+  const status = res.statusCode ?? 0;
+  if (status >= 300 && status < 400) {
+    // Redirects are never followed: the next request would carry the API key to wherever it points.
+    res.resume();
+    const location = res.headers.location;
+    let where = 'elsewhere';
+    try {
+      if (location) where = `to ${new URL(location, asked).origin}`;
+    } catch {
+      // an unreadable Location: say nothing of it
+    }
+    throw new TunnelRefusedError(
+      status,
+      'redirected',
+      `the platform answered ${status}, redirecting ${where}: the tunnel client does not follow redirects (its API key would go along), so set the platform URL to the address that answers`,
+    );
+  }
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
   const text = Buffer.concat(chunks).toString();

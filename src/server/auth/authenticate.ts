@@ -1,6 +1,7 @@
 // Who is calling: an `X-API-Key` (looked up by its SHA-256 hash) or an `Authorization: Bearer` JWT
 // minted by POST /auth/token. A JWT carries the id of the key that minted it and acts with that key's
 // scopes for as long as the key is not revoked. Every route names the scope it needs in its config.
+// A URL's `?token=` takes a JWT only (authenticateQueryToken), and redactUrl keeps it out of logs.
 import type { FastifyRequest } from 'fastify';
 import { SignJWT, errors as joseErrors, jwtVerify } from 'jose';
 import { API_KEY_PATTERN, type Scope } from '../../shared/api/account.js';
@@ -49,6 +50,21 @@ export class Authenticator {
       'unauthorized',
       'authentication required: send an X-API-Key header or Authorization: Bearer <token>',
     );
+  }
+
+  /**
+   * A credential from a URL's `?token=` (WebSocket upgrades: browsers set no headers there). Only a
+   * short-lived JWT: a URL ends up in proxy logs and browser history, where an API key would live on.
+   * The refusal never repeats what was sent.
+   */
+  async authenticateQueryToken(token: string): Promise<Caller> {
+    if (token.startsWith('wk_') || API_KEY_PATTERN.test(token)) {
+      throw new ApiError(
+        'unauthorized',
+        'an API key is never accepted in a URL (?token=), where proxies and browser history keep it: mint a short-lived token with POST /api/v1/auth/token and pass that instead, or send the key in the X-API-Key header',
+      );
+    }
+    return this.fromJwt(token);
   }
 
   async mintToken(caller: Caller): Promise<{ token: string; expires_at: string }> {
@@ -156,4 +172,28 @@ export function assertScope(caller: Caller, needed: RouteScope): void {
 function headerValue(value: string | string[] | undefined): string | undefined {
   if (Array.isArray(value)) return value[0];
   return value === '' ? undefined : value;
+}
+
+/** A request URL for logs: the value of a credential-like query parameter replaced, whatever it holds. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&](?:token|access_token|api_key|apikey|key)=)[^&#]*/gi, '$1[redacted]');
+}
+
+/** Fastify's request log line (its default fields) with the URL redacted. */
+export function logRequest(request: {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  socket?: { remotePort?: number };
+}): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: redactUrl(request.url),
+    version: request.headers?.['accept-version'],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }

@@ -34,7 +34,8 @@ const INTERNAL_KEY_PREFIX = 'wharf:';
 const DEFAULT_USAGE_LIMIT = 100;
 const MAX_USAGE_LIMIT = 1_000;
 
-type Trx = Transaction<Database>;
+export type LedgerTransaction = Transaction<Database>;
+type Trx = LedgerTransaction;
 
 interface EntryInput {
   accountId: string;
@@ -49,7 +50,8 @@ interface EntryInput {
 
 export class Ledger {
   constructor(
-    private readonly db: Store,
+    /** The platform's store (idempotency.ts keeps its reservations there too). */
+    readonly db: Store,
     private readonly config: PlatformConfig,
     private readonly now: () => Date = () => new Date(),
   ) {}
@@ -69,41 +71,18 @@ export class Ledger {
     description: string;
     idempotencyKey: string;
   }): Promise<{ id: string; replayed: boolean }> {
-    assertMicros(input.micros, 'a charge');
-    if (input.idempotencyKey === '') throw new RangeError('a charge needs an idempotency key');
-    return this.locked(input.accountId, async (trx, state, now) => {
-      const existing = await trx
-        .selectFrom('ledger_entries')
-        .select('id')
-        .where('account_id', '=', input.accountId)
-        .where('idempotency_key', '=', input.idempotencyKey)
-        .executeTakeFirst();
-      if (existing) return { id: existing.id, replayed: true };
-      const left = available(state);
-      if (input.micros > left) throw insufficientBalance(input.micros, left, now);
-      const fromAllowance = Math.min(input.micros, state.allowance_micros - state.allowance_used_micros);
-      const fromTopup = input.micros - fromAllowance;
-      const id = await insertEntry(trx, {
-        accountId: input.accountId,
-        at: now.toISOString(),
-        kind: input.kind,
-        allowanceMicros: -fromAllowance,
-        topupMicros: -fromTopup,
-        period: periodOf(now),
-        description: input.description,
-        idempotencyKey: input.idempotencyKey,
-      });
-      await trx
-        .updateTable('balances')
-        .set({
-          allowance_used_micros: state.allowance_used_micros + fromAllowance,
-          topup_micros: state.topup_micros - fromTopup,
-          updated_at: now.toISOString(),
-        })
-        .where('account_id', '=', input.accountId)
-        .execute();
-      return { id, replayed: false };
-    });
+    return this.locked(input.accountId, async (trx, state, now) => chargeWithin(trx, state, now, input));
+  }
+
+  /**
+   * Runs `work` in the account's ledger transaction (see locked): what it writes besides (an
+   * idempotency reservation, a stored answer) commits or rolls back with the balance it reads.
+   */
+  withBalance<T>(
+    accountId: string,
+    work: (trx: Trx, state: BalancesTable, now: Date) => Promise<T>,
+  ): Promise<T> {
+    return this.locked(accountId, work);
   }
 
   async assertAvailable(accountId: string, micros: number): Promise<void> {
@@ -251,6 +230,56 @@ export class Ledger {
     state.allowance_used_micros = 0;
     state.updated_at = at;
   }
+}
+
+/** A usage charge inside a ledger transaction: once per idempotency key, never below zero (402). */
+export async function chargeWithin(
+  trx: Trx,
+  state: BalancesTable,
+  now: Date,
+  input: { accountId: string; micros: number; kind: string; description: string; idempotencyKey: string },
+): Promise<{ id: string; replayed: boolean }> {
+  assertMicros(input.micros, 'a charge');
+  if (input.idempotencyKey === '') throw new RangeError('a charge needs an idempotency key');
+  const existing = await trx
+    .selectFrom('ledger_entries')
+    .select('id')
+    .where('account_id', '=', input.accountId)
+    .where('idempotency_key', '=', input.idempotencyKey)
+    .executeTakeFirst();
+  if (existing) return { id: existing.id, replayed: true };
+  const left = available(state);
+  if (input.micros > left) throw insufficientBalance(input.micros, left, now);
+  const fromAllowance = Math.min(input.micros, state.allowance_micros - state.allowance_used_micros);
+  const fromTopup = input.micros - fromAllowance;
+  const id = await insertEntry(trx, {
+    accountId: input.accountId,
+    at: now.toISOString(),
+    kind: input.kind,
+    allowanceMicros: -fromAllowance,
+    topupMicros: -fromTopup,
+    period: periodOf(now),
+    description: input.description,
+    idempotencyKey: input.idempotencyKey,
+  });
+  await trx
+    .updateTable('balances')
+    .set({
+      allowance_used_micros: state.allowance_used_micros + fromAllowance,
+      topup_micros: state.topup_micros - fromTopup,
+      updated_at: now.toISOString(),
+    })
+    .where('account_id', '=', input.accountId)
+    .execute();
+  state.allowance_used_micros += fromAllowance;
+  state.topup_micros -= fromTopup;
+  return { id, replayed: false };
+}
+
+/** Throws 402 unless the balance covers `micros`. */
+export function assertCovers(state: BalancesTable, micros: number, now: Date): void {
+  const left = available(state);
+  if (micros > left) throw insufficientBalance(micros, left, now);
 }
 
 async function insertEntry(trx: Trx, entry: EntryInput, id = newId('led')): Promise<string> {

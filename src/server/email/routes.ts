@@ -1,6 +1,8 @@
 // Routes of API.md §6: single and batch email verification, paid from the ledger and counted toward
 // the account's daily cap. The price is checked before any work is done (402 loses nothing); only
-// results that say something (neither `unknown` nor bad syntax) are charged.
+// results that say something (neither `unknown` nor bad syntax) are charged. An Idempotency-Key is
+// reserved before the work and the answer stored with the charge: see billing/idempotency.ts.
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   EmailBatchResult,
@@ -8,9 +10,16 @@ import {
   VerifyEmailBatchRequest,
   VerifyEmailRequest,
 } from '../../shared/api/email.js';
-import { type DailyCap, type Ledger, MICROS_PER_USD } from '../billing/index.js';
+import {
+  type DailyCap,
+  type Ledger,
+  MICROS_PER_USD,
+  MeteredRequests,
+  canonicalHash,
+  parseIdempotencyKey,
+} from '../billing/index.js';
+import type { Outcome } from '../billing/idempotency.js';
 import type { PlatformConfig } from '../config.js';
-import { randomBase62 } from '../ids.js';
 import { type EmailVerifier, isBillable } from './index.js';
 
 export interface EmailRoutesOptions {
@@ -20,16 +29,42 @@ export interface EmailRoutesOptions {
   dailyCap: DailyCap;
 }
 
-/** A client may name a request (`Idempotency-Key`) so that a retry is not charged twice. */
-function idempotencyKey(header: string | string[] | undefined): string {
-  const given = Array.isArray(header) ? header[0] : header;
-  return given && /^[\x21-\x7e]{1,128}$/.test(given) ? `client:${given}` : randomBase62(24);
-}
-
 export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
   app,
   { config, verifier, ledger, dailyCap },
 ) => {
+  const metered = new MeteredRequests(ledger, dailyCap);
+  await metered.releaseAbandoned();
+
+  /** Runs `work` once per Idempotency-Key; a replay answers the stored status and JSON. */
+  async function once<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    asked: { endpoint: string; body: unknown; priceMicros: number; capCount: number },
+    work: () => Promise<{ body: T; charge: Outcome['charge'] }>,
+  ): Promise<T> {
+    const begun = await metered.begin({
+      accountId: request.caller.accountId,
+      endpoint: asked.endpoint,
+      key: parseIdempotencyKey(request.headers['idempotency-key']),
+      bodyHash: canonicalHash(asked.body),
+      priceMicros: asked.priceMicros,
+      capCount: asked.capCount,
+    });
+    if (begun.kind === 'replay') {
+      reply.code(begun.status).header('idempotent-replayed', 'true');
+      return begun.body as T;
+    }
+    try {
+      const { body, charge } = await work();
+      await metered.complete(begun.reservation, { status: 200, body, charge });
+      return body;
+    } catch (error) {
+      await metered.release(begun.reservation);
+      throw error;
+    }
+  }
+
   const priceMicros = (smtp: boolean) =>
     Math.round(
       (smtp ? config.prices.email_smtp_probe_usd : config.prices.email_verification_usd) * MICROS_PER_USD,
@@ -43,22 +78,27 @@ export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
       body: VerifyEmailRequest,
       response: { 200: EmailVerification },
     },
-    handler: async (request) => {
-      const { accountId } = request.caller;
+    handler: async (request, reply) => {
       const smtp = request.body.smtp_probe ?? false;
       const price = priceMicros(smtp);
-      await ledger.assertAvailable(accountId, price);
-      await dailyCap.take(accountId, 1);
-      const result = await verifier.verify(request.body.email, { smtp });
-      if (!isBillable(result)) return result;
-      await ledger.charge({
-        accountId,
-        micros: price,
-        kind: 'email_verification',
-        description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${result.normalized ?? result.email}`,
-        idempotencyKey: `email:${idempotencyKey(request.headers['idempotency-key'])}`,
-      });
-      return { ...result, cost_usd: price / MICROS_PER_USD };
+      const { email } = request.body;
+      return once(
+        request,
+        reply,
+        { endpoint: 'email/verify', body: { email, smtp_probe: smtp }, priceMicros: price, capCount: 1 },
+        async () => {
+          const result = await verifier.verify(email, { smtp });
+          if (!isBillable(result)) return { body: result, charge: null };
+          return {
+            body: { ...result, cost_usd: price / MICROS_PER_USD },
+            charge: {
+              micros: price,
+              kind: 'email_verification',
+              description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${result.normalized ?? result.email}`,
+            },
+          };
+        },
+      );
     },
   });
 
@@ -70,33 +110,43 @@ export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
       body: VerifyEmailBatchRequest,
       response: { 200: EmailBatchResult },
     },
-    handler: async (request) => {
-      const { accountId } = request.caller;
+    handler: async (request, reply) => {
       const smtp = request.body.smtp_probe ?? false;
       const price = priceMicros(smtp);
       const { emails } = request.body;
       const distinct = new Set(emails.map((e) => e.trim().toLowerCase())).size;
-      await ledger.assertAvailable(accountId, price * distinct);
-      await dailyCap.take(accountId, distinct);
-      const results = await verifier.verifyMany(emails, { smtp });
-      // A duplicate was checked once: it is charged once, where it first appears.
-      const charged = new Set<string>();
-      const priced = results.map((result) => {
-        const key = (result.normalized ?? result.email).toLowerCase();
-        if (!isBillable(result) || charged.has(key)) return result;
-        charged.add(key);
-        return { ...result, cost_usd: price / MICROS_PER_USD };
-      });
-      if (charged.size > 0) {
-        await ledger.charge({
-          accountId,
-          micros: price * charged.size,
-          kind: 'email_verification',
-          description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${charged.size} of ${emails.length} addresses`,
-          idempotencyKey: `email-batch:${idempotencyKey(request.headers['idempotency-key'])}`,
-        });
-      }
-      return { count: priced.length, results: priced };
+      return once(
+        request,
+        reply,
+        {
+          endpoint: 'email/verify/batch',
+          body: { emails, smtp_probe: smtp },
+          priceMicros: price * distinct,
+          capCount: distinct,
+        },
+        async () => {
+          const results = await verifier.verifyMany(emails, { smtp });
+          // A duplicate was checked once: it is charged once, where it first appears.
+          const charged = new Set<string>();
+          const priced = results.map((result) => {
+            const key = (result.normalized ?? result.email).toLowerCase();
+            if (!isBillable(result) || charged.has(key)) return result;
+            charged.add(key);
+            return { ...result, cost_usd: price / MICROS_PER_USD };
+          });
+          return {
+            body: { count: priced.length, results: priced },
+            charge:
+              charged.size === 0
+                ? null
+                : {
+                    micros: price * charged.size,
+                    kind: 'email_verification',
+                    description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${charged.size} of ${emails.length} addresses`,
+                  },
+          };
+        },
+      );
     },
   });
 };

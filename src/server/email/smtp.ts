@@ -3,7 +3,10 @@
 // RCPT TO the target and, only when the target is accepted, RCPT TO a random address of the same domain
 // to tell a catch-all domain; then QUIT. Replies are read by code class first (API.md §6).
 import { randomBytes } from 'node:crypto';
-import { BlockList, Socket, isIPv4, isIPv6 } from 'node:net';
+import { Socket } from 'node:net';
+import { isPrivateAddress } from './private-address.js';
+
+export { isPrivateAddress } from './private-address.js';
 
 /** One SMTP reply: the code, the RFC 3463 enhanced code of its first line, the text of all its lines. */
 export interface SmtpReply {
@@ -55,36 +58,11 @@ export function classifyRcpt(reply: Pick<SmtpReply, 'code' | 'enhancedCode'>): R
   return 'inconclusive';
 }
 
-const PRIVATE = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  PRIVATE.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of [
-  ['::', 127],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  PRIVATE.addSubnet(network, prefix, 'ipv6');
-
-/** True for loopback, private, link-local, shared, multicast and unspecified addresses. */
-export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return isPrivateAddress(mapped[1]!);
-  if (isIPv4(address)) return PRIVATE.check(address, 'ipv4');
-  if (isIPv6(address)) return PRIVATE.check(address, 'ipv6');
-  return true;
-}
+/** Bounds of what is read from a mail server: RFC 5321 lines are 512 bytes, replies a few lines. */
+const MAX_REPLY_LINE = 4096;
+const MAX_REPLY_LINES = 64;
+/** A server answers one command at a time: more replies waiting than this were never asked for. */
+const MAX_QUEUED_REPLIES = 8;
 
 class SmtpError extends Error {}
 
@@ -128,20 +106,39 @@ class SmtpConnection {
   }
 
   #onData(chunk: string): void {
+    // A hostile server may send without end: once it has said more than any reply holds, the connection
+    // is dropped (the probe is then inconclusive) and nothing more is read.
+    if (this.#failure !== null) return;
     this.#buffer += chunk;
     let newline: number;
     while ((newline = this.#buffer.indexOf('\n')) >= 0) {
       const line = this.#buffer.slice(0, newline).replace(/\r$/, '');
       this.#buffer = this.#buffer.slice(newline + 1);
+      if (line.length > MAX_REPLY_LINE)
+        return this.#overflow(`a reply line longer than ${MAX_REPLY_LINE} characters`);
       this.#lines.push(line);
-      if (/^\d{3}-/.test(line) && this.#lines.length < 100) continue;
+      if (/^\d{3}-/.test(line)) {
+        if (this.#lines.length >= MAX_REPLY_LINES)
+          return this.#overflow(`a reply of more than ${MAX_REPLY_LINES} lines`);
+        continue;
+      }
       const reply = parseReply(this.#lines);
       this.#lines = [];
       if (reply === null) return this.#fail(new SmtpError(`malformed reply: ${line.slice(0, 200)}`));
+      if (this.#replies.length >= MAX_QUEUED_REPLIES)
+        return this.#overflow('more replies than it was asked for');
       this.#replies.push(reply);
     }
-    if (this.#buffer.length > 4096) return this.#fail(new SmtpError('reply line too long'));
+    if (this.#buffer.length > MAX_REPLY_LINE)
+      return this.#overflow(`a reply line longer than ${MAX_REPLY_LINE} characters`);
     this.#wake?.();
+  }
+
+  #overflow(what: string): void {
+    this.#buffer = '';
+    this.#lines = [];
+    this.#socket.destroy();
+    this.#fail(new SmtpError(`the server sent ${what}: not read further`));
   }
 
   #fail(error: SmtpError): void {
