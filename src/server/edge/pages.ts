@@ -1,5 +1,7 @@
 // The edge's own pages (404, 502, 503): small, self-contained HTML that says what happened and what
-// to do, for a person who opened an app's URL.
+// to do, for a person who opened an app's URL. They are public: an app that is down or whose deploy
+// failed gets the same plain page whatever the reason, since deploy errors and logs may name
+// repositories, paths and other things meant for the owner only (who reads them in Wharf).
 import type { ServerResponse } from 'node:http';
 export interface EdgePage {
   status: number;
@@ -20,6 +22,17 @@ const ESCAPES: Record<string, string> = {
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/** The page of an app that does not run (crashed, failed to deploy, not answering): nothing more. */
+export function notRunningPage(status: 502 | 503, retryAfter?: number): EdgePage {
+  return {
+    status,
+    title: 'Not running',
+    message: 'This app is not running.',
+    hint: 'If it is yours, open it in Wharf to see why.',
+    ...(retryAfter ? { retryAfter } : {}),
+  };
 }
 
 export function renderPage(page: EdgePage): string {

@@ -41,6 +41,62 @@ describe('inspectArchive', () => {
     expect(summary.unpackedBytes).toBeGreaterThan(0);
   });
 
+  it('rejects chained links that each read as "." alone, naming the first that climbs out', async () => {
+    expect(
+      await rejection([
+        { path: 's', type: 'SymbolicLink', linkpath: '.' },
+        { path: 'u1', type: 'SymbolicLink', linkpath: 's/..' },
+        { path: 'u2', type: 'SymbolicLink', linkpath: 'u1/..' },
+      ]),
+    ).toBe('symbolic link "u1" points outside the archive through other links (s/..)');
+  });
+
+  it('rejects a link climbing out of the one folder the archive is unpacked from', async () => {
+    expect(
+      await rejection([
+        { path: 'app/', type: 'Directory' },
+        { path: 'app/index.html', content: 'x' },
+        { path: 'app/up', type: 'SymbolicLink', linkpath: '..' },
+      ]),
+    ).toMatch(/symbolic link "app\/up" points outside the archive/);
+  });
+
+  it('rejects a loop of links, an entry behind a link and a hard link through one', async () => {
+    expect(
+      await rejection([
+        { path: 'a', type: 'SymbolicLink', linkpath: 'b/x' },
+        { path: 'b', type: 'SymbolicLink', linkpath: 'a/y' },
+      ]),
+    ).toMatch(/loop of links/);
+    expect(
+      await rejection([
+        { path: 'd', type: 'SymbolicLink', linkpath: '.' },
+        { path: 'd/evil.sh', content: 'x' },
+      ]),
+    ).toBe('entry "d/evil.sh" lies behind the symbolic link "d"');
+    expect(
+      await rejection([
+        { path: 'd', type: 'SymbolicLink', linkpath: '.' },
+        { path: 'h', type: 'Link', linkpath: 'd/index.html' },
+      ]),
+    ).toMatch(/hard link "h" points through the symbolic link "d"/);
+  });
+
+  it('takes links that stay inside through other links', async () => {
+    const summary = await inspectArchive(
+      write(
+        tarball([
+          { path: 'lib/', type: 'Directory' },
+          { path: 'lib/x.js', content: 'x' },
+          { path: 'bin/', type: 'Directory' },
+          { path: 'here', type: 'SymbolicLink', linkpath: '.' },
+          { path: 'bin/x', type: 'SymbolicLink', linkpath: '../here/lib/x.js' },
+        ]),
+      ),
+    );
+    expect(summary.entries).toBe(5);
+  });
+
   it('rejects an absolute path', async () => {
     expect(await rejection([{ path: '/etc/passwd', content: 'x' }])).toMatch(/absolute path/);
   });

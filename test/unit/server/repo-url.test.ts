@@ -4,7 +4,13 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { refusedRepoUrl } from '../../../src/server/projects/repo-url.js';
+import {
+  maskRepoUrl,
+  maskUrlsIn,
+  refusedRepoUrl,
+  splitUserinfo,
+  unmaskRepoUrl,
+} from '../../../src/server/projects/repo-url.js';
 
 const root = mkdtempSync(join(tmpdir(), 'wharf-repo-url-'));
 const dataDir = join(root, 'platform');
@@ -56,7 +62,46 @@ describe('refusedRepoUrl', () => {
     ).toMatch(/--no-local-repos/);
   });
 
+  it("takes the AI builder's own repository of the same project with local repositories off, and only that", () => {
+    const off = { dataDir, localRepos: false };
+    const mine = `file://${join(dataDir, 'ai-repos', 'prj_mine')}`;
+    expect(refusedRepoUrl(off, mine, 'prj_mine')).toBeNull();
+    expect(refusedRepoUrl(off, mine, 'prj_other')).toMatch(/--no-local-repos/);
+    expect(refusedRepoUrl(off, mine)).toMatch(/--no-local-repos/);
+    expect(
+      refusedRepoUrl(off, `file://${join(root, 'shortcut', 'ai-repos', 'prj_mine')}`, 'prj_other'),
+    ).toMatch(/--no-local-repos/);
+  });
+
   it('refuses a file:// URL naming another host', () => {
     expect(refusedRepoUrl(on, 'file://fileserver/share/repo.git')).toMatch(/file:\/\/\/path\/to\/repo/);
+  });
+});
+
+describe('repo_url userinfo', () => {
+  it('masks the userinfo of a URL, up to its last @ before the path, and nothing else', () => {
+    expect(maskRepoUrl('https://user:TOKEN@github.com/a/b.git')).toBe('https://***@github.com/a/b.git');
+    expect(maskRepoUrl('https://TOKEN@github.com/a/b.git')).toBe('https://***@github.com/a/b.git');
+    expect(maskRepoUrl('https://user:p@ss@host/x@y.git')).toBe('https://***@host/x@y.git');
+    expect(maskRepoUrl('ssh://git@host:22/a.git')).toBe('ssh://***@host:22/a.git');
+    expect(maskRepoUrl('https://github.com/a/b@c.git')).toBe('https://github.com/a/b@c.git');
+    expect(maskRepoUrl('git@github.com:a/b.git')).toBe('git@github.com:a/b.git');
+  });
+
+  it('splits the userinfo off and puts it back', () => {
+    const url = 'https://user:p@ss$1@host/a.git';
+    const { bare, userinfo } = splitUserinfo(url);
+    expect(bare).toBe('https://host/a.git');
+    expect(userinfo).toBe('user:p@ss$1');
+    expect(unmaskRepoUrl(maskRepoUrl(url), userinfo!)).toBe(url);
+    expect(splitUserinfo('https://host/a.git')).toEqual({ bare: 'https://host/a.git', userinfo: null });
+  });
+
+  it('masks every URL in a line of text', () => {
+    expect(
+      maskUrlsIn(
+        "fatal: unable to access 'https://u:T0K@host/a.git/': 401; also ssh://me@h/x and https://h/y",
+      ),
+    ).toBe("fatal: unable to access 'https://***@host/a.git/': 401; also ssh://***@h/x and https://h/y");
   });
 });

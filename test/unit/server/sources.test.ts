@@ -1,10 +1,24 @@
 // Sources on real tools: a shallow clone of a local bare repository (file://), and upload archives.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SourceError, cloneRepository, extractUpload } from '../../../src/server/runtime/sources.js';
+import {
+  SourceError,
+  assertLinksInside,
+  cloneRepository,
+  extractUpload,
+} from '../../../src/server/runtime/sources.js';
 import { nodeAppTarball, tarball } from '../../fixtures/tarball.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-sources-'));
@@ -98,5 +112,69 @@ describe('extractUpload', () => {
     await extractUpload({ archive, dest, onLine: () => undefined });
     expect(readFileSync(join(dest, 'index.html'), 'utf8')).toBe('<h1>hi</h1>');
     expect(existsSync(join(dest, 'css', 'site.css'))).toBe(true);
+  });
+});
+
+describe('assertLinksInside', () => {
+  let n = 0;
+  /** A fresh tree under `<dir>/links-<n>/src`, with a secret beside it (outside). */
+  function tree(build: (root: string) => void): string {
+    const base = join(dir, `links-${n++}`);
+    const root = join(base, 'src');
+    mkdirSync(root, { recursive: true });
+    writeFileSync(join(base, 'secret'), 'outside');
+    writeFileSync(join(root, 'index.html'), 'inside');
+    build(root);
+    return root;
+  }
+  const problem = (root: string) => {
+    try {
+      assertLinksInside(root);
+      return null;
+    } catch (error) {
+      expect(error).toBeInstanceOf(SourceError);
+      return (error as Error).message;
+    }
+  };
+
+  it('takes links that stay inside, dangling ones included', () => {
+    const root = tree((r) => {
+      mkdirSync(join(r, 'lib'));
+      symlinkSync('.', join(r, 's'));
+      symlinkSync('../index.html', join(r, 'lib', 'up'));
+      symlinkSync('s/lib/later.js', join(r, 'dangling'));
+    });
+    expect(problem(root)).toBeNull();
+  });
+
+  it('names an absolute link, a climbing one, a chained one and a dangling chained one', () => {
+    expect(problem(tree((r) => symlinkSync(join(r, '..', 'secret'), join(r, 'abs'))))).toMatch(
+      /^symbolic link "abs" \(-> .*secret\) leaves the source: its target is an absolute path$/,
+    );
+    expect(problem(tree((r) => symlinkSync('../secret', join(r, 'up'))))).toMatch(
+      /^symbolic link "up" \(-> \.\.\/secret\) leaves the source: its target climbs out/,
+    );
+    const chained = tree((r) => {
+      symlinkSync('.', join(r, 's'));
+      symlinkSync('s/../secret', join(r, 'u'));
+    });
+    expect(problem(chained)).toMatch(/^symbolic link "u" \(-> s\/\.\.\/secret\) leaves the source: through/);
+    const dangling = tree((r) => {
+      symlinkSync('.', join(r, 's'));
+      symlinkSync('s/../not-yet', join(r, 'u'));
+    });
+    expect(problem(dangling)).toMatch(/^symbolic link "u" .* leaves the source: through/);
+  });
+
+  it('names a loop of links and a hard link whose file has a name outside', () => {
+    const loop = tree((r) => {
+      symlinkSync('b', join(r, 'a'));
+      symlinkSync('a', join(r, 'b'));
+    });
+    expect(problem(loop)).toMatch(/^symbolic link "a" .*loop of links$/);
+    const hard = tree((r) => linkSync(join(r, '..', 'secret'), join(r, 'copy')));
+    expect(problem(hard)).toBe('hard link "copy" leaves the source: its file also has a name outside it');
+    const inner = tree((r) => linkSync(join(r, 'index.html'), join(r, 'again.html')));
+    expect(problem(inner)).toBeNull();
   });
 });
