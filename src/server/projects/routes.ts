@@ -24,6 +24,7 @@ import {
 import type { PlatformConfig } from '../config.js';
 import { ApiError, validationError } from '../errors.js';
 import { newId } from '../ids.js';
+import { accountLimits } from '../limits.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
@@ -50,6 +51,7 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
   mkdirSync(tmpDir, { recursive: true });
 
   const tags = ['projects'];
+  const limits = accountLimits(config);
 
   app.get('/projects', {
     config: { scope: 'deploy' },
@@ -79,8 +81,13 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       body: CreateProjectRequest,
       response: { 201: Project },
     },
-    handler: async (request, reply) =>
-      reply.code(201).send(await projects.create(request.caller.accountId, request.body)),
+    handler: async (request, reply) => {
+      const { accountId } = request.caller;
+      const created = await limits.createProject(db, accountId, () =>
+        projects.create(accountId, request.body),
+      );
+      return reply.code(201).send(created);
+    },
   });
 
   app.get('/projects/:id', {
@@ -186,6 +193,8 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
         lastSent = line.seq;
         raw.write(`event: log\nid: ${line.seq}\ndata: ${JSON.stringify(publicLine(line))}\n\n`);
       };
+      // An open stream holds one of the account's stream slots until it closes.
+      const slot = limits.streams.acquireFor(request.caller.accountId, raw);
       const unfollow = logs.follow(project.id, (lines) => {
         if (live) lines.forEach(send);
         else pending.push(...lines);
@@ -194,6 +203,7 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       const stop = () => {
         clearInterval(heartbeat);
         unfollow();
+        slot.release();
       };
       request.raw.once('close', stop);
       followers.add(raw);

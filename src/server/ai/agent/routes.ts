@@ -13,6 +13,7 @@ import { AgentRequest, AgentResponse, type AgentStreamEvent } from '../../../sha
 import type { Ledger } from '../../billing/ledger.js';
 import type { PlatformConfig } from '../../config.js';
 import { ApiError } from '../../errors.js';
+import { accountLimits } from '../../limits.js';
 import type { LogStore } from '../../projects/logs.js';
 import type { ProjectService } from '../../projects/projects.js';
 import type { Runtime } from '../../runtime/runtime.js';
@@ -154,6 +155,9 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
     },
     handler: async (request, reply) => {
       const { accountId } = request.caller;
+      // The stream holds one of the account's stream slots until its connection closes; taken before
+      // the run is admitted, so that a refused stream costs no AI call.
+      accountLimits(config).streams.acquireFor(accountId, reply.raw);
       const engine = await prepare(accountId, request.body.engine);
 
       const raw = reply.raw;

@@ -1,0 +1,184 @@
+// Per-account limits (config.limits, docs/SECURITY.md): what one account may hold at once, so that no
+// tenant can take the platform's memory, sockets or build capacity from the others. Counted things are
+// taken as leases, released when what holds them closes; a count at its limit is refused with 429
+// `limit_reached`, whose `limit` member names the limit and its value. One AccountLimits per platform,
+// found from its config: the routes, the tunnel hub and the runtime all hold that same object.
+import type { LimitsConfig, PlatformConfig } from './config.js';
+import { ApiError } from './errors.js';
+import type { Store } from './store/open.js';
+
+/** The limits that refuse a request (capture memory is shared out, and the body limit is a 413). */
+export type CountedLimit = 'tunnels' | 'projects' | 'builds' | 'streams';
+
+/** What an account at each limit holds, and what the caller can do about it. */
+const WHAT: Record<CountedLimit, { holds: (value: number) => string; todo: string }> = {
+  tunnels: {
+    holds: (n) => `this account has ${n} tunnel${n === 1 ? '' : 's'} connected, the most it may have at once`,
+    todo: 'stop a tunnel client (or reconnect one of the same subdomains, which takes its place) and connect again',
+  },
+  projects: {
+    holds: (n) => `this account has ${n} project${n === 1 ? '' : 's'}, the most it may have`,
+    todo: 'delete a project it no longer needs, then create this one',
+  },
+  builds: {
+    holds: (n) =>
+      `${n} of this account's projects ${n === 1 ? 'is' : 'are'} being deployed, the most at once`,
+    todo: 'wait until one of those deploys ends (or stop it), then deploy again',
+  },
+  streams: {
+    holds: (n) =>
+      `this account has ${n} event stream${n === 1 ? '' : 's'} and WebSocket${n === 1 ? '' : 's'} open, the most at once`,
+    todo: 'close one (a log follow, an agent stream, a traffic feed or a tunnel client), then try again',
+  },
+};
+
+const FLAGS: Record<CountedLimit, string> = {
+  tunnels: '--limit-tunnels',
+  projects: '--limit-projects',
+  builds: '--limit-builds',
+  streams: '--limit-streams',
+};
+
+/** 429 limit_reached: which limit, its value, and what the caller can do. */
+export function limitReached(name: CountedLimit, value: number): ApiError {
+  const what = WHAT[name];
+  return new ApiError(
+    'limit_reached',
+    `${what.holds(value)} (limit "${name}" is ${value}): ${what.todo}; the platform's operator sets this limit with ${FLAGS[name]}`,
+    undefined,
+    undefined,
+    { limit: { name, value } },
+  );
+}
+
+/** A counted thing held: release() gives it back (once; calling it again does nothing). */
+export interface Lease {
+  release(): void;
+}
+
+/** One count per account, refused past `config.limits[name]` (read on each acquire). */
+export class AccountCounter {
+  private readonly held = new Map<string, number>();
+
+  constructor(
+    private readonly limits: LimitsConfig,
+    readonly name: 'tunnels' | 'streams',
+  ) {}
+
+  /** Throws 429 limit_reached when the account holds the limit already. */
+  check(accountId: string): void {
+    const max = this.limits[this.name];
+    if (this.count(accountId) >= max) throw limitReached(this.name, max);
+  }
+
+  /** Takes one, or throws 429 limit_reached when the account holds the limit already. */
+  acquire(accountId: string): Lease {
+    this.check(accountId);
+    this.held.set(accountId, this.count(accountId) + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        const left = (this.held.get(accountId) ?? 1) - 1;
+        if (left > 0) this.held.set(accountId, left);
+        else this.held.delete(accountId);
+      },
+    };
+  }
+
+  /** Takes one for a connection, given back when it closes. */
+  acquireFor(accountId: string, connection: { once(event: 'close', listener: () => void): unknown }): Lease {
+    const lease = this.acquire(accountId);
+    connection.once('close', () => lease.release());
+    return lease;
+  }
+
+  count(accountId: string): number {
+    return this.held.get(accountId) ?? 0;
+  }
+}
+
+/**
+ * How long, at most, a deploy that passed the build check counts before its project shows `building` in
+ * the store (the runtime ends the reservation as soon as it does): two deploys checked at the same
+ * moment must not both take the last slot.
+ */
+const BUILD_RESERVATION_MS = 2_000;
+
+export class AccountLimits {
+  readonly tunnels: AccountCounter;
+  readonly streams: AccountCounter;
+  /** Per account: the project creation in progress, so that two at once cannot both pass the count. */
+  private readonly creating = new Map<string, Promise<unknown>>();
+  /** Project id → the account and until when its deploy counts as building without the store saying so. */
+  private readonly starting = new Map<string, { accountId: string; until: number }>();
+
+  constructor(readonly config: LimitsConfig) {
+    this.tunnels = new AccountCounter(config, 'tunnels');
+    this.streams = new AccountCounter(config, 'streams');
+  }
+
+  /** Runs `create` if the account has fewer projects than its limit, one creation at a time per account. */
+  createProject<T>(db: Store, accountId: string, create: () => Promise<T>): Promise<T> {
+    const previous = this.creating.get(accountId) ?? Promise.resolve();
+    const result = previous.then(async () => {
+      const { count } = await db
+        .selectFrom('projects')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('account_id', '=', accountId)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= this.config.projects) throw limitReached('projects', this.config.projects);
+      return create();
+    });
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.creating.set(accountId, settled);
+    void settled.then(() => {
+      if (this.creating.get(accountId) === settled) this.creating.delete(accountId);
+    });
+    return result;
+  }
+
+  /**
+   * Before a deploy of `projectId` starts: refused while the account's other projects being deployed
+   * are at the limit (a redeploy of a project already building replaces its deploy, so it is not counted).
+   */
+  async assertBuildSlot(db: Store, accountId: string, projectId: string): Promise<void> {
+    const rows = await db
+      .selectFrom('projects')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'building')
+      .where('id', '!=', projectId)
+      .execute();
+    // From here on nothing waits: the count and the reservation are one step.
+    const now = Date.now();
+    const building = new Set(rows.map((row) => row.id));
+    for (const [id, reservation] of this.starting) {
+      if (reservation.until <= now) this.starting.delete(id);
+      else if (reservation.accountId === accountId && id !== projectId) building.add(id);
+    }
+    if (building.size >= this.config.builds) throw limitReached('builds', this.config.builds);
+    this.starting.set(projectId, { accountId, until: now + BUILD_RESERVATION_MS });
+  }
+
+  /** The deploy that passed assertBuildSlot now shows in the store (or never will): its reservation ends. */
+  releaseBuildSlot(projectId: string): void {
+    this.starting.delete(projectId);
+  }
+}
+
+const perPlatform = new WeakMap<PlatformConfig, AccountLimits>();
+
+/** The limits of the platform built from `config`. */
+export function accountLimits(config: PlatformConfig): AccountLimits {
+  let limits = perPlatform.get(config);
+  if (!limits) {
+    limits = new AccountLimits(config.limits);
+    perPlatform.set(config, limits);
+  }
+  return limits;
+}
