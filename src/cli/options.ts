@@ -60,6 +60,20 @@ export function parseCount(max: number): (value: string) => number {
   };
 }
 
+/** A number from 0 (meaning none) to `max`, decimals allowed when `decimals` (e.g. CPU cores). */
+export function parseCeiling(max: number, decimals = false): (value: string) => number {
+  return (value) => {
+    const amount = Number(value);
+    const pattern = decimals ? /^\d+(\.\d+)?$/ : /^\d+$/;
+    if (!pattern.test(value) || amount > max) {
+      throw new InvalidArgumentError(
+        `must be a ${decimals ? 'number' : 'whole number'} from 0 (no limit) to ${max}`,
+      );
+    }
+    return amount;
+  };
+}
+
 /** An address of the form local@domain, as MAIL FROM takes it. */
 export function parseMailbox(value: string): string {
   const address = value.trim();

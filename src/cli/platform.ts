@@ -17,6 +17,7 @@ import {
   parseDomain,
   parseMailbox,
   parsePort,
+  parseCeiling,
   parsePositiveSeconds,
   parseUrl,
 } from './options.js';
@@ -44,7 +45,20 @@ interface PlatformOptions {
   aiProvider?: AiProvider;
   aiModel?: string;
   aiBaseUrl?: string;
+  sandboxUidBase: number;
+  sandboxMemoryMib: number;
+  sandboxPids: number;
+  sandboxCpus: number;
+  limitTunnels: number;
+  limitProjects: number;
+  limitBuilds: number;
+  limitStreams: number;
+  limitCaptureMib: number;
+  limitAccountCaptureMib: number;
+  maxBodyMib: number;
 }
+
+const MiB = 1024 * 1024;
 
 export function platformCommand(io: Io): Command {
   return new Command('platform')
@@ -81,10 +95,37 @@ export function platformCommand(io: Io): Command {
         .env('WHARF_TUNNEL_DOMAIN'),
     )
     .addOption(
-      new Option('--runtime <kind>', 'how deployed apps run: process groups, or the same inside bwrap')
+      new Option(
+        '--runtime <kind>',
+        'how deployed apps run: sandbox (bwrap, a user per project when run as root), process (as this user: one account only), or auto, the strongest available',
+      )
         .choices(RUNTIME_KINDS)
-        .default('process')
+        .default('auto')
         .env('WHARF_RUNTIME'),
+    )
+    .addOption(
+      new Option('--sandbox-uid-base <uid>', 'run as root, the sandbox gives project N the uid <uid>+N')
+        .default(200_000)
+        .argParser(parseCount(4_000_000_000))
+        .env('WHARF_SANDBOX_UID_BASE'),
+    )
+    .addOption(
+      new Option('--sandbox-memory-mib <mib>', "memory of one project's processes together (0: no limit)")
+        .default(2048)
+        .argParser(parseCeiling(1_048_576))
+        .env('WHARF_SANDBOX_MEMORY_MIB'),
+    )
+    .addOption(
+      new Option('--sandbox-pids <n>', 'processes and threads of one project at once (0: no limit)')
+        .default(1024)
+        .argParser(parseCeiling(1_000_000))
+        .env('WHARF_SANDBOX_PIDS'),
+    )
+    .addOption(
+      new Option('--sandbox-cpus <cores>', 'CPU cores one project may use, e.g. 0.5 (0: no limit)')
+        .default(1)
+        .argParser(parseCeiling(1_024, true))
+        .env('WHARF_SANDBOX_CPUS'),
     )
     .addOption(
       new Option('--git-host-url <url>', 'where git_host_repo "owner/repo" is cloned from')
@@ -166,6 +207,54 @@ export function platformCommand(io: Io): Command {
         .argParser(parseUrl)
         .env('WHARF_AI_BASE_URL'),
     )
+    .addOption(
+      new Option('--limit-tunnels <n>', 'tunnels one account may have connected at once')
+        .default(10)
+        .argParser(parseCount(10_000))
+        .env('WHARF_LIMIT_TUNNELS'),
+    )
+    .addOption(
+      new Option('--limit-projects <n>', 'projects one account may have')
+        .default(100)
+        .argParser(parseCount(100_000))
+        .env('WHARF_LIMIT_PROJECTS'),
+    )
+    .addOption(
+      new Option('--limit-builds <n>', "deploys of one account's projects running at once")
+        .default(3)
+        .argParser(parseCount(1_000))
+        .env('WHARF_LIMIT_BUILDS'),
+    )
+    .addOption(
+      new Option(
+        '--limit-streams <n>',
+        'event streams and WebSockets one account may have open at once (log follows, agent streams, traffic feeds, tunnels)',
+      )
+        .default(20)
+        .argParser(parseCount(100_000))
+        .env('WHARF_LIMIT_STREAMS'),
+    )
+    .addOption(
+      new Option('--limit-capture-mib <mib>', "memory for one tunnel's captured bodies, in MiB")
+        .default(64)
+        .argParser(parseCount(4_096))
+        .env('WHARF_LIMIT_CAPTURE_MIB'),
+    )
+    .addOption(
+      new Option(
+        '--limit-account-capture-mib <mib>',
+        "memory for the captured bodies of all of one account's tunnels (offline ones kept for an hour included), in MiB",
+      )
+        .default(256)
+        .argParser(parseCount(65_536))
+        .env('WHARF_LIMIT_ACCOUNT_CAPTURE_MIB'),
+    )
+    .addOption(
+      new Option('--max-body-mib <mib>', 'the largest request body the app and tunnel edge pass on, in MiB')
+        .default(100)
+        .argParser(parseCount(1_048_576))
+        .env('WHARF_MAX_BODY_MIB'),
+    )
     .addOption(new Option('--log', 'log every request').default(false))
     .action(async (options: PlatformOptions) => {
       const config = resolveConfig({
@@ -196,6 +285,21 @@ export function platformCommand(io: Io): Command {
             options.aiProvider && options.aiBaseUrl ? { [options.aiProvider]: options.aiBaseUrl } : {},
           postgresUrl: process.env.WHARF_POSTGRES_URL || null,
         },
+        sandbox: {
+          uidBase: options.sandboxUidBase,
+          memoryMiB: options.sandboxMemoryMib,
+          pids: options.sandboxPids,
+          cpus: options.sandboxCpus,
+        },
+        limits: {
+          tunnels: options.limitTunnels,
+          projects: options.limitProjects,
+          builds: options.limitBuilds,
+          streams: options.limitStreams,
+          captureBytesPerTunnel: options.limitCaptureMib * MiB,
+          captureBytesPerAccount: options.limitAccountCaptureMib * MiB,
+          bodyBytes: options.maxBodyMib * MiB,
+        },
         ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
       });
       // Loaded on use, so that `wharf --help` and other commands start fast.
@@ -217,7 +321,10 @@ export function platformCommand(io: Io): Command {
       io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
-      io.out(`  Runtime    ${config.runtime}${config.runtime === 'sandbox' ? ' (bwrap)' : ''}`);
+      io.out(
+        `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ' (auto)' : ''}`,
+      );
+      for (const note of running.runtimeNotes) io.out(`             ${note}`);
       io.out(
         `  AI         ${config.ai.provider ? `${config.ai.provider}${config.ai.model ? ` ${config.ai.model}` : ''}${config.ai.key ? '' : ' (WHARF_AI_KEY is not set)'}` : 'no included engine: own keys, else offline templates'}`,
       );

@@ -19,11 +19,11 @@ import { AiBuilder } from './ai/builder.js';
 import { AiEngines } from './ai/engines.js';
 import { aiBuildRoutes } from './ai/routes.js';
 import { AppDatabases } from './ai/postgres.js';
-import { Authenticator, assertScope } from './auth/authenticate.js';
+import { Authenticator, assertScope, logRequest } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
 import { DailyCap } from './billing/daily-cap.js';
 import { Ledger } from './billing/ledger.js';
-import { type PlatformConfig, type PlatformConfigInput, resolveConfig, wharfHome } from './config.js';
+import { type PlatformConfig, type PlatformConfigInput, resolveConfig } from './config.js';
 import { DomainChecker } from './domains/checker.js';
 import { dnsLookup } from './domains/dns-check.js';
 import { DomainService } from './domains/domains.js';
@@ -35,7 +35,7 @@ import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './e
 import { ProjectService } from './projects/projects.js';
 import { LogStore } from './projects/logs.js';
 import { projectRoutes } from './projects/routes.js';
-import { type CommandDriver, ProcessDriver, SandboxDriver } from './runtime/drivers/host.js';
+import { chooseDriver } from './runtime/drivers/choose.js';
 import { Runtime } from './runtime/runtime.js';
 import { TunnelHub } from './tunnels/hub.js';
 import { tunnelRoutes } from './tunnels/routes.js';
@@ -51,6 +51,8 @@ export interface Platform {
   logs: LogStore;
   /** Builds and runs deployed apps. */
   runtime: Runtime;
+  /** What the operator should know about how apps run here (no sandbox, no resource limits…). */
+  runtimeNotes: string[];
   /** The app and tunnel edge's HTTP server, not yet listening (servePlatform starts it on the edge port). */
   edge: Edge;
   /** Tunnel clients, the relays to them and their captured traffic. */
@@ -84,13 +86,10 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const secret = loadOrCreateSecret(config.dataDir, config.secret);
   const auth = new Authenticator(db, secret, config.tokenTtlSeconds);
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
-  const projects = new ProjectService(db, config);
+  const projects = new ProjectService(db, config, secret);
+  await projects.sealStoredRepoCredentials();
   const logs = new LogStore(db);
-  const driver: CommandDriver =
-    config.runtime === 'sandbox'
-      ? // The app must not read the platform's database and secret, nor the user's Wharf keys.
-        new SandboxDriver([...new Set([config.dataDir, wharfHome()])])
-      : new ProcessDriver();
+  const { driver, notes: runtimeNotes } = chooseDriver(config, db);
   const runtime = new Runtime(db, config, projects, logs, driver);
   const tunnels = new TunnelHub(config, db, auth);
   const edge = new Edge(config, db, runtime, tunnels);
@@ -111,7 +110,11 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   });
 
   const app = Fastify({
-    logger: config.logger ? { level: process.env.WHARF_LOG_LEVEL ?? 'info' } : { level: 'error' },
+    logger: {
+      level: config.logger ? (process.env.WHARF_LOG_LEVEL ?? 'info') : 'error',
+      // A `?token=` (or a key sent there by mistake) never reaches the log.
+      serializers: { req: logRequest },
+    },
     bodyLimit: LIMITS.jsonBodyBytes,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -251,6 +254,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     db,
     logs,
     runtime,
+    runtimeNotes,
     edge,
     tunnels,
     ledger,

@@ -61,6 +61,27 @@ export interface EmailConfig {
   allowPrivate: boolean;
 }
 
+/**
+ * What one account may hold at once (docs/SECURITY.md): past a count, a request is refused with 429
+ * `limit_reached`; capture memory is shared out instead, and a body over the limit is answered 413.
+ */
+export interface LimitsConfig {
+  /** Tunnels connected at once (a reconnect of the same subdomain takes its slot over). */
+  tunnels: number;
+  /** Projects. */
+  projects: number;
+  /** Projects being deployed (status `building`) at once. */
+  builds: number;
+  /** Event streams and WebSockets open at once: log follows, agent streams, traffic feeds, tunnels. */
+  streams: number;
+  /** Capture memory (request and response bodies) of one tunnel, in bytes. */
+  captureBytesPerTunnel: number;
+  /** Capture memory of all of an account's tunnels, the offline ones still kept included, in bytes. */
+  captureBytesPerAccount: number;
+  /** A request body through the app and tunnel edge, in bytes. */
+  bodyBytes: number;
+}
+
 export interface PlatformConfig {
   /** Where platform.db, uploads and the server secret live. */
   dataDir: string;
@@ -80,8 +101,13 @@ export interface PlatformConfig {
   localAccount: boolean;
   /** Fastify request logging. */
   logger: boolean;
-  /** How deployed apps run: plain process groups, or the same inside bwrap. */
+  /**
+   * How deployed apps run: `sandbox` (bwrap), `process` (plain process groups as the platform's user:
+   * one person's machine only), or `auto`, the strongest one this machine has.
+   */
   runtime: RuntimeKind;
+  /** The sandbox runtime's per-project users and resource ceilings. */
+  sandbox: SandboxConfig;
   /** `git_host_repo` (`owner/repo`) is cloned from `<gitHostUrl>/owner/repo`. */
   gitHostUrl: string;
   /**
@@ -114,16 +140,33 @@ export interface PlatformConfig {
   prices: Prices;
   email: EmailConfig;
   ai: AiConfig;
+  limits: LimitsConfig;
+}
+
+/** The sandbox runtime (runtime/drivers/host.ts). */
+export interface SandboxConfig {
+  /** When the platform runs as root, each project runs as a uid of its own, from this one up. */
+  uidBase: number;
+  /** Memory of one project's processes together, in MiB; 0: no limit. */
+  memoryMiB: number;
+  /** Processes and threads of one project at once; 0: no limit. */
+  pids: number;
+  /** CPU cores one project may use (0.5: half of one); 0: no limit. */
+  cpus: number;
 }
 
 /** What buildPlatform and resolveConfig take: any field, nested ones in part. */
-export type PlatformConfigInput = Partial<Omit<PlatformConfig, 'email' | 'prices' | 'ai'>> & {
+export type PlatformConfigInput = Partial<
+  Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox'>
+> & {
+  sandbox?: Partial<SandboxConfig>;
   email?: Partial<EmailConfig>;
   prices?: Partial<Prices>;
   ai?: Partial<AiConfig>;
+  limits?: Partial<LimitsConfig>;
 };
 
-export const RUNTIME_KINDS = ['process', 'sandbox'] as const;
+export const RUNTIME_KINDS = ['auto', 'sandbox', 'process'] as const;
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
 /** Where a platform writes its local account's key: `<dataDir>/local-account.json`. */
@@ -149,7 +192,8 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     emailDailyCap: partial.emailDailyCap ?? 1000,
     localAccount: partial.localAccount ?? true,
     logger: partial.logger ?? false,
-    runtime: partial.runtime ?? 'process',
+    runtime: partial.runtime ?? 'auto',
+    sandbox: { uidBase: 200_000, memoryMiB: 2048, pids: 1024, cpus: 1, ...partial.sandbox },
     gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
     localRepos: partial.localRepos ?? true,
     healthTimeoutMs: partial.healthTimeoutMs ?? 60_000,
@@ -186,6 +230,16 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
       maxSteps: 12,
       agentHeartbeatMs: 15_000,
       ...partial.ai,
+    },
+    limits: {
+      tunnels: 10,
+      projects: 100,
+      builds: 3,
+      streams: 20,
+      captureBytesPerTunnel: 64 * 1024 * 1024,
+      captureBytesPerAccount: 256 * 1024 * 1024,
+      bodyBytes: 100 * 1024 * 1024,
+      ...partial.limits,
     },
   };
 }

@@ -5,7 +5,12 @@
 // Every write to a project goes through this class: it keeps each account's serialized project list
 // (with its ETag) so that the list, which the app polls for live status, costs no query or JSON work
 // until something changes.
-import type { Transaction } from 'kysely';
+//
+// Credentials in a repo_url (`https://user:TOKEN@host/…`) are never stored or shown as given: the
+// column holds the masked URL (`https://***@host/…`, what every reader sees) and the userinfo is
+// sealed apart with the own AI keys' cipher (AES-256-GCM under the server secret), bound to the
+// project's id; cloneUrl() puts it back for the clone alone.
+import { type Transaction, sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import {
   type BuildConfig as BuildConfigType,
@@ -21,9 +26,11 @@ import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/open.js';
-import { refusedRepoUrl } from './repo-url.js';
+import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
+import { maskRepoUrl, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './repo-url.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
 import type { FieldError } from '../../shared/errors.js';
+import { refusedServicePorts } from './ports.js';
 
 export interface SerializedList {
   json: string;
@@ -36,11 +43,86 @@ export type ProjectDeleteHook = (projectId: string, accountId: string) => void |
 export class ProjectService {
   private readonly listCache = new Map<string, SerializedList>();
   private readonly deleteHooks: ProjectDeleteHook[] = [];
+  private readonly kek: Buffer;
 
   constructor(
     private readonly db: Store,
     private readonly config: PlatformConfig,
-  ) {}
+    secret: Uint8Array | string,
+  ) {
+    this.kek = deriveKeyEncryptionKey(secret);
+  }
+
+  /**
+   * Seals the userinfo of repo_urls stored before it was kept apart (migration 0009), masks it in the
+   * log lines and deploy errors of those projects (older deploys logged the URL as given), and
+   * overwrites the freed bytes so that the database file no longer holds it. Run at start, before
+   * serving.
+   */
+  async sealStoredRepoCredentials(): Promise<number> {
+    const rows = await this.db
+      .selectFrom('projects')
+      .select(['id', 'repo_url'])
+      .where('repo_url', 'like', '%@%')
+      .where('repo_url_secret', 'is', null)
+      .execute();
+    const legacy = rows.filter(
+      (row) => row.repo_url !== null && splitUserinfo(row.repo_url).userinfo !== null,
+    );
+    if (legacy.length === 0) return 0;
+    await sql`PRAGMA secure_delete = ON`.execute(this.db);
+    try {
+      for (const row of legacy) {
+        const sealed = this.sealUserinfo(row.id, row.repo_url!);
+        const exposed = `${splitUserinfo(row.repo_url!).userinfo!}@`;
+        await this.db.transaction().execute(async (trx) => {
+          await trx
+            .updateTable('projects')
+            .set({
+              repo_url: sealed.repo_url,
+              repo_url_secret: sealed.repo_url_secret,
+              last_deploy_error: sql<string | null>`replace(last_deploy_error, ${exposed}, '***@')`,
+            })
+            .where('id', '=', row.id)
+            .execute();
+          await trx
+            .updateTable('project_logs')
+            .set({ line: sql<string>`replace(line, ${exposed}, '***@')` })
+            .where('project_id', '=', row.id)
+            .where(sql<boolean>`instr(line, ${exposed}) > 0`)
+            .execute();
+        });
+      }
+      await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(this.db);
+    } finally {
+      await sql`PRAGMA secure_delete = OFF`.execute(this.db);
+    }
+    this.listCache.clear();
+    return legacy.length;
+  }
+
+  /** The URL to clone: repo_url with its credentials, for git alone (never logged, stored or shown). */
+  cloneUrl(row: Pick<ProjectsTable, 'id' | 'repo_url' | 'repo_url_secret'>): string {
+    if (row.repo_url === null) throw new Error(`project ${row.id} has no repo_url`);
+    if (row.repo_url_secret === null) return row.repo_url;
+    let userinfo: string;
+    try {
+      userinfo = openAiKey(this.kek, repoSecretContext(row.id), JSON.parse(row.repo_url_secret) as SealedKey);
+    } catch {
+      throw new ApiError(
+        'unavailable',
+        'the credentials of repo_url can no longer be decrypted (the server secret changed since the project was created): create the project again with its repo_url',
+      );
+    }
+    return unmaskRepoUrl(row.repo_url, userinfo);
+  }
+
+  private sealUserinfo(projectId: string, url: string): Pick<ProjectsTable, 'repo_url' | 'repo_url_secret'> {
+    const { userinfo } = splitUserinfo(url);
+    if (userinfo === null) return { repo_url: url, repo_url_secret: null };
+    const sealed = sealAiKey(this.kek, repoSecretContext(projectId), userinfo);
+    return { repo_url: maskRepoUrl(url), repo_url_secret: JSON.stringify(sealed) };
+  }
 
   /** The account's project list as JSON, newest first, with a strong ETag. */
   async listJson(accountId: string): Promise<SerializedList> {
@@ -92,16 +174,23 @@ export class ProjectService {
     if (refused) throw validationError([{ path: 'repo_url', message: refused }]);
     this.checkSubdomain(body.subdomain);
     this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
+    const portErrors = await refusedServicePorts(this.db, null, buildConfig, ['build_config']);
+    if (portErrors.length > 0) throw validationError(portErrors);
     const source: DeploySource =
       body.image !== undefined ? 'image' : body.deploy_source === 'upload' ? 'upload' : 'git';
     const now = new Date().toISOString();
+    const id = newId('prj');
+    const repo =
+      body.repo_url === undefined
+        ? { repo_url: null, repo_url_secret: null }
+        : this.sealUserinfo(id, body.repo_url);
     const row: ProjectsTable = {
-      id: newId('prj'),
+      id,
       account_id: accountId,
       name: body.name,
       subdomain: body.subdomain,
       deploy_source: source,
-      repo_url: body.repo_url ?? null,
+      ...repo,
       git_host_repo: body.git_host_repo ?? null,
       branch: source === 'git' ? (body.branch ?? 'main') : null,
       image: body.image ?? null,
@@ -139,6 +228,8 @@ export class ProjectService {
   async setBuildConfig(accountId: string, id: string, config: BuildConfigType): Promise<Project> {
     const row = await this.row(accountId, id);
     this.checkServiceHosts(row.subdomain, config, []);
+    const portErrors = await refusedServicePorts(this.db, id, config, []);
+    if (portErrors.length > 0) throw validationError(portErrors);
     const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
     this.listCache.delete(accountId);
     await this.db.transaction().execute(async (trx) => {
@@ -199,7 +290,7 @@ export class ProjectService {
       id: row.id,
       name: row.name,
       subdomain: row.subdomain,
-      repo_url: row.repo_url,
+      repo_url: row.repo_url === null ? null : maskRepoUrl(row.repo_url),
       git_host_repo: row.git_host_repo,
       branch: row.branch,
       image: row.image,
@@ -260,6 +351,11 @@ export class ProjectService {
       );
     }
   }
+}
+
+/** The associated data a repo_url's sealed userinfo is bound to: copied to another row, it fails. */
+function repoSecretContext(projectId: string): string {
+  return `repo_url:${projectId}`;
 }
 
 /** Throws 409 when another project answers at `label`; returns whether this project already does. */

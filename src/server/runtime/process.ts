@@ -2,18 +2,24 @@
 // started), with its output read line by line, and a health check that waits for its port. The
 // runtime's `process` driver builds on this; the `sandbox` driver wraps the same command in bwrap.
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import { createInterface } from 'node:readline';
+import type { Writable } from 'node:stream';
+import { readLines } from './lines.js';
+import { canCheckPortOwners, groupHoldsPort, groupMembers } from './ports.js';
 
 export interface ProcessSpec {
   /** A shell command line, run with /bin/sh -c. */
   command: string;
   cwd: string;
   env: Record<string, string>;
-  /** A program (with its arguments) that runs `/bin/sh -c command` for us: the sandbox's bwrap. */
-  wrap?: string[];
-  /** Each line the command writes, without its newline. */
+  /** The program to run instead of `/bin/sh -c command` (the sandbox's chain, which runs the command). */
+  argv?: string[];
+  /** Written to the program's fd 3, then closed (the sandbox's script holding the app's variables). */
+  script?: string;
+  /**
+   * Each line the command writes, without its newline; lines longer than 16 KiB come in marked pieces
+   * (lines.ts), so no output can grow the platform's memory.
+   */
   onLine(stream: 'stdout' | 'stderr', line: string): void;
 }
 
@@ -31,14 +37,20 @@ export interface RunningProcess {
 }
 
 export function startProcess(spec: ProcessSpec): RunningProcess {
-  const argv = [...(spec.wrap ?? []), '/bin/sh', '-c', spec.command];
+  const argv = spec.argv ?? ['/bin/sh', '-c', spec.command];
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: spec.cwd,
     env: spec.env,
     // Its own process group: kill(-pid) then reaches every process the command starts.
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: spec.script === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'],
   });
+  if (spec.script !== undefined) {
+    const fd3 = child.stdio[3] as Writable;
+    // The program may die before it reads it all: that shows as its exit, not as an error here.
+    fd3.on('error', () => undefined);
+    fd3.end(spec.script);
+  }
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
     child.once('error', (error) => {
@@ -47,10 +59,10 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
     });
   });
   for (const [name, stream] of [
-    ['stdout', child.stdout],
-    ['stderr', child.stderr],
+    ['stdout', child.stdout!],
+    ['stderr', child.stderr!],
   ] as const) {
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => spec.onLine(name, line));
+    readLines(stream, (line) => spec.onLine(name, line));
   }
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
@@ -92,23 +104,7 @@ function groupAlive(pgid: number | undefined): boolean {
     return false;
   }
   if (process.platform !== 'linux') return true;
-  try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      } catch {
-        continue; // gone meanwhile
-      }
-      // `pid (comm) state ppid pgrp …`, where comm may hold spaces and parentheses.
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) === pgid && state !== 'Z') return true;
-    }
-    return false;
-  } catch {
-    return true;
-  }
+  return groupMembers(pgid).length > 0;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -118,27 +114,36 @@ function sleep(ms: number): Promise<void> {
 export class HealthCheckError extends Error {}
 
 /**
- * Resolves once something accepts TCP connections on 127.0.0.1:`port`; rejects when `exited` settles
- * first (the app died) or after `timeoutMs`.
+ * Resolves once the app accepts TCP connections on 127.0.0.1:`port`; rejects when `exited` settles
+ * first (the app died) or after `timeoutMs`. With `owner` (the app's process group), the listening
+ * socket must belong to that group: a port some other program holds is not this app being up.
  */
 export async function waitForPort(
   port: number,
-  options: { timeoutMs: number; exited?: Promise<ProcessExit> },
+  options: { timeoutMs: number; exited?: Promise<ProcessExit>; owner?: number },
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   let died: ProcessExit | null = null;
+  let heldByOther = false;
+  const checkOwner = options.owner !== undefined && options.owner > 0 && canCheckPortOwners();
   void options.exited?.then((exit) => (died = exit));
   for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
-    if (await accepts(port)) return;
+    if (await accepts(port)) {
+      if (!checkOwner || groupHoldsPort(options.owner!, port)) return;
+      heldByOther = true;
+    }
+    const other = heldByOther ? `; port ${port} is held by another program, not by this app` : '';
     if (died) {
       const { code, signal } = died as ProcessExit;
       throw new HealthCheckError(
-        `the app exited (${signal ? `signal ${signal}` : `code ${code}`}) before it listened on port ${port}`,
+        `the app exited (${signal ? `signal ${signal}` : `code ${code}`}) before it listened on port ${port}${other}`,
       );
     }
     if (Date.now() + delay > deadline) {
       throw new HealthCheckError(
-        `nothing listened on port ${port} within ${Math.round(options.timeoutMs / 1000)} s`,
+        heldByOther
+          ? `the app did not listen on port ${port} within ${Math.round(options.timeoutMs / 1000)} s${other}`
+          : `nothing listened on port ${port} within ${Math.round(options.timeoutMs / 1000)} s`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, delay));

@@ -15,6 +15,7 @@ import type { BuildConfig, LogLine } from '../../shared/api/projects.js';
 import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
+import { accountLimits } from '../limits.js';
 import type { LogStore } from '../projects/logs.js';
 import type { ProjectService } from '../projects/projects.js';
 import type { Store } from '../store/open.js';
@@ -23,8 +24,9 @@ import { detect, staticRootAfterBuild } from './detect.js';
 import { connectDocker, pullImage, runContainer } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
 import { type ProcessExit, type RunningProcess, freePort, waitForPort } from './process.js';
-import { refusedRepoUrl } from '../projects/repo-url.js';
-import { cloneRepository, extractUpload } from './sources.js';
+import { portIsFree } from './ports.js';
+import { maskUrlsIn, refusedRepoUrl } from '../projects/repo-url.js';
+import { SourceError, cloneRepository, extractUpload } from './sources.js';
 
 /** What a deploy produced and what a restart needs to run it again; stored as JSON with the project. */
 export interface Release {
@@ -120,11 +122,31 @@ class Build {
   }
 }
 
-/** A project's log lines on their way to the store: batched, in order. */
+/**
+ * A project's log lines waiting for the store, at most (in bytes and in lines: the store keeps the
+ * last 5,000 lines anyway), and the pace at which they are stored (a burst, then lines per second):
+ * a flood beyond is dropped and counted, so one tenant's output cannot keep the platform busy.
+ */
+const LOG_BACKLOG_BYTES = 4 * 1024 * 1024;
+const LOG_BACKLOG_LINES = 2_000;
+const LOG_BURST_LINES = 5_000;
+const LOG_LINES_PER_SECOND = 1_000;
+
+/**
+ * A project's log lines on their way to the store: batched, in order, and bounded. Each line is at most
+ * 16 KiB (lines.ts); an app writing faster than the store keeps up loses lines (the log says how many)
+ * instead of growing the platform's memory.
+ */
 class ProjectLog {
   private pending: Array<Omit<LogLine, 'ts'> & { ts: string }> = [];
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
+  /** Bytes and lines written and not yet stored (pending or in a batch being stored). */
+  private backlog = 0;
+  private backlogLines = 0;
+  private dropped = 0;
+  private allowance = LOG_BURST_LINES;
+  private refilledAt = Date.now();
 
   constructor(
     private readonly logs: LogStore,
@@ -132,9 +154,26 @@ class ProjectLog {
   ) {}
 
   write(stream: LogLine['stream'], service: string | null, line: string): void {
-    this.pending.push({ ts: new Date().toISOString(), stream, service, line });
-    if (this.pending.length >= 500) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), 50);
+    const now = Date.now();
+    this.allowance = Math.min(
+      LOG_BURST_LINES,
+      this.allowance + ((now - this.refilledAt) / 1000) * LOG_LINES_PER_SECOND,
+    );
+    this.refilledAt = now;
+    const full =
+      this.allowance < 1 ||
+      this.backlog + line.length > LOG_BACKLOG_BYTES ||
+      this.backlogLines >= LOG_BACKLOG_LINES;
+    if (full && stream !== 'system') {
+      this.dropped += 1;
+      return;
+    }
+    if (this.dropped > 0) {
+      const note = `(${this.dropped} lines dropped: output came faster than the log keeps, ${LOG_LINES_PER_SECOND} lines a second)`;
+      this.dropped = 0;
+      this.push('system', service, note);
+    }
+    this.push(stream, service, line);
   }
 
   system(line: string, service: string | null = null): void {
@@ -152,15 +191,29 @@ class ProjectLog {
     const batch = this.pending;
     this.pending = [];
     if (batch.length > 0) {
+      const bytes = batch.reduce((sum, l) => sum + l.line.length, 0);
       this.chain = this.chain
         .then(() => this.logs.append(this.projectId, batch))
         // The project was deleted meanwhile: its lines have nowhere to go.
         .then(
           () => undefined,
           () => undefined,
-        );
+        )
+        .finally(() => {
+          this.backlog -= bytes;
+          this.backlogLines -= batch.length;
+        });
     }
     return this.chain;
+  }
+
+  private push(stream: LogLine['stream'], service: string | null, line: string): void {
+    this.allowance -= 1;
+    this.backlog += line.length;
+    this.backlogLines += 1;
+    this.pending.push({ ts: new Date().toISOString(), stream, service, line });
+    if (this.pending.length >= 500) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), 50);
   }
 }
 
@@ -176,9 +229,28 @@ export class Runtime {
     private readonly driver: CommandDriver,
   ) {}
 
+  /** How tenant code runs here: `sandbox` or `process`. */
+  get kind(): CommandDriver['kind'] {
+    return this.driver.kind;
+  }
+
   /** Starts a deploy and answers at once: the project is `building` until it runs or fails. */
   async deploy(accountId: string, projectId: string) {
+    // Another account's project is not found before any limit is looked at.
+    await this.projects.row(accountId, projectId);
+    const limits = accountLimits(this.config);
+    await limits.assertBuildSlot(this.db, accountId, projectId);
+    try {
+      return await this.startDeploy(accountId, projectId);
+    } finally {
+      limits.releaseBuildSlot(projectId);
+    }
+  }
+
+  private async startDeploy(accountId: string, projectId: string) {
     const row = await this.projects.row(accountId, projectId);
+    const unsafe = await this.unsafeForAccounts();
+    if (unsafe) throw new ApiError('unavailable', unsafe);
     if (row.deploy_source === 'upload') {
       const upload = await this.latestUpload(projectId);
       if (!upload) {
@@ -225,6 +297,7 @@ export class Runtime {
       this.states.delete(projectId);
     }
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
+    this.driver.forget(projectId);
   }
 
   /**
@@ -238,6 +311,16 @@ export class Runtime {
       .selectAll()
       .where('status', 'in', ['running', 'building'])
       .execute();
+    const unsafe = await this.unsafeForAccounts();
+    if (unsafe) {
+      for (const row of rows) {
+        const state = this.state(row.id);
+        state.log.system(`not started again: ${unsafe}`);
+        await state.log.flush();
+        await this.projects.setRuntimeState(row.id, { status: 'failed', last_deploy_error: unsafe });
+      }
+      return;
+    }
     await Promise.all(rows.filter((row) => !options.except?.has(row.id)).map((row) => this.restoreOne(row)));
   }
 
@@ -288,6 +371,20 @@ export class Runtime {
     };
   }
 
+  /**
+   * Why apps may not run here, or null: the process runtime runs tenant code as the platform's own
+   * user, so it serves a platform of one account only.
+   */
+  private async unsafeForAccounts(): Promise<string | null> {
+    if (this.driver.kind !== 'process') return null;
+    const { n } = await this.db
+      .selectFrom('accounts')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    if (Number(n) <= 1) return null;
+    return `this platform runs apps with the process runtime, as its own user, which is safe for one account only and it has ${n}: install bubblewrap (apt-get install bubblewrap) and start it with --runtime sandbox (or auto)`;
+  }
+
   private state(projectId: string): ProjectState {
     let state = this.states.get(projectId);
     if (!state) {
@@ -336,6 +433,9 @@ export class Runtime {
     try {
       await this.fetchSource(row, dir, build, log);
       build.check();
+      const home = join(this.appDir(row.id), 'home');
+      mkdirSync(home, { recursive: true });
+      await this.driver.prepare(row.id, [dir, home]);
       const release = await this.prepare(row, releaseId, dir, build, log);
       build.check();
       const previous = state.current;
@@ -394,24 +494,32 @@ export class Runtime {
     const started = Date.now();
     mkdirSync(join(dir, '..'), { recursive: true });
     if (row.deploy_source === 'git') {
-      const url = row.repo_url ?? `${this.config.gitHostUrl}/${row.git_host_repo}`;
+      // repo_url is stored masked (https://***@host/…): only the clone itself gets the credentials.
+      const hostUrl = `${this.config.gitHostUrl}/${row.git_host_repo}`;
+      const shown = maskUrlsIn(row.repo_url ?? hostUrl);
       const branch = row.branch ?? 'main';
       // Checked again at each clone: the platform may have been restarted with local repositories off.
       // (The git host is the operator's own setting, so it may be a file:// URL.)
-      const refused = row.repo_url === null ? null : refusedRepoUrl(this.config, url, row.id);
-      if (refused) throw new DeployError(`the repository ${url} ${refused}`);
-      log.build(`cloning ${url} (branch ${branch})`);
+      const refused = row.repo_url === null ? null : refusedRepoUrl(this.config, row.repo_url, row.id);
+      if (refused) throw new DeployError(`the repository ${shown} ${refused}`);
+      const url = row.repo_url === null ? hostUrl : this.projects.cloneUrl(row);
+      log.build(`cloning ${shown} (branch ${branch})`);
       try {
         await cloneRepository({ url, branch, dest: dir, onLine: (line) => log.build(line) });
       } catch (error) {
-        throw new DeployError((error as Error).message);
+        throw new DeployError(maskUrlsIn((error as Error).message));
       }
       log.build(`cloned in ${seconds(started)}`);
     } else if (row.deploy_source === 'upload') {
       const upload = await this.latestUpload(row.id);
       if (!upload) throw new DeployError('the project has no upload: upload the source archive first');
       build.check();
-      await extractUpload({ archive: upload.path, dest: dir, onLine: (line) => log.build(line) });
+      try {
+        await extractUpload({ archive: upload.path, dest: dir, onLine: (line) => log.build(line) });
+      } catch (error) {
+        if (error instanceof SourceError) throw new DeployError(error.message);
+        throw error;
+      }
     } else {
       mkdirSync(dir, { recursive: true });
     }
@@ -456,8 +564,18 @@ export class Runtime {
       const install = config.install_cmd ?? detection?.install ?? null;
       const buildCmd = config.build_cmd ?? detection?.build ?? null;
       const path = detection?.venv ? [join(base, '.venv', 'bin')] : [];
-      await this.step(build, log, 'install', install, base, dir, { env, path, service: null });
-      await this.step(build, log, 'build', buildCmd, base, dir, { env, path, service: null });
+      await this.step(build, log, 'install', install, base, dir, {
+        projectId: row.id,
+        env,
+        path,
+        service: null,
+      });
+      await this.step(build, log, 'build', buildCmd, base, dir, {
+        projectId: row.id,
+        env,
+        path,
+        service: null,
+      });
       const start = config.start_cmd ?? detection?.start ?? null;
       let staticRoot = start ? null : (detection?.staticRoot ?? null);
       if (!start && !staticRoot && buildCmd) {
@@ -490,8 +608,18 @@ export class Runtime {
     } else {
       // Top-level commands run once in root_dir; each service then installs and builds its own folder
       // (detected once per folder when its commands are empty).
-      await this.step(build, log, 'install', config.install_cmd, base, dir, { env, path: [], service: null });
-      await this.step(build, log, 'build', config.build_cmd, base, dir, { env, path: [], service: null });
+      await this.step(build, log, 'install', config.install_cmd, base, dir, {
+        projectId: row.id,
+        env,
+        path: [],
+        service: null,
+      });
+      await this.step(build, log, 'build', config.build_cmd, base, dir, {
+        projectId: row.id,
+        env,
+        path: [],
+        service: null,
+      });
       const prepared = new Set<string>();
       if (config.install_cmd || config.build_cmd) prepared.add(base);
       for (const service of config.services) {
@@ -506,7 +634,7 @@ export class Runtime {
           .forEach((reason) => log.build(`detected ${reason}`, service.name));
         const path =
           detection?.venv || (service.install_cmd === null && isVenv(cwd)) ? [join(cwd, '.venv', 'bin')] : [];
-        const opts = { env: serviceEnv, path, service: service.name };
+        const opts = { projectId: row.id, env: serviceEnv, path, service: service.name };
         await this.step(
           build,
           log,
@@ -541,7 +669,7 @@ export class Runtime {
     command: string | null,
     cwd: string,
     dir: string,
-    options: { env: Record<string, string>; path: string[]; service: string | null },
+    options: { projectId: string; env: Record<string, string>; path: string[]; service: string | null },
   ): Promise<void> {
     if (!command) return;
     build.check();
@@ -549,6 +677,7 @@ export class Runtime {
     const where = relative(dir, cwd) || '.';
     log.build(`$ ${command}${where === '.' ? '' : `   (in ${where})`}`, options.service);
     const process = this.driver.run({
+      projectId: options.projectId,
       command,
       cwd,
       env: this.processEnv(dir, options.env, options.path, { CI: 'true' }),
@@ -606,6 +735,12 @@ export class Runtime {
     const { log } = state;
     const label = spec.name ?? 'the app';
     const port = spec.kind === 'worker' ? null : (spec.fixedPort ?? (await freePort()));
+    // The network is shared: a declared port someone else holds would hand them this app's traffic.
+    if (spec.fixedPort !== null && !(await portIsFree(spec.fixedPort))) {
+      throw new DeployError(
+        `${spec.name ? `service ${spec.name}: ` : ''}port ${spec.fixedPort} is already in use on this machine (by another app or the platform): choose another port in the build config, or leave it to the platform`,
+      );
+    }
     live.port = port;
     const started = Date.now();
     const env = this.processEnv(
@@ -631,7 +766,9 @@ export class Runtime {
       });
     } else {
       log.system(`starting ${label}: ${spec.start}${port === null ? '' : ` (PORT=${port})`}`, spec.name);
+      await this.driver.prepare(state.id, []);
       process = this.driver.run({
+        projectId: state.id,
         command: spec.start!,
         cwd: spec.cwd,
         env,
@@ -650,7 +787,12 @@ export class Runtime {
       log.system(`${label} is up (a worker, alive after ${grace / 1000} s)`, spec.name);
     } else {
       try {
-        await waitForPort(port, { timeoutMs: this.config.healthTimeoutMs, exited: process.exited });
+        await waitForPort(port, {
+          timeoutMs: this.config.healthTimeoutMs,
+          exited: process.exited,
+          // A container's port is held by the engine's proxy, not by a process of ours.
+          ...(spec.kind === 'image' ? {} : { owner: process.pid }),
+        });
       } catch (error) {
         build?.check();
         throw new DeployError(`${spec.name ? `service ${spec.name}: ` : ''}${(error as Error).message}`);
@@ -820,7 +962,7 @@ function mainService(services: LiveService[]): LiveService | undefined {
 function describeSource(row: ProjectsTable, config: PlatformConfig): string {
   switch (row.deploy_source) {
     case 'git':
-      return `git ${row.repo_url ?? `${config.gitHostUrl}/${row.git_host_repo}`} ${row.branch ?? 'main'}`;
+      return `git ${maskUrlsIn(row.repo_url ?? `${config.gitHostUrl}/${row.git_host_repo}`)} ${row.branch ?? 'main'}`;
     case 'upload':
       return 'the latest upload';
     default:

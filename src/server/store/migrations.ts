@@ -1,5 +1,5 @@
 // Schema migrations, kept in code so the platform can migrate its own database on start.
-import type { Kysely, Migration } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts_keys_projects': {
@@ -204,6 +204,109 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('app_databases_project').on('app_databases').column('project_id').execute();
+    },
+  },
+  '0008_domain_ownership': {
+    async up(db: Kysely<unknown>) {
+      // Ownership of custom domains (API.md §5): several accounts may hold a name pending, one at most
+      // verified (a partial unique index, so two proofs racing cannot both win), one row per account and
+      // name. SQLite cannot drop a column's UNIQUE: the table is rebuilt without it.
+      await db.schema
+        .createTable('domains_next')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('domain', 'text', (c) => c.notNull())
+        .addColumn('project_id', 'text', (c) => c.references('projects.id').onDelete('set null'))
+        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('verified_at', 'text')
+        .addColumn('checked_at', 'text')
+        .addColumn('check_detail', 'text')
+        .addColumn('check_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_check_at', 'text')
+        .execute();
+      // Domains verified before by their CNAME alone proved nothing about who owns them: they go back
+      // to pending until their owner adds the TXT record.
+      await sql`INSERT INTO domains_next (id, account_id, domain, project_id, verified, created_at,
+          verified_at, checked_at, check_detail, check_attempts, next_check_at)
+        SELECT id, account_id, domain, project_id, 0, created_at, NULL, checked_at,
+          CASE WHEN verified = 1
+            THEN 'verified before the TXT ownership record was required: add the TXT record, then verify again'
+            ELSE check_detail END,
+          check_attempts, next_check_at
+        FROM domains`.execute(db);
+      await db.schema.dropTable('domains').execute();
+      await sql`ALTER TABLE domains_next RENAME TO domains`.execute(db);
+      await db.schema.createIndex('domains_account').on('domains').columns(['account_id', 'id']).execute();
+      await db.schema.createIndex('domains_next_check').on('domains').column('next_check_at').execute();
+      await db.schema
+        .createIndex('domains_account_domain')
+        .unique()
+        .on('domains')
+        .columns(['account_id', 'domain'])
+        .execute();
+      await db.schema
+        .createIndex('domains_verified_domain')
+        .unique()
+        .on('domains')
+        .column('domain')
+        .where(sql.ref('verified'), '=', 1)
+        .execute();
+      // The TXT value each account must publish for each name it adds: random, kept when the domain is
+      // removed, so adding it again asks for the record already made.
+      await db.schema
+        .createTable('domain_challenges')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('domain', 'text', (c) => c.notNull())
+        .addColumn('token', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('domain_challenges_pk', ['account_id', 'domain'])
+        .execute();
+    },
+  },
+  '0010_idempotency': {
+    async up(db: Kysely<unknown>) {
+      // Requests named by an Idempotency-Key, per account and endpoint: reserved (`in_flight`) before any
+      // work, then the stored answer (`done`) until `expires_at`. See src/server/billing/idempotency.ts.
+      await db.schema
+        .createTable('idempotency_keys')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+        .addColumn('endpoint', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('body_hash', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('status', 'integer')
+        .addColumn('response', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('idempotency_keys_pk', ['account_id', 'endpoint', 'key'])
+        .execute();
+      await db.schema
+        .createIndex('idempotency_keys_expiry')
+        .on('idempotency_keys')
+        .column('expires_at')
+        .execute();
+    },
+  },
+  '0011_sandbox_users': {
+    async up(db: Kysely<unknown>) {
+      // The uid each project's commands run as in the sandbox of a root platform. Never reused: a row
+      // stays after its project is deleted, so a new project never inherits files an old one left.
+      await db.schema
+        .createTable('sandbox_users')
+        .addColumn('uid', 'integer', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
+  // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
+  // rows stored before this column, at each start, before anything reads them.
+  '0009_repo_url_secret': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('projects').addColumn('repo_url_secret', 'text').execute();
     },
   },
 };

@@ -27,7 +27,10 @@ export interface ProjectsTable {
   name: string;
   subdomain: string;
   deploy_source: string;
+  /** Masked (`https://***@host/…`) when the URL had userinfo; that userinfo is in repo_url_secret. */
   repo_url: string | null;
+  /** JSON of the userinfo sealed with AES-256-GCM (ai/keys.ts), bound to the project id; else null. */
+  repo_url_secret: string | null;
   git_host_repo: string | null;
   branch: string | null;
   image: string | null;
@@ -124,6 +127,14 @@ export interface DomainsTable {
   next_check_at: string | null;
 }
 
+/** The TXT value (`_wharf-challenge.<domain>`) an account must publish to prove it owns a domain. */
+export interface DomainChallengesTable {
+  account_id: string;
+  domain: string;
+  token: string;
+  created_at: string;
+}
+
 /** An account's own AI key, sealed with AES-256-GCM (base64 parts); `masked` is what reads show. */
 export interface AiKeysTable {
   account_id: string;
@@ -142,6 +153,12 @@ export interface AiProjectsTable {
   generator: string;
   /** JSON `{ env: [{ name, description }], database: "postgres" | null }`. */
   needs: string;
+  created_at: string;
+}
+
+export interface SandboxUsersTable {
+  uid: number;
+  project_id: string;
   created_at: string;
 }
 
@@ -164,7 +181,28 @@ export interface Database {
   balances: BalancesTable;
   email_daily_counts: EmailDailyCountsTable;
   domains: DomainsTable;
+  domain_challenges: DomainChallengesTable;
   ai_keys: AiKeysTable;
   ai_projects: AiProjectsTable;
   app_databases: AppDatabasesTable;
+  sandbox_users: SandboxUsersTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+/** A request named by an `Idempotency-Key`: reserved while it runs, then its stored answer. */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  /** The endpoint the key is scoped to, e.g. `email/verify`. */
+  endpoint: string;
+  key: string;
+  /** Random: names the request's ledger entry, so a key used again after expiry is charged anew. */
+  id: string;
+  /** SHA-256 of the canonical request body. */
+  body_hash: string;
+  state: 'in_flight' | 'done';
+  /** The stored answer's HTTP status and JSON; null while in flight. */
+  status: number | null;
+  response: string | null;
+  created_at: string;
+  expires_at: string;
 }

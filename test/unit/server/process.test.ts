@@ -1,5 +1,6 @@
 // The runtime's process layer on real processes: output by line, process groups, health checks.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -102,5 +103,29 @@ describe('waitForPort', () => {
       /within 0 s|within 1 s|nothing listened/,
     );
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it.skipIf(process.platform !== 'linux')(
+    'does not take a port another program holds for the app being up, and says so',
+    async () => {
+      const squatter = createServer((socket) => socket.end());
+      await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+      const port = (squatter.address() as AddressInfo).port;
+      try {
+        // The app never listens: the port answers all the same, held by this test's own process.
+        const { proc } = start('sleep 300');
+        await expect(
+          waitForPort(port, { timeoutMs: 600, exited: proc.exited, owner: proc.pid }),
+        ).rejects.toThrow(`port ${port} is held by another program, not by this app`);
+      } finally {
+        squatter.close();
+      }
+    },
+  );
+
+  it.skipIf(process.platform !== 'linux')('takes the port once the app’s own process holds it', async () => {
+    const port = await freePort();
+    const { proc } = start(server, { PORT: String(port) });
+    await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited, owner: proc.pid });
   });
 });

@@ -3,9 +3,9 @@
 // fail with one clear line instead of hanging.
 import { existsSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { createInterface } from 'node:readline';
 import type Docker from 'dockerode';
 import type { ProcessExit, RunningProcess } from '../process.js';
+import { readLines } from '../lines.js';
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 
@@ -87,8 +87,8 @@ export async function runContainer(
     out.end();
     err.end();
   });
-  createInterface({ input: out, crlfDelay: Infinity }).on('line', (l) => options.onLine('stdout', l));
-  createInterface({ input: err, crlfDelay: Infinity }).on('line', (l) => options.onLine('stderr', l));
+  readLines(out, (l) => options.onLine('stdout', l));
+  readLines(err, (l) => options.onLine('stderr', l));
 
   const exited: Promise<ProcessExit> = container
     .wait()

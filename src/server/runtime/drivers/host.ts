@@ -1,14 +1,35 @@
-// The drivers that run an app's commands on this machine: `process` runs each command in its own
-// process group; `sandbox` runs the same inside bubblewrap, where the whole file system is read-only
-// except the release's workspace, /tmp is private, the platform's data is hidden, and the app sees
-// only its own processes (pid namespace). The network is shared: the edge reaches the app on
-// 127.0.0.1:PORT either way.
+// The drivers that run an app's commands on this machine.
+//
+// `process` runs each command in its own process group as the platform's own user: tenant code can read
+// everything the platform can. It is for one person on their own machine, and the runtime refuses it
+// for a platform with several accounts.
+//
+// `sandbox` runs the same inside bubblewrap:
+// - the file system is the machine's, read-only, but for the project's own folder of releases (the only
+//   writable place besides a private /tmp); the platform's data folder, the user's Wharf home, /root and
+//   /home are empty in there;
+// - the app sees only its own processes (pid namespace), its own IPC and host name;
+// - when the platform runs as root, each project's commands run as a user of their own (one uid per
+//   project from `uidBase`), without capabilities and with no_new_privs, so one tenant cannot read or
+//   signal another's files or processes; otherwise they run as the platform's user inside a user
+//   namespace, with the same walls;
+// - where control groups can be written, each project gets its memory, process and CPU ceiling;
+// - the commands and everything that starts them before the drop of privileges get a clean environment:
+//   the project's variables reach only the app, through a script bwrap copies into the sandbox, so
+//   nothing a tenant sets (LD_PRELOAD…) runs in a privileged process.
+// The network is shared: the edge reaches the app on 127.0.0.1:PORT, and the runtime checks that the
+// port is held by the project's own processes (ports.ts).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve, sep } from 'node:path';
 import type { RuntimeKind } from '../../config.js';
+import type { Cgroups, ResourceLimits } from '../cgroups.js';
 import { type RunningProcess, startProcess } from '../process.js';
 
 export interface RunSpec {
+  /** The project the command belongs to: the sandbox gives each its own user and resource group. */
+  projectId: string;
   /** A shell command line. */
   command: string;
   cwd: string;
@@ -19,62 +40,175 @@ export interface RunSpec {
 }
 
 export interface CommandDriver {
-  readonly kind: RuntimeKind;
+  readonly kind: Exclude<RuntimeKind, 'auto'>;
+  /**
+   * Before a project's commands run: its user, its resource group, and its files handed to that user.
+   * Idempotent; `dirs` are folders the platform has just written (a new release, the project's home).
+   */
+  prepare(projectId: string, dirs: string[]): Promise<void>;
   run(spec: RunSpec): RunningProcess;
+  /** After a project is deleted. */
+  forget(projectId: string): void;
 }
 
 export class ProcessDriver implements CommandDriver {
   readonly kind = 'process';
 
+  async prepare(): Promise<void> {}
+
   run(spec: RunSpec): RunningProcess {
     return startProcess(spec);
   }
+
+  forget(): void {}
 }
 
 export class SandboxUnavailableError extends Error {}
 
+/** Gives each project its own uid (root platforms only); kept in the store so restarts agree. */
+export interface SandboxUsers {
+  uidFor(projectId: string): Promise<number>;
+}
+
+export interface SandboxOptions {
+  /** Folders the app must not see (the platform's data, the user's Wharf home). */
+  hidden: string[];
+  /** Per-project users when the platform runs as root; null runs commands as the platform's user. */
+  users: SandboxUsers | null;
+  /** Control groups for resource limits, or null where they cannot be used. */
+  cgroups: Cgroups | null;
+  limits: ResourceLimits;
+  bwrap?: string;
+}
+
+/** Where the command's script is put inside the sandbox (a private tmpfs). */
+const SCRIPT_PATH = '/tmp/.wharf-run.sh';
+/** What the privileged steps (the cgroup join, bwrap, the drop to the project's user) run with. */
+const CLEAN_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
+/** Joins the groups named before `--`, then runs what follows: race-free, since nothing forked yet. */
+const JOIN_CGROUPS =
+  'for f; do shift; [ "$f" = -- ] && break; echo $$ > "$f" || { echo "could not join the resource group $f" >&2; exit 125; }; done; exec "$@"';
+
 export class SandboxDriver implements CommandDriver {
   readonly kind = 'sandbox';
+  private readonly bwrap: string;
+  private readonly uids = new Map<string, number>();
+  private readonly groups = new Map<string, string[]>();
 
-  /** @param hidden folders the app must not see (the platform's data, the user's Wharf home). */
-  constructor(
-    private readonly hidden: string[],
-    private readonly bwrap = 'bwrap',
-  ) {
-    const probe = spawnSync(bwrap, ['--version'], { encoding: 'utf8' });
+  constructor(private readonly options: SandboxOptions) {
+    this.bwrap = options.bwrap ?? 'bwrap';
+    const probe = spawnSync(this.bwrap, ['--ro-bind', '/', '/', '--unshare-pid', 'true'], {
+      encoding: 'utf8',
+      env: CLEAN_ENV,
+    });
     if (probe.error || probe.status !== 0) {
       throw new SandboxUnavailableError(
-        `the sandbox runtime needs bubblewrap (bwrap), which ${probe.error ? 'is not installed' : 'does not run'} here: install it (apt-get install bubblewrap) or use --runtime process`,
+        `the sandbox runtime needs bubblewrap (bwrap), which ${
+          probe.error
+            ? 'is not installed'
+            : `does not run here (${probe.stderr.trim() || `exit ${probe.status}`})`
+        }: install it (apt-get install bubblewrap) or use --runtime process on a machine only you use`,
       );
     }
   }
 
+  /** Whether each project runs as a user of its own (the platform runs as root). */
+  get perProjectUsers(): boolean {
+    return this.options.users !== null;
+  }
+
+  async prepare(projectId: string, dirs: string[]): Promise<void> {
+    if (this.options.users) {
+      let uid = this.uids.get(projectId);
+      if (uid === undefined) {
+        uid = await this.options.users.uidFor(projectId);
+        this.uids.set(projectId, uid);
+      }
+      for (const dir of dirs) chownTree(dir, uid);
+    }
+    if (this.options.cgroups && !this.groups.has(projectId)) {
+      this.groups.set(projectId, this.options.cgroups.prepare(`wharf-${projectId}`, this.options.limits));
+    }
+  }
+
   run(spec: RunSpec): RunningProcess {
+    const uid = this.uids.get(spec.projectId);
+    if (this.options.users && uid === undefined) {
+      throw new Error(`the sandbox was not prepared for project ${spec.projectId}`);
+    }
+    const hidden = this.hiddenDirs();
+    // The folders between a hidden one and the workspace: bwrap would make them 0700 root, which the
+    // project's user could not pass through.
+    const covered = [...hidden, '/tmp'];
+    const between: string[] = [];
+    for (
+      let dir = dirname(spec.workspace);
+      covered.some((h) => dir.startsWith(h + sep));
+      dir = dirname(dir)
+    ) {
+      between.unshift(dir);
+    }
     // prettier-ignore
-    const wrap = [
+    const bwrap = [
       this.bwrap,
       '--ro-bind', '/', '/',
       '--dev', '/dev',
       '--proc', '/proc',
-      '--tmpfs', '/tmp',
-      ...this.hiddenDirs().flatMap((dir) => ['--tmpfs', dir]),
+      '--perms', '1777', '--tmpfs', '/tmp',
+      ...hidden.flatMap((dir) => ['--tmpfs', dir]),
+      ...between.flatMap((dir) => ['--perms', '0755', '--dir', dir]),
       '--bind', spec.workspace, spec.workspace,
+      '--perms', '0444', '--file', '3', SCRIPT_PATH,
       '--unshare-pid',
       '--unshare-ipc',
       '--unshare-uts',
       '--die-with-parent',
       '--chdir', spec.cwd,
     ];
-    return startProcess({ ...spec, wrap });
+    const drop =
+      uid === undefined
+        ? []
+        : [
+            '--cap-add',
+            'CAP_SETUID',
+            '--cap-add',
+            'CAP_SETGID',
+            '--',
+            'setpriv',
+            `--reuid=${uid}`,
+            `--regid=${uid}`,
+            '--clear-groups',
+            '--inh-caps=-all',
+            '--no-new-privs',
+          ];
+    const groups = this.groups.get(spec.projectId) ?? [];
+    const join = groups.length === 0 ? [] : ['/bin/sh', '-c', JOIN_CGROUPS, 'sh', ...groups, '--'];
+    return startProcess({
+      ...spec,
+      env: CLEAN_ENV,
+      argv: [...join, ...bwrap, ...drop, '--', '/bin/sh', SCRIPT_PATH],
+      script: commandScript(spec.command, spec.env),
+    });
+  }
+
+  forget(projectId: string): void {
+    this.uids.delete(projectId);
+    this.groups.delete(projectId);
+    this.options.cgroups?.remove(`wharf-${projectId}`);
   }
 
   /**
    * The hidden folders, each created first when missing: bwrap cannot make a mount point on the
    * read-only root (it fails "Can't mkdir"), and one created later would show through. One that cannot
-   * be created (and so does not exist) has nothing to hide.
+   * be created (and so does not exist) has nothing to hide. Home folders go too: an operator's keys
+   * and tokens live there.
    */
   private hiddenDirs(): string[] {
-    return this.hidden.filter((dir) => {
+    const homes = ['/root', '/home', homedir()];
+    const dirs = [...new Set([...homes, ...this.options.hidden].map((dir) => resolve(dir)))];
+    // A folder inside another hidden one is hidden with it (and could not be mounted on first).
+    const outer = dirs.filter((dir) => !dirs.some((other) => other !== dir && dir.startsWith(other + sep)));
+    return outer.filter((dir) => {
       try {
         mkdirSync(dir, { recursive: true });
       } catch {
@@ -83,4 +217,31 @@ export class SandboxDriver implements CommandDriver {
       return existsSync(dir);
     });
   }
+}
+
+/**
+ * The script the sandboxed shell runs: the project's variables, then its command. Values are
+ * single-quoted (a quote inside becomes '\''), so nothing in them is interpreted.
+ */
+export function commandScript(command: string, env: Record<string, string>): string {
+  const lines = Object.entries(env).map(([name, value]) => `export ${name}=${shellQuote(value)}`);
+  lines.push(`exec /bin/sh -c ${shellQuote(command)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", "'\\''")}'`;
+}
+
+/** Hands a folder the platform wrote to the project's user; links are changed, never followed. */
+function chownTree(dir: string, uid: number): void {
+  let stat;
+  try {
+    stat = lstatSync(dir);
+  } catch {
+    return;
+  }
+  if (stat.uid !== uid || stat.gid !== uid) lchownSync(dir, uid, uid);
+  if (!stat.isDirectory()) return;
+  for (const entry of readdirSync(dir)) chownTree(join(dir, entry), uid);
 }

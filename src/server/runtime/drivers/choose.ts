@@ -1,0 +1,97 @@
+// Which driver runs tenant code: `--runtime auto` (the default) takes the strongest this machine has
+// (the bwrap sandbox, else plain processes with a warning); `sandbox` and `process` are taken as asked.
+import { wharfHome, type PlatformConfig } from '../../config.js';
+import type { Store } from '../../store/open.js';
+import { detectCgroups } from '../cgroups.js';
+import {
+  type CommandDriver,
+  ProcessDriver,
+  SandboxDriver,
+  SandboxUnavailableError,
+  type SandboxUsers,
+} from './host.js';
+
+export interface ChosenDriver {
+  driver: CommandDriver;
+  /** What the operator should know about the choice (printed by `wharf platform`), one line each. */
+  notes: string[];
+}
+
+export function chooseDriver(config: PlatformConfig, db: Store): ChosenDriver {
+  if (config.runtime === 'process') {
+    return {
+      driver: new ProcessDriver(),
+      notes: ['apps run as this platform’s own user: for one person’s machine only'],
+    };
+  }
+  try {
+    return sandboxDriver(config, db);
+  } catch (error) {
+    if (config.runtime === 'sandbox' || !(error instanceof SandboxUnavailableError)) throw error;
+    return {
+      driver: new ProcessDriver(),
+      notes: [
+        `no sandbox: ${error.message}`,
+        'apps run as this platform’s own user, so it serves one account only',
+      ],
+    };
+  }
+}
+
+function sandboxDriver(config: PlatformConfig, db: Store): ChosenDriver {
+  const notes: string[] = [];
+  const root = process.getuid?.() === 0;
+  const cgroups = detectCgroups();
+  if ('reason' in cgroups) notes.push(`no memory, process or CPU limits per app: ${cgroups.reason}`);
+  const { memoryMiB, pids, cpus } = config.sandbox;
+  const driver = new SandboxDriver({
+    // The app must not read the platform's database and secret, nor the user's Wharf keys.
+    hidden: [config.dataDir, wharfHome()],
+    users: root ? new StoredSandboxUsers(db, config.sandbox.uidBase) : null,
+    cgroups: 'reason' in cgroups ? null : cgroups,
+    limits: {
+      memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
+      pids: pids > 0 ? pids : null,
+      cpus: cpus > 0 ? cpus : null,
+    },
+  });
+  if (!root)
+    notes.push(
+      'apps run as this platform’s user inside the sandbox (start it as root for a user per project)',
+    );
+  return { driver, notes };
+}
+
+/** One uid per project, allocated in the store (the next after the highest ever given). */
+class StoredSandboxUsers implements SandboxUsers {
+  constructor(
+    private readonly db: Store,
+    private readonly base: number,
+  ) {}
+
+  async uidFor(projectId: string): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      const known = await this.db
+        .selectFrom('sandbox_users')
+        .select('uid')
+        .where('project_id', '=', projectId)
+        .executeTakeFirst();
+      if (known) return known.uid;
+      const top = await this.db
+        .selectFrom('sandbox_users')
+        .select((eb) => eb.fn.max('uid').as('uid'))
+        .executeTakeFirst();
+      const uid = Math.max(this.base, Number(top?.uid ?? this.base - 1) + 1);
+      try {
+        await this.db
+          .insertInto('sandbox_users')
+          .values({ uid, project_id: projectId, created_at: new Date().toISOString() })
+          .execute();
+        return uid;
+      } catch (error) {
+        // Another project took that uid first: take the next.
+        if (attempt >= 5) throw error;
+      }
+    }
+  }
+}
