@@ -168,6 +168,21 @@ describe('routing by Host', () => {
     expect(headers['x-forwarded-port']).toBe(String(tp.edgePort));
   });
 
+  it('replaces what a client claims in Forwarded and X-Real-IP with what the edge saw', async () => {
+    const answer = await viaEdge(tp.edgePort, 'edge-app.localhost', '/headers', {
+      headers: { forwarded: 'for=203.0.113.9;host=bank.example;proto=https', 'x-real-ip': '203.0.113.9' },
+    });
+    const headers = JSON.parse(answer.body) as Record<string, string>;
+    expect(headers['x-real-ip']).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+    expect(headers.forwarded).toMatch(
+      new RegExp(
+        `^for=("\\[::ffff:127\\.0\\.0\\.1\\]"|127\\.0\\.0\\.1);host="edge-app\\.localhost:${tp.edgePort}";proto=http$`,
+      ),
+    );
+    expect(answer.body).not.toContain('203.0.113.9');
+    expect(answer.body).not.toContain('bank.example');
+  });
+
   it('streams a large request body to the app intact', async () => {
     const body = randomBytes(3 * 1024 * 1024);
     const answer = await rawRequest('POST', '/echo', { host: `edge-app.localhost:${tp.edgePort}` }, body);
@@ -207,7 +222,7 @@ describe('pages for projects that do not run', () => {
     expect((await viaEdge(tp.edgePort, 'slow-build.localhost', '/')).body).toBe('built slowly /');
   });
 
-  it('a project whose deploy failed: 502 "The deploy failed" with the reason', async () => {
+  it('a project whose deploy failed: 502 "Not running", saying nothing of why (that is for its owner)', async () => {
     const project = await createProject(tp, {
       name: 'Broken',
       subdomain: 'broken',
@@ -219,9 +234,11 @@ describe('pages for projects that do not run', () => {
     await waitFor(tp, project.id, settled);
     const page = await viaEdge(tp.edgePort, 'broken.localhost', '/');
     expect(page.status).toBe(502);
-    expect(page.headers['x-wharf-edge']).toBe('The deploy failed');
+    expect(page.headers['x-wharf-edge']).toBe('Not running');
     expect(page.headers['retry-after']).toBeUndefined();
-    expect(page.body).toContain('Broken is not running: the app exited (code 9) before it listened');
+    expect(page.body).toContain('This app is not running.');
+    expect(page.body).not.toContain('exited');
+    expect(page.body).not.toContain('Broken');
   });
 });
 

@@ -386,6 +386,36 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
     expect(bare.headers['transfer-encoding']).toBeUndefined();
   });
 
+  it('replaces what a public client claims in Forwarded and X-Real-IP with what the edge saw', async () => {
+    const answer = await pub(sub, '/info', {
+      headers: { forwarded: 'for=6.6.6.6;host=evil.example;proto=https', 'x-real-ip': '6.6.6.6' },
+    });
+    expect(answer.status).toBe(200);
+    const { headers } = JSON.parse(answer.body.toString()) as { headers: IncomingHttpHeaders };
+    expect(headers['x-real-ip']).toBe('127.0.0.1');
+    expect(headers.forwarded).toBe(`for=127.0.0.1;host="${host(sub)}";proto=http`);
+    expect(answer.body.toString()).not.toContain('6.6.6.6');
+    expect(answer.body.toString()).not.toContain('evil.example');
+
+    // A replay of that request gives the app what the edge saw, not what the client claimed.
+    const list = await call<CapturedRequest[]>(`${tp.api}/tunnels/${sub}/requests`, { key: tp.key });
+    const original = list.body.find((r) => r.path === '/info')!;
+    const replay = await call<CapturedRequest>(`${tp.api}/tunnels/${sub}/replay/${original.id}`, {
+      key: tp.key,
+      method: 'POST',
+    });
+    expect(replay.status).toBe(200);
+    const detail = await call<CapturedRequestDetail>(`${tp.api}/tunnels/${sub}/requests/${replay.body.id}`, {
+      key: tp.key,
+    });
+    const replayed = JSON.parse(Buffer.from(detail.body.response_body!, 'base64').toString()) as {
+      headers: IncomingHttpHeaders;
+    };
+    expect(replayed.headers['x-real-ip']).toBe('127.0.0.1');
+    expect(replayed.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(replayed.headers.forwarded).toBe(`for=127.0.0.1;host="${host(sub)}";proto=http`);
+  });
+
   it('drops hop-by-hop headers both ways, keeps the public Host and sets X-Forwarded-*', async () => {
     const answer = await pub(sub, '/info', {
       headers: {
@@ -882,6 +912,37 @@ describe('capture on the edge', () => {
     await pub(sub, '/feed/token');
     expect((await withTimeout(first, 5_000, 'a feed message')).path).toBe('/feed/token');
     byToken.close();
+  });
+
+  it('refuses a raw API key as ?token= with 401 saying to mint a token, and never echoes the key', async () => {
+    const paths = [
+      `/api/v1/ws/traffic/${sub}?token=${tp.key}`,
+      `/api/v1/tunnels/connect?token=${tp.key}`,
+      `/api/v1/tunnels/connect?subdomain=${sub}-k&token=${encodeURIComponent(tp.key)}`,
+    ];
+    for (const path of paths) {
+      for (const protocol of ['websocket', 'wharf-tunnel']) {
+        const answer = await upgradeRequest(path, null, protocol);
+        expect(answer.status, `${protocol} ${path}`).toBe(401);
+        const problem = JSON.parse(answer.body) as { code: string; detail: string };
+        expect(problem.code).toBe('unauthorized');
+        expect(problem.detail).toContain('POST /api/v1/auth/token');
+        expect(answer.body).not.toContain(tp.key);
+        expect(answer.body).not.toContain(tp.key.slice(3));
+      }
+    }
+    // Nor is a key that was revoked, or one of the right shape that does not exist, tried as a key.
+    const unknown = await upgradeRequest(
+      `/api/v1/ws/traffic/${sub}?token=wk_${'a'.repeat(32)}`,
+      null,
+      'websocket',
+    );
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toContain('POST /api/v1/auth/token');
+    // A JWT minted from that key still opens the feed.
+    const token = await call<{ token: string }>(`${tp.api}/auth/token`, { key: tp.key, method: 'POST' });
+    const ok = await upgradeRequest(`/api/v1/ws/traffic/${sub}?token=${token.body.token}`, null, 'websocket');
+    expect(ok.status).toBe(101);
   });
 
   it('captures a request made while the client is offline, and the public gets a 502 page', async () => {

@@ -1,9 +1,19 @@
 // The app edge: the public HTTP server that routes by Host. `<subdomain>.<base_domain>` goes to a
 // project's main service and `<subdomain>-<service>.<base_domain>` to each service, with WebSocket
 // upgrades and X-Forwarded-* headers; a verified custom domain linked to a project goes to its main
-// service; static sites are served from their release folder. Unknown hosts
-// get a 404 page, apps that are down or being deployed a 502 or 503 page.
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+// service; static sites are served from their release folder, never a file whose real location (links
+// followed) leaves the site's root. Unknown hosts get a 404 page, apps that are down or being deployed
+// a 502 or 503 page that says nothing of why: the owner reads that in Wharf. A request body over
+// config.limits.bodyBytes is answered 413, whoever it was for.
+import {
+  type ClientRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  createServer,
+} from 'node:http';
+import { realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import type { Duplex } from 'node:stream';
 import send from '@fastify/send';
 import httpProxy from 'http-proxy';
@@ -11,7 +21,8 @@ import type { PlatformConfig } from '../config.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
-import { type EdgePage, sendPage } from './pages.js';
+import { forwardedHeader } from './forwarded.js';
+import { type EdgePage, notRunningPage, sendPage } from './pages.js';
 
 interface Route {
   projectId: string;
@@ -32,6 +43,10 @@ export class Edge {
   private readonly tunnelSuffix: string;
   /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
   private readonly upgraded = new Set<Duplex>();
+  /** The app request each proxied request became, so that a body over the limit can be cut there too. */
+  private readonly upstream = new WeakMap<IncomingMessage, ClientRequest>();
+  /** Responses answered 413 while their app request was being cut: its error must not end them. */
+  private readonly tooLarge = new WeakSet<ServerResponse>();
 
   constructor(
     private readonly config: PlatformConfig,
@@ -41,15 +56,12 @@ export class Edge {
   ) {
     this.suffix = `.${config.baseDomain}`;
     this.tunnelSuffix = `.${config.tunnelDomain}`;
+    this.proxy.on('proxyReq', (proxyReq, req) => this.upstream.set(req, proxyReq));
     this.proxy.on('error', (error, _req, res) => {
+      if (isServerResponse(res) && this.tooLarge.has(res)) return;
       if (isServerResponse(res)) {
-        if (!res.headersSent) {
-          this.page(res, {
-            status: 502,
-            title: 'The app did not answer',
-            message: `The edge could not reach the app (${(error as NodeJS.ErrnoException).code ?? error.message}).`,
-          });
-        } else res.destroy();
+        if (!res.headersSent) this.page(res, notRunningPage(502));
+        else res.destroy();
       } else (res as Duplex).destroy();
     });
     // Nothing one request does may take the platform down: an unexpected error ends that request only.
@@ -81,6 +93,7 @@ export class Edge {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.admitBody(req, res)) return;
     const host = hostOf(req);
     const tunnel = this.tunnels.subdomainOf(host);
     if (tunnel !== null) {
@@ -136,6 +149,59 @@ export class Edge {
     this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
   }
 
+  /**
+   * Holds a request body to config.limits.bodyBytes: a larger Content-Length is answered 413 at once,
+   * unread; a body without one (chunked) is counted as it streams by and cut where it goes over (413
+   * if nothing was answered yet, else the connection is closed). False when refused at once.
+   */
+  private admitBody(req: IncomingMessage, res: ServerResponse): boolean {
+    const max = this.config.limits.bodyBytes;
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > max) {
+      this.bodyTooLarge(req, res);
+      return false;
+    }
+    if (req.headers['transfer-encoding'] === undefined) return true;
+    let seen = 0;
+    const count = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen <= max) return;
+      req.off('data', count);
+      this.bodyTooLarge(req, res);
+    };
+    req.on('data', count);
+    // Counting must not set the body flowing before whoever relays it (proxy, tunnel) is listening.
+    req.pause();
+    // A body nobody read (a page, a static file) is read to its end once answered, still counted, so
+    // that the connection can carry the next request.
+    res.once('finish', () => {
+      if (!req.complete) req.resume();
+    });
+    return true;
+  }
+
+  private bodyTooLarge(req: IncomingMessage, res: ServerResponse): void {
+    const limit = formatBytes(this.config.limits.bodyBytes);
+    // The app (or tunnel client) must see its request aborted, not a shorter body as if it were whole.
+    req.unpipe();
+    this.upstream.get(req)?.destroy();
+    this.tunnels.cancelRelay(req, `the request body is over the edge's limit of ${limit}`);
+    if (res.headersSent) {
+      req.socket.destroy();
+      return;
+    }
+    this.tooLarge.add(res);
+    res.shouldKeepAlive = false;
+    // The rest of the body is read and dropped until the connection closes after the answer.
+    req.resume();
+    this.page(res, {
+      status: 413,
+      title: 'Request body too large',
+      message: `This address takes request bodies of up to ${limit}.`,
+      hint: 'Send a smaller body, or split it over several requests.',
+    });
+  }
+
   /** A custom domain's routing changed (verified, unverified, deleted): look it up afresh. */
   forgetDomain(domain: string): void {
     this.domainRoutes.delete(domain);
@@ -182,17 +248,11 @@ export class Edge {
     if (target?.kind === 'no-service') {
       return { status: 404, title: 'No such service', message: `This project has ${target.reason}.` };
     }
-    if (target?.kind === 'down') {
-      return {
-        status: target.status,
-        title: 'The app is down',
-        message: `${capitalize(target.reason)}.`,
-        retryAfter: 5,
-      };
-    }
+    // Why an app is down or failed is for its owner (in Wharf), not for whoever opens its URL.
+    if (target?.kind === 'down') return notRunningPage(target.status, 5);
     const project = await this.db
       .selectFrom('projects')
-      .select(['name', 'status', 'last_deploy_error'])
+      .select(['name', 'status'])
       .where('id', '=', route.projectId)
       .executeTakeFirst();
     switch (project?.status) {
@@ -206,12 +266,7 @@ export class Edge {
       case 'running':
         return { status: 503, title: 'Starting', message: `${project.name} is starting.`, retryAfter: 2 };
       case 'failed':
-        return {
-          status: 502,
-          title: 'The deploy failed',
-          message: `${project.name} is not running: ${project.last_deploy_error ?? 'its last deploy failed'}.`,
-          hint: 'See the logs in Wharf, fix the problem and deploy again.',
-        };
+        return notRunningPage(502);
       case 'stopped':
         return {
           status: 503,
@@ -239,10 +294,20 @@ export class Edge {
     }
     // Still percent-encoded: send decodes it (once), and answers 400 when it is malformed.
     const path = new URL(req.url ?? '/', 'http://edge').pathname;
-    let result = await send(req, path, { root, index: ['index.html'], dotfiles: 'deny' });
+    const site = await siteRoot(root, this.config.dataDir);
+    if (site === null || (await leavesSite(site, path))) {
+      this.notFound(res);
+      return;
+    }
+    let result = await send(req, path, { root: site, index: ['index.html'], dotfiles: 'deny' });
     // Single-page apps route on the client: a path without an extension falls back to index.html.
     if (result.statusCode === 404 && !/\.[a-z0-9]+$/i.test(path)) {
-      result = await send(req, '/index.html', { root, dotfiles: 'deny' });
+      if (await leavesSite(site, '/index.html')) {
+        result.stream.destroy();
+        this.notFound(res);
+        return;
+      }
+      result = await send(req, '/index.html', { root: site, dotfiles: 'deny' });
     }
     res.writeHead(result.statusCode, result.headers as Record<string, string>);
     // A file that cannot be read after all (its release removed meanwhile) ends this response only.
@@ -250,9 +315,67 @@ export class Edge {
     result.stream.pipe(res);
   }
 
+  private notFound(res: ServerResponse): void {
+    this.page(res, { status: 404, title: 'Not found', message: 'There is no file at this address.' });
+  }
+
   private page(res: ServerResponse, page: EdgePage): void {
     sendPage(res, page);
   }
+}
+
+/**
+ * The static site's real root (links resolved), or null when it is not inside its own release folder
+ * (`<dataDir>/apps/<project>/<release>`): a build may have made the served folder itself a link.
+ */
+async function siteRoot(root: string, dataDir: string): Promise<string | null> {
+  const apps = resolve(dataDir, 'apps');
+  const [project, release] = relative(apps, root).split(sep);
+  const boundary =
+    project && release && project !== '..' && !isAbsolute(project) ? join(apps, project, release) : root;
+  try {
+    const [real, realBoundary] = await Promise.all([realpath(root), realpath(boundary)]);
+    return within(realBoundary, real) ? real : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the file `urlPath` names in the site (or the index.html send would serve for a folder) is
+ * really outside it once links are followed. Paths send refuses itself (malformed, `..`, NUL) and
+ * files that do not exist are not outside: send answers those.
+ */
+async function leavesSite(site: string, urlPath: string): Promise<boolean> {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(urlPath);
+  } catch {
+    return false;
+  }
+  if (decoded.includes('\0')) return false;
+  const relativePath = normalize(`.${sep}${decoded}`);
+  if (relativePath === '..' || relativePath.startsWith(`..${sep}`)) return false;
+  const candidate = join(site, relativePath);
+  let real: string;
+  try {
+    real = await realpath(candidate);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
+  if (!within(site, real)) return true;
+  try {
+    if (!(await stat(real)).isDirectory()) return false;
+    return !within(site, await realpath(join(real, 'index.html')));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
+}
+
+function within(root: string, path: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
 function hostOf(req: IncomingMessage): string {
@@ -261,15 +384,25 @@ function hostOf(req: IncomingMessage): string {
   return host.replace(/:\d+$/, '').replace(/\.$/, '');
 }
 
+/**
+ * Replaces what the public side claims about the hop: X-Forwarded-* are removed (the proxy's `xfwd`
+ * sets them afresh), and Forwarded and X-Real-IP are set to what the edge itself saw.
+ */
 function stripForwarded(req: IncomingMessage): void {
   for (const name of ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port'])
     delete req.headers[name];
+  const address = req.socket.remoteAddress ?? '';
+  req.headers['x-real-ip'] = address;
+  req.headers.forwarded = forwardedHeader(address, req.headers.host ?? '');
 }
 
 function isServerResponse(value: unknown): value is ServerResponse {
   return typeof (value as ServerResponse | undefined)?.writeHead === 'function';
 }
 
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
+/** A byte count as people read it: `100 MiB`, `512 KiB`, `100 bytes`. */
+function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
 }

@@ -3,6 +3,11 @@
 // relays public requests for `<subdomain>.<tunnel_domain>` as streams, bodies streamed both ways.
 // Every exchange is captured (the last 1,000 per tunnel, in memory) and fed live to the traffic
 // WebSocket; a request that finds the client offline is captured too, with its error.
+// Per account (config.limits): tunnels connected at once, stream slots (each tunnel connection and
+// traffic feed holds one), and capture memory, shared out between the account's tunnels: a new tunnel
+// gets the per-tunnel budget if the account's budget has room, made first by forgetting the account's
+// offline tunnels, those offline longest first; else what is left (possibly nothing: its exchanges are
+// then captured without bodies).
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
@@ -25,6 +30,7 @@ import {
   requestHeadersToH2,
 } from '../../core/tunnel/protocol.js';
 import {
+  CAPTURE_LIMITS,
   TUNNEL_HEADERS,
   TUNNEL_UPGRADE_PROTOCOL,
   type CapturedRequest,
@@ -37,7 +43,9 @@ import { assertScope } from '../auth/authenticate.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
+import { type AccountLimits, type Lease, accountLimits } from '../limits.js';
 import type { Store } from '../store/open.js';
+import { forwardedHeader } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -48,17 +56,28 @@ const FEED_BUFFER_BYTES = 4 * 1024 * 1024;
 const REPLAY_TIMEOUT_MS = 60_000;
 
 export class Tunnel {
-  readonly ring = new CaptureRing();
+  readonly ring: CaptureRing;
   readonly feed = new EventEmitter();
   session: ClientHttp2Session | null = null;
   connectedAt = new Date().toISOString();
+  /** The account's tunnel slot, held from a connect until the last connection is gone. */
+  slot: Lease | null = null;
+  /** The stream slot of the current connection. */
+  stream: Lease | null = null;
+  /** Counts connects: only the latest connection's end gives the tunnel slot back. */
+  generation = 0;
+  /** When its last connection ended (0: never connected yet, or connected now). */
+  offlineSince = 0;
 
   constructor(
     readonly id: string,
     readonly accountId: string,
     readonly subdomain: string,
     readonly url: string,
+    /** The bytes of bodies its captures may keep: its share of the account's capture budget. */
+    readonly captureBytes: number,
   ) {
+    this.ring = new CaptureRing(CAPTURE_LIMITS.perTunnel, captureBytes);
     this.feed.setMaxListeners(0);
   }
 
@@ -89,6 +108,9 @@ export class TunnelHub {
   private readonly tunnels = new Map<string, Tunnel>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
   private readonly suffix: string;
+  private readonly limits: AccountLimits;
+  /** The relay stream of each public request in flight, so that the edge can cancel one. */
+  private readonly relays = new WeakMap<IncomingMessage, ClientHttp2Stream>();
   /** Whether public exchanges are captured (always, but for measuring what capture costs). */
   capture = true;
 
@@ -98,6 +120,33 @@ export class TunnelHub {
     private readonly auth: Authenticator,
   ) {
     this.suffix = `.${config.tunnelDomain}`;
+    this.limits = accountLimits(config);
+  }
+
+  /**
+   * What an account's tunnels hold for captures: the budgets granted (the most their bodies may take)
+   * and the bytes of bodies kept now, over its tunnels online and offline.
+   */
+  captureUsage(accountId: string): { tunnels: number; grantedBytes: number; keptBytes: number } {
+    let tunnels = 0;
+    let grantedBytes = 0;
+    let keptBytes = 0;
+    for (const tunnel of this.tunnels.values()) {
+      if (tunnel.accountId !== accountId) continue;
+      tunnels += 1;
+      grantedBytes += tunnel.captureBytes;
+      for (const { id } of tunnel.ring.list()) {
+        const kept = tunnel.ring.get(id);
+        if (kept) keptBytes += kept.requestBody.length + kept.responseBody.length;
+      }
+    }
+    return { tunnels, grantedBytes, keptBytes };
+  }
+
+  /** Ends the relay of a public request (its body went over the edge's limit): the app sees it aborted. */
+  cancelRelay(req: IncomingMessage, reason: string): void {
+    const stream = this.relays.get(req);
+    if (stream && !stream.closed && !stream.destroyed) stream.destroy(new Error(reason));
   }
 
   /** The tunnel's subdomain when `host` is under the tunnel domain. */
@@ -171,18 +220,49 @@ export class TunnelHub {
     if (RESERVED_SUBDOMAINS.has(subdomain)) {
       throw validationError([{ path: 'subdomain', message: `"${subdomain}" is reserved for the platform` }]);
     }
+    // Refused before the subdomain is claimed, when this could only be refused after.
+    const held = this.tunnels.get(subdomain);
+    if (held?.accountId !== caller.accountId || held.slot === null) {
+      this.limits.tunnels.check(caller.accountId);
+      this.limits.streams.check(caller.accountId);
+    }
     await this.reserve(caller.accountId, subdomain);
 
-    let tunnel = this.tunnels.get(subdomain);
-    if (!tunnel || tunnel.accountId !== caller.accountId) {
-      tunnel = new Tunnel(
+    const existing = this.tunnels.get(subdomain);
+    const known = existing?.accountId === caller.accountId ? existing : undefined;
+    // A reconnect of the subdomain takes its older connection's tunnel slot and stream slot over; any
+    // other connect takes new ones, or is refused at the account's limits.
+    const slot = known?.slot ?? this.limits.tunnels.acquire(caller.accountId);
+    known?.stream?.release();
+    let stream: Lease;
+    try {
+      stream = this.limits.streams.acquire(caller.accountId);
+    } catch (error) {
+      if (slot !== known?.slot) slot.release();
+      throw error;
+    }
+    const tunnel =
+      known ??
+      new Tunnel(
         newId('tun'),
         caller.accountId,
         subdomain,
         edgeUrl(this.config, `${subdomain}.${this.config.tunnelDomain}`),
+        this.grantCapture(caller.accountId),
       );
-      this.tunnels.set(subdomain, tunnel);
-    }
+    this.tunnels.set(subdomain, tunnel);
+    tunnel.slot = slot;
+    tunnel.stream = stream;
+    tunnel.offlineSince = 0;
+    const generation = ++tunnel.generation;
+    socket.once('close', () => stream.release());
+    /** This connection is gone: the tunnel slot goes back, unless a newer connection holds it now. */
+    const leave = () => {
+      if (tunnel.generation !== generation) return;
+      tunnel.slot?.release();
+      tunnel.slot = null;
+      tunnel.offlineSince = Date.now();
+    };
     // The same account connecting again takes the subdomain over from its older connection, and tells
     // that one why, so that it stops instead of reconnecting and taking it back in turn.
     const previous = tunnel.session;
@@ -201,14 +281,24 @@ export class TunnelHub {
     ];
     let transport: Duplex;
     if (protocol === 'websocket') {
-      transport = await new Promise<Duplex>((resolve) => {
+      transport = await new Promise<Duplex>((resolve, reject) => {
         const addHeaders = (headers: string[], request: IncomingMessage) => {
           if (request !== req) return;
           headers.push(...responseHeaders);
           this.wss.off('headers', addHeaders);
         };
+        // A client gone before the handshake ends: the slots it took go back.
+        const gone = () => {
+          this.wss.off('headers', addHeaders);
+          leave();
+          reject(new Error('the tunnel client went away during the upgrade'));
+        };
+        socket.once('close', gone);
         this.wss.on('headers', addHeaders);
-        this.wss.handleUpgrade(req, socket, head, (ws) => resolve(createWebSocketStream(ws)));
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          socket.off('close', gone);
+          resolve(createWebSocketStream(ws));
+        });
       });
     } else {
       socket.write(
@@ -228,9 +318,11 @@ export class TunnelHub {
     session.once('close', () => {
       if (tunnel.session === session) tunnel.session = null;
       transport.destroy();
+      leave();
       // An offline tunnel keeps its captures for a while (its client may come back), then goes.
       setTimeout(() => {
-        if (!tunnel.online && this.tunnels.get(subdomain) === tunnel) this.tunnels.delete(subdomain);
+        if (!tunnel.online && tunnel.slot === null && this.tunnels.get(subdomain) === tunnel)
+          this.tunnels.delete(subdomain);
       }, OFFLINE_TUNNEL_KEPT_MS).unref();
     });
     transport.once('close', () => session.destroy());
@@ -281,8 +373,14 @@ export class TunnelHub {
       return;
     }
     if (body) req.pipe(stream);
+    this.relays.set(req, stream);
     let failed: string | null = null;
     stream.on('response', (headers) => {
+      // The edge answered already (the request body went over its limit): nothing more goes out.
+      if (res.headersSent) {
+        stream.destroy();
+        return;
+      }
       const status = Number(headers[':status']);
       const error = headers[STREAM_HEADERS.error];
       if (error !== undefined) failed = String(error);
@@ -455,8 +553,10 @@ export class TunnelHub {
     // A copy: the ring's view of it may be written over by exchanges recorded while this one is sent.
     const body = Buffer.from(original.requestBody);
     // The body is whole and known: its length replaces whatever framing the original came with.
+    // What the public client claimed about the hop is not replayed either: the app gets what the edge
+    // saw the first time (as it did then).
     const raw = request.request_headers
-      .filter(({ name }) => name.toLowerCase() !== 'content-length')
+      .filter(({ name }) => !REPLACED_ON_REPLAY.has(name.toLowerCase()))
       .flatMap(({ name, value }) => [name, value]);
     let stream: ClientHttp2Stream;
     try {
@@ -468,6 +568,13 @@ export class TunnelHub {
             ...(body.length > 0 ? { 'content-length': body.length } : {}),
             'x-forwarded-proto': 'http',
             'x-forwarded-host': authority,
+            ...(request.remote_addr
+              ? {
+                  'x-forwarded-for': request.remote_addr,
+                  'x-real-ip': request.remote_addr,
+                  forwarded: forwardedHeader(request.remote_addr, authority),
+                }
+              : {}),
             [STREAM_HEADERS.requestId]: exchange.id,
             [STREAM_HEADERS.replayOf]: request.id,
           },
@@ -534,6 +641,8 @@ export class TunnelHub {
   private async traffic(req: IncomingMessage, socket: Duplex, head: Buffer, tunnelUrl: string) {
     const caller = await this.caller(req);
     const tunnel = this.find(caller.accountId, tunnelUrl);
+    // The feed holds one of the account's stream slots until its connection closes.
+    this.limits.streams.acquireFor(caller.accountId, socket);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const send = (request: CapturedRequest) => {
         // A subscriber that does not keep up misses entries rather than growing the edge's memory.
@@ -545,16 +654,41 @@ export class TunnelHub {
     });
   }
 
-  /** The caller of an upgrade: X-API-Key or a Bearer token, or (browsers set no headers) `?token=`. */
+  /**
+   * The caller of an upgrade: X-API-Key or a Bearer token, or (browsers set no headers) `?token=`,
+   * which takes a short-lived JWT only, never an API key.
+   */
   private async caller(req: IncomingMessage): Promise<Caller> {
-    let headers = req.headers;
-    if (headers['x-api-key'] === undefined && headers.authorization === undefined) {
-      const token = new URL(req.url ?? '/', 'http://platform').searchParams.get('token');
-      if (token) headers = { ...headers, authorization: `Bearer ${token}` };
-    }
-    const caller = await this.auth.authenticate({ headers });
+    const { headers } = req;
+    const token =
+      headers['x-api-key'] === undefined && headers.authorization === undefined
+        ? new URL(req.url ?? '/', 'http://platform').searchParams.get('token')
+        : null;
+    const caller = token
+      ? await this.auth.authenticateQueryToken(token)
+      : await this.auth.authenticate({ headers });
     assertScope(caller, 'deploy');
     return caller;
+  }
+
+  /**
+   * The capture budget of a new tunnel of the account: the per-tunnel budget when the account's budget
+   * has room for it, room made first by forgetting the account's offline tunnels, those offline longest
+   * first (a tunnel in use matters more than what one whose client left captured); else what is left.
+   */
+  private grantCapture(accountId: string): number {
+    const { captureBytesPerTunnel: perTunnel, captureBytesPerAccount: budget } = this.config.limits;
+    const own = [...this.tunnels.values()].filter((t) => t.accountId === accountId);
+    let granted = own.reduce((sum, t) => sum + t.captureBytes, 0);
+    const offline = own
+      .filter((t) => t.slot === null && t.captureBytes > 0)
+      .sort((a, b) => a.offlineSince - b.offlineSince);
+    for (const tunnel of offline) {
+      if (budget - granted >= perTunnel) break;
+      this.tunnels.delete(tunnel.subdomain);
+      granted -= tunnel.captureBytes;
+    }
+    return Math.max(0, Math.min(perTunnel, budget - granted));
   }
 
   private async reserve(accountId: string, subdomain: string): Promise<void> {
@@ -598,14 +732,20 @@ export class TunnelHub {
 }
 
 /**
- * X-Forwarded-* for the app. The edge is where requests enter: what a public client claims in these
- * headers is replaced, not kept (as the app edge does).
+ * X-Forwarded-*, X-Real-IP and Forwarded for the app. The edge is where requests enter: what a public
+ * client claims in these headers is replaced, not kept (as the app edge does).
  */
+/** Headers of a captured request that a replay sets afresh (see replay). */
+const REPLACED_ON_REPLAY = new Set(['content-length', 'x-forwarded-for', 'x-real-ip', 'forwarded']);
+
 function forwarded(req: IncomingMessage): Record<string, string> {
+  const address = req.socket.remoteAddress ?? '';
   return {
-    'x-forwarded-for': req.socket.remoteAddress ?? '',
+    'x-forwarded-for': address,
     'x-forwarded-proto': 'http',
     'x-forwarded-host': req.headers.host ?? '',
+    'x-real-ip': address,
+    forwarded: forwardedHeader(address, req.headers.host ?? ''),
   };
 }
 
@@ -654,7 +794,7 @@ function refuse(socket: Duplex, error: unknown): void {
     error instanceof ApiError
       ? error
       : new ApiError('internal', (error as Error).message || 'internal error');
-  const body = problem(apiError.code, apiError.detail, apiError.fields);
+  const body = problem(apiError.code, apiError.detail, apiError.fields, apiError.extra);
   const json = JSON.stringify(body);
   socket.end(
     `HTTP/1.1 ${body.status} ${body.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
