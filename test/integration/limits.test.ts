@@ -174,6 +174,20 @@ describe('projects, builds and streams per account', () => {
     expectLimit(await createUploadProject(tp, owner.key, 'lim-p5'), 'projects', 3);
   });
 
+  it('counts projects the AI builder creates against the same limit', async () => {
+    const owner = await tp.newAccount();
+    for (const name of ['ai-p1', 'ai-p2', 'ai-p3']) {
+      expect((await createUploadProject(tp, owner.key, name)).status).toBe(201);
+    }
+    const built = await call(`${tp.api}/ai/build`, {
+      key: owner.key,
+      body: { generator: 'landing', prompt: 'A landing page for a bakery', subdomain: 'ai-over-limit' },
+    });
+    expectLimit(built, 'projects', 3);
+    const listed = await call<Array<{ subdomain: string }>>(`${tp.api}/projects`, { key: owner.key });
+    expect(listed.body.map((p) => p.subdomain)).not.toContain('ai-over-limit');
+  });
+
   it('lets only one of several simultaneous creates take the last project slot', async () => {
     const owner = await tp.newAccount();
     await createUploadProject(tp, owner.key, 'race-p1');

@@ -31,6 +31,7 @@ import { maskRepoUrl, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './rep
 import type { Database, ProjectsTable } from '../store/schema.js';
 import type { FieldError } from '../../shared/errors.js';
 import { refusedServicePorts } from './ports.js';
+import { accountLimits } from '../limits.js';
 
 export interface SerializedList {
   json: string;
@@ -163,10 +164,24 @@ export class ProjectService {
    * `options.ownRepo`: the caller made `repo_url` itself (the AI builder's repository in the data
    * folder), so it is not held to the rule for the repositories accounts name.
    */
-  async create(
+  /**
+   * Creates a project (from the API, the AI builder or the agent alike), within the account's project
+   * limit: one creation at a time per account, so two at once cannot both take the last slot.
+   */
+  create(
     accountId: string,
     body: CreateProjectRequest,
     options: { ownRepo?: boolean } = {},
+  ): Promise<Project> {
+    return accountLimits(this.config).createProject(this.db, accountId, () =>
+      this.createNow(accountId, body, options),
+    );
+  }
+
+  private async createNow(
+    accountId: string,
+    body: CreateProjectRequest,
+    options: { ownRepo?: boolean },
   ): Promise<Project> {
     const buildConfig = body.build_config ?? EMPTY_BUILD_CONFIG;
     const refused =

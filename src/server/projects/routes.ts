@@ -83,10 +83,7 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     },
     handler: async (request, reply) => {
       const { accountId } = request.caller;
-      const created = await limits.createProject(db, accountId, () =>
-        projects.create(accountId, request.body),
-      );
-      return reply.code(201).send(created);
+      return reply.code(201).send(await projects.create(accountId, request.body));
     },
   });
 
