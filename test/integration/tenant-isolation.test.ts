@@ -331,3 +331,30 @@ describe('the process runtime on a platform of several accounts', () => {
     expect(answer.body.detail).toMatch(/--runtime sandbox/);
   });
 });
+
+describe('a platform several accounts share (--no-local-repos)', () => {
+  let tp: TestPlatform;
+
+  beforeAll(async () => {
+    tp = await startPlatform({ localRepos: false });
+  });
+  afterAll(async () => {
+    await tp?.close();
+  });
+
+  it('refuses a repository on a loopback or private address with 422, so the platform fetches nothing inside', async () => {
+    for (const repo_url of [
+      'http://127.0.0.1:9/repo.git',
+      'https://localhost/repo.git',
+      'http://[::1]/a.git',
+    ]) {
+      const answer = await call<{ code: string; errors: Array<{ path: string; message: string }> }>(
+        `${tp.api}/projects`,
+        { key: tp.key, body: { name: 'Inside', subdomain: `inside-${Date.now()}`, repo_url } },
+      );
+      expect(answer.status, repo_url).toBe(422);
+      expect(answer.body.errors[0]?.path).toBe('repo_url');
+      expect(answer.body.errors[0]?.message).toMatch(/loopback or private address/);
+    }
+  });
+});

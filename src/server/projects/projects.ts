@@ -27,7 +27,7 @@ import { ApiError, notFound, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/open.js';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
-import { maskRepoUrl, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './repo-url.js';
+import { maskRepoUrl, refusedRepoTarget, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './repo-url.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
 import type { FieldError } from '../../shared/errors.js';
 import { refusedServicePorts } from './ports.js';
@@ -187,6 +187,11 @@ export class ProjectService {
     const refused =
       body.repo_url !== undefined && !options.ownRepo ? refusedRepoUrl(this.config, body.repo_url) : null;
     if (refused) throw validationError([{ path: 'repo_url', message: refused }]);
+    const target =
+      body.repo_url !== undefined && !options.ownRepo
+        ? await refusedRepoTarget(this.config, body.repo_url)
+        : null;
+    if (target) throw validationError([{ path: 'repo_url', message: target }]);
     this.checkSubdomain(body.subdomain);
     this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
     const portErrors = await refusedServicePorts(this.db, null, buildConfig, ['build_config']);

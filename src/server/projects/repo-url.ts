@@ -6,10 +6,13 @@
 //
 // And how a URL's userinfo (`https://user:TOKEN@host/…`) is kept out of sight: masked as
 // `https://***@host/…` wherever a URL is shown, the real one only handed to git.
+import { lookup } from 'node:dns/promises';
 import { realpathSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PlatformConfig } from '../config.js';
+import { isPrivateAddress } from '../email/private-address.js';
 
 /** Why `url` may not be cloned for the project, or null when it may (every non-`file:` URL may). */
 export function refusedRepoUrl(
@@ -74,4 +77,44 @@ export function unmaskRepoUrl(masked: string, userinfo: string): string {
 /** Text (a git message, a log line) with the userinfo of every URL in it masked. */
 export function maskUrlsIn(text: string): string {
   return text.replace(USERINFO_ANYWHERE, '$1***@');
+}
+
+/** The host a git URL names (`https://host/…`, `ssh://user@host/…`, `user@host:path`); null for file://. */
+export function repoHost(url: string): string | null {
+  const scp = /^[A-Za-z0-9._-]+@([A-Za-z0-9.-]+):/.exec(url);
+  if (scp) return scp[1]!;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol === 'file:') return null;
+    return parsed.hostname.replace(/^\[(.*)\]$/, '$1') || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * On a platform several accounts share (`localRepos` off), why the platform may not clone from `url`: its
+ * host resolves to a loopback, private or otherwise special-purpose address, which would let a tenant
+ * make the platform fetch from its internal network (cloud metadata, admin ports). Null when it may, and
+ * when the name does not resolve (git then fails with its own message). A name that resolves elsewhere
+ * at clone time (DNS rebinding) is not caught here; redirects are not followed on such platforms.
+ */
+export async function refusedRepoTarget(
+  config: Pick<PlatformConfig, 'localRepos'>,
+  url: string,
+  resolve: (host: string) => Promise<Array<{ address: string }>> = (host) =>
+    lookup(host, { all: true, verbatim: true }),
+): Promise<string | null> {
+  if (config.localRepos) return null;
+  const host = repoHost(url);
+  if (host === null) return null;
+  let addresses: Array<{ address: string }>;
+  try {
+    addresses = isIP(host) === 0 ? await resolve(host) : [{ address: host }];
+  } catch {
+    return null;
+  }
+  const inside = addresses.find((a) => isPrivateAddress(a.address));
+  if (!inside) return null;
+  return `must not point to a loopback or private address (${host} is ${inside.address}): this platform runs with --no-local-repos`;
 }

@@ -25,7 +25,7 @@ import { connectDocker, pullImage, runContainer } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
 import { type ProcessExit, type RunningProcess, freePort, waitForPort } from './process.js';
 import { portIsFree } from './ports.js';
-import { maskUrlsIn, refusedRepoUrl } from '../projects/repo-url.js';
+import { maskUrlsIn, refusedRepoTarget, refusedRepoUrl } from '../projects/repo-url.js';
 import { SourceError, cloneRepository, extractUpload } from './sources.js';
 
 /** What a deploy produced and what a restart needs to run it again; stored as JSON with the project. */
@@ -503,9 +503,17 @@ export class Runtime {
       const refused = row.repo_url === null ? null : refusedRepoUrl(this.config, row.repo_url, row.id);
       if (refused) throw new DeployError(`the repository ${shown} ${refused}`);
       const url = row.repo_url === null ? hostUrl : this.projects.cloneUrl(row);
+      const target = row.repo_url === null ? null : await refusedRepoTarget(this.config, url);
+      if (target) throw new DeployError(`the repository ${shown} ${target}`);
       log.build(`cloning ${shown} (branch ${branch})`);
       try {
-        await cloneRepository({ url, branch, dest: dir, onLine: (line) => log.build(line) });
+        await cloneRepository({
+          url,
+          branch,
+          dest: dir,
+          onLine: (line) => log.build(line),
+          noRedirects: !this.config.localRepos,
+        });
       } catch (error) {
         throw new DeployError(maskUrlsIn((error as Error).message));
       }

@@ -29,6 +29,8 @@ export async function cloneRepository(options: {
   dest: string;
   onLine: LineSink;
   timeoutMs?: number;
+  /** Follow no HTTP redirect (a platform several accounts share: one could point into its network). */
+  noRedirects?: boolean;
 }): Promise<void> {
   const { bare, userinfo } = splitUserinfo(options.url);
   // Over HTTP the credentials go in a header set through the environment (not argv, which any local
@@ -44,7 +46,9 @@ export async function cloneRepository(options: {
         GIT_CONFIG_KEY_1: 'http.followRedirects',
         GIT_CONFIG_VALUE_1: 'false',
       }
-    : {};
+    : options.noRedirects
+      ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.followRedirects', GIT_CONFIG_VALUE_0: 'false' }
+      : {};
   const args = [
     'clone',
     '--depth',

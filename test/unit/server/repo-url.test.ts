@@ -7,7 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   maskRepoUrl,
   maskUrlsIn,
+  refusedRepoTarget,
   refusedRepoUrl,
+  repoHost,
   splitUserinfo,
   unmaskRepoUrl,
 } from '../../../src/server/projects/repo-url.js';
@@ -103,5 +105,50 @@ describe('repo_url userinfo', () => {
         "fatal: unable to access 'https://u:T0K@host/a.git/': 401; also ssh://me@h/x and https://h/y",
       ),
     ).toBe("fatal: unable to access 'https://***@host/a.git/': 401; also ssh://***@h/x and https://h/y");
+  });
+});
+
+describe('repoHost', () => {
+  it('finds the host of every URL form a repo_url may take', () => {
+    expect(repoHost('https://user:t@git.example.com:8443/a/b.git')).toBe('git.example.com');
+    expect(repoHost('ssh://git@[::1]:22/a.git')).toBe('::1');
+    expect(repoHost('git@example.org:owner/repo.git')).toBe('example.org');
+    expect(repoHost('git://10.0.0.5/repo')).toBe('10.0.0.5');
+    expect(repoHost('file:///srv/repo.git')).toBeNull();
+  });
+});
+
+describe('refusedRepoTarget', () => {
+  const shared = { localRepos: false };
+  const resolver = (table: Record<string, string[]>) => async (host: string) => {
+    const addresses = table[host];
+    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return addresses.map((address) => ({ address }));
+  };
+
+  it('refuses hosts on loopback, private, link-local and other special-purpose addresses', async () => {
+    const dns = resolver({
+      'metadata.internal': ['169.254.169.254'],
+      'intranet.example': ['10.1.2.3'],
+      'split.example': ['93.184.216.34', '192.168.1.10'],
+      'nat64.example': ['64:ff9b::a00:1'],
+    });
+    for (const url of [
+      'http://127.0.0.1:8080/repo.git',
+      'https://metadata.internal/latest',
+      'git@intranet.example:team/app.git',
+      'https://split.example/a.git',
+      'https://nat64.example/a.git',
+      'ssh://git@[::1]/a.git',
+    ]) {
+      expect(await refusedRepoTarget(shared, url, dns), url).toMatch(/loopback or private address/);
+    }
+  });
+
+  it('lets public hosts, names that do not resolve, and any host on a platform with local repos on through', async () => {
+    const dns = resolver({ 'git.example.com': ['93.184.216.34', '2606:2800:220:1::1'] });
+    expect(await refusedRepoTarget(shared, 'https://git.example.com/a.git', dns)).toBeNull();
+    expect(await refusedRepoTarget(shared, 'https://nowhere.invalid/a.git', dns)).toBeNull();
+    expect(await refusedRepoTarget({ localRepos: true }, 'http://127.0.0.1/a.git', dns)).toBeNull();
   });
 });
