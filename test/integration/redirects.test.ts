@@ -148,3 +148,36 @@ describe('the tunnel client', () => {
     },
   );
 });
+
+describe('the tunnel client facing a hostile answer', () => {
+  it('reads no more than a short problem of a refusal, however long the body', async () => {
+    // A "platform" that refuses the upgrade with an endless body.
+    const endless = createServer();
+    endless.on('upgrade', (_req, socket) => {
+      socket.write(
+        'HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n',
+      );
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      const pump = () => {
+        while (!socket.destroyed && socket.write(chunk));
+        if (!socket.destroyed) socket.once('drain', pump);
+      };
+      socket.on('error', () => undefined);
+      pump();
+    });
+    const origin = await listen(endless);
+    const client = new TunnelClient({ platformUrl: origin, apiKey: KEY, localPort: 9, transport: 'raw' });
+    try {
+      const error = await client.start().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(TunnelRefusedError);
+      expect((error as TunnelRefusedError).message.length).toBeLessThanOrEqual(70 * 1024);
+    } finally {
+      await client.stop();
+      endless.closeAllConnections();
+      await new Promise((resolve) => endless.close(resolve));
+    }
+  }, 20_000);
+});

@@ -531,6 +531,8 @@ function infoOf(headers: IncomingHttpHeaders | Record<string, string | string[] 
 }
 
 /** A non-101 answer to the connect request, as an error carrying the platform's problem. */
+const REFUSAL_BODY_LIMIT = 64 * 1024;
+
 async function refusal(res: IncomingMessage, asked: URL): Promise<never> {
   const status = res.statusCode ?? 0;
   if (status >= 300 && status < 400) {
@@ -549,9 +551,18 @@ async function refusal(res: IncomingMessage, asked: URL): Promise<never> {
       `the platform answered ${status}, redirecting ${where}: the tunnel client does not follow redirects (its API key would go along), so set the platform URL to the address that answers`,
     );
   }
+  // A refusal is a short problem+json; whatever answers may send more, and is not read past this.
   const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString();
+  let size = 0;
+  for await (const chunk of res) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if (size >= REFUSAL_BODY_LIMIT) {
+      res.destroy();
+      break;
+    }
+  }
+  const text = Buffer.concat(chunks).subarray(0, REFUSAL_BODY_LIMIT).toString();
   let code = 'http_error';
   let detail = text.trim() || `HTTP ${res.statusCode}`;
   try {
