@@ -1,9 +1,12 @@
 // The bounded line reader every tenant's output goes through, and the script that carries a project's
 // variables into the sandbox.
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
-import { commandScript } from '../../../src/server/runtime/drivers/host.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { commandScript, toolchainDirs } from '../../../src/server/runtime/drivers/host.js';
 import { CONTINUED_MARK, CUT_MARK, LineSplitter, readLines } from '../../../src/server/runtime/lines.js';
 
 function split(chunks: Array<string | Buffer>, max = 8): string[] {
@@ -63,5 +66,31 @@ describe('commandScript', () => {
     const script = commandScript('printf "%s|" "$PLAIN" "$QUOTED" "$EMPTY" "$LINES"', env);
     const out = execFileSync('/bin/sh', ['-c', script], { encoding: 'utf8', env: {} });
     expect(out).toBe(`a b|${env.QUOTED}||one\ntwo|`);
+  });
+});
+
+describe('toolchainDirs', () => {
+  const home = mkdtempSync(join(tmpdir(), 'wharf-home-'));
+  const make = (...parts: string[]) => {
+    const dir = join(home, ...parts);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  };
+  const nvm = make('.nvm', 'versions', 'node', 'v20.19.0', 'bin');
+  const shims = make('.pyenv', 'shims');
+  const localBin = make('.local', 'bin');
+  const ownBin = make('bin');
+  const data = make('.wharf', 'platform');
+  const dataBin = make('.wharf', 'bin');
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('shows the toolchains a hidden home holds, read-only, and nothing of the platform’s data', () => {
+    const path = [nvm, shims, localBin, ownBin, dataBin, '/usr/bin', 'relative/bin', join(home, 'gone')].join(
+      ':',
+    );
+    expect(toolchainDirs(path, [home], [join(home, '.wharf')]).sort()).toEqual(
+      [join(home, '.nvm', 'versions', 'node', 'v20.19.0'), join(home, '.pyenv'), localBin, ownBin].sort(),
+    );
+    expect(toolchainDirs(path, [home], [data])).not.toContain(join(home, '.wharf'));
   });
 });

@@ -22,7 +22,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { RuntimeKind } from '../../config.js';
 import type { Cgroups, ResourceLimits } from '../cgroups.js';
 import { type RunningProcess, startProcess } from '../process.js';
@@ -156,6 +156,7 @@ export class SandboxDriver implements CommandDriver {
       '--proc', '/proc',
       '--perms', '1777', '--tmpfs', '/tmp',
       ...hidden.flatMap((dir) => ['--tmpfs', dir]),
+      ...this.toolchains(hidden).flatMap((dir) => ['--ro-bind', dir, dir]),
       ...between.flatMap((dir) => ['--perms', '0755', '--dir', dir]),
       '--bind', spec.workspace, spec.workspace,
       '--perms', '0444', '--file', '3', SCRIPT_PATH,
@@ -198,6 +199,16 @@ export class SandboxDriver implements CommandDriver {
   }
 
   /**
+   * On a platform that runs as its own user (a developer's machine), the toolchains on its PATH that
+   * live in a hidden home (nvm's node, pyenv, cargo) are shown read-only, so apps find them. A root
+   * platform shows none: a project's user could not read them anyway.
+   */
+  private toolchains(hidden: string[]): string[] {
+    if (this.options.users) return [];
+    return toolchainDirs(process.env.PATH ?? '', hidden, this.options.hidden);
+  }
+
+  /**
    * The hidden folders, each created first when missing: bwrap cannot make a mount point on the
    * read-only root (it fails "Can't mkdir"), and one created later would show through. One that cannot
    * be created (and so does not exist) has nothing to hide. Home folders go too: an operator's keys
@@ -217,6 +228,29 @@ export class SandboxDriver implements CommandDriver {
       return existsSync(dir);
     });
   }
+}
+
+/**
+ * The folders to show read-only for the PATH entries inside `hidden` folders: a `bin` or `shims`
+ * folder's prefix (which holds its libraries), else the entry itself; never anything in or around
+ * `never` (the platform's data), never a hidden folder itself, and only the `bin` of `~/.local`.
+ */
+export function toolchainDirs(path: string, hidden: string[], never: string[]): string[] {
+  const inside = (dir: string, parent: string) => dir === parent || dir.startsWith(parent + sep);
+  const out = new Set<string>();
+  for (const entry of path.split(':')) {
+    if (entry === '' || !entry.startsWith('/')) continue;
+    const dir = resolve(entry);
+    const home = hidden.find((h) => dir.startsWith(h + sep));
+    if (home === undefined || !existsSync(dir)) continue;
+    const base = basename(dir);
+    let shown = base === 'bin' || base === 'shims' ? dirname(dir) : dir;
+    if (hidden.includes(shown) || basename(shown) === '.local') shown = dir;
+    if (never.some((n) => inside(resolve(n), shown) || inside(shown, resolve(n)))) continue;
+    out.add(shown);
+  }
+  // A folder inside another shown one comes with it.
+  return [...out].filter((dir) => ![...out].some((other) => other !== dir && dir.startsWith(other + sep)));
 }
 
 /**
