@@ -637,7 +637,32 @@ describe('the OpenAPI document', () => {
       'project_id',
       'created_at',
       'verified_at',
+      'verification',
     ]);
+  });
+});
+
+describe('the domain list', () => {
+  it('carries each domain’s own TXT record, the same as when it was added, and only to its account', async () => {
+    const owner = await p.newAccount();
+    const other = await p.newAccount();
+    const added = await call<{ domain: { id: string }; verification: { name: string; value: string } }>(
+      `${p.api}/domains`,
+      { key: owner.key, body: { domain: 'listed.owner-shop.test' } },
+    );
+    expect(added.status).toBe(201);
+    const mine = await call<
+      Array<{ id: string; verification: { type: string; name: string; value: string } }>
+    >(`${p.api}/domains`, { key: owner.key });
+    expect(mine.body.find((d) => d.id === added.body.domain.id)?.verification).toEqual({
+      type: 'TXT',
+      name: '_wharf-challenge.listed.owner-shop.test',
+      value: added.body.verification.value,
+    });
+    const theirs = await call<Array<{ verification: { value: string } }>>(`${p.api}/domains`, {
+      key: other.key,
+    });
+    expect(JSON.stringify(theirs.body)).not.toContain(added.body.verification.value);
   });
 });
 

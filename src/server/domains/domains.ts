@@ -75,11 +75,21 @@ export class DomainService {
   async list(accountId: string): Promise<Domain[]> {
     const rows = await this.db
       .selectFrom('domains')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .orderBy('id', 'desc')
+      .leftJoin('domain_challenges', (join) =>
+        join
+          .onRef('domain_challenges.account_id', '=', 'domains.account_id')
+          .onRef('domain_challenges.domain', '=', 'domains.domain'),
+      )
+      .selectAll('domains')
+      .select('domain_challenges.token')
+      .where('domains.account_id', '=', accountId)
+      .orderBy('domains.id', 'desc')
       .execute();
-    return rows.map((row) => this.toDomain(row));
+    return Promise.all(
+      rows.map(async ({ token, ...row }) =>
+        this.toDomain(row, token ?? (await this.token(accountId, row.domain))),
+      ),
+    );
   }
 
   async create(accountId: string, input: CreateDomainRequest): Promise<CreatedDomain> {
@@ -112,14 +122,11 @@ export class DomainService {
     };
     // A concurrent add of the same name by the same account fails on the unique index: 409.
     await this.db.insertInto('domains').values(row).execute();
+    const created = this.toDomain(row, await this.token(accountId, domain));
     return {
-      domain: this.toDomain(row),
+      domain: created,
       instructions: { type: 'CNAME', name: domain, target: this.target },
-      verification: {
-        type: 'TXT',
-        name: challengeName(domain),
-        value: await this.token(accountId, domain),
-      },
+      verification: created.verification,
     };
   }
 
@@ -133,7 +140,7 @@ export class DomainService {
       .where('id', '=', row.id)
       .execute();
     if (row.project_id !== input.project_id) this.onRouteChange(row.domain);
-    return this.toDomain({ ...row, project_id: input.project_id });
+    return this.toDomain({ ...row, project_id: input.project_id }, await this.token(accountId, row.domain));
   }
 
   /** Checks the account's domain now (manual verify) and records the outcome. */
@@ -333,7 +340,7 @@ export class DomainService {
     return check.definitive ? false : row.verified === 1;
   }
 
-  private toDomain(row: DomainsTable): Domain {
+  private toDomain(row: DomainsTable, token: string): Domain {
     return {
       id: row.id,
       domain: row.domain,
@@ -342,6 +349,7 @@ export class DomainService {
       project_id: row.project_id,
       created_at: row.created_at,
       verified_at: row.verified_at,
+      verification: { type: 'TXT', name: challengeName(row.domain), value: token },
     };
   }
 }

@@ -16,6 +16,12 @@ export const DomainName = z
       ),
   );
 
+/** The proof of ownership: a TXT record `_wharf-challenge.<domain>` holding this account's token. */
+export const DomainChallenge = z
+  .object({ type: z.literal('TXT'), name: z.string(), value: z.string() })
+  .meta({ id: 'DomainChallenge' });
+export type DomainChallenge = z.infer<typeof DomainChallenge>;
+
 export const Domain = z
   .object({
     id: idOf('dom'),
@@ -25,6 +31,8 @@ export const Domain = z
     project_id: idOf('prj').nullable(),
     created_at: Timestamp,
     verified_at: Timestamp.nullable(),
+    /** The TXT record proving it is the account's (also after it is verified: a re-check looks again). */
+    verification: DomainChallenge,
   })
   .meta({ id: 'Domain' });
 export type Domain = z.infer<typeof Domain>;
@@ -42,12 +50,6 @@ export type LinkDomainRequest = z.infer<typeof LinkDomainRequest>;
 
 /** Where the domain must point: a CNAME record `name` → `target` (an apex: A/AAAA equal to the target's). */
 export const DnsInstructions = z.object({ type: z.literal('CNAME'), name: z.string(), target: z.string() });
-
-/** The proof of ownership: a TXT record `_wharf-challenge.<domain>` holding this account's token. */
-export const DomainChallenge = z
-  .object({ type: z.literal('TXT'), name: z.string(), value: z.string() })
-  .meta({ id: 'DomainChallenge' });
-export type DomainChallenge = z.infer<typeof DomainChallenge>;
 
 export const CreatedDomain = z
   .object({ domain: Domain, instructions: DnsInstructions, verification: DomainChallenge })

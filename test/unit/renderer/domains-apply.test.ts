@@ -11,6 +11,7 @@ const domain = (extra: Partial<Domain>): Domain => ({
   project_id: null,
   created_at: '2025-01-31T10:00:00.000Z',
   verified_at: null,
+  verification: { type: 'TXT', name: '_wharf-challenge.app.example.com', value: 'wharf-verify=token' },
   ...extra,
 });
 

@@ -20,8 +20,6 @@ export const selectVerification =
   (state: State): VerificationState =>
     state.verifications[id] ?? IDLE;
 
-export const selectChallenge = (id: string) => (state: State) => state.challenges[id] ?? null;
-
 export const selectLinking = (id: string) => (state: State) => state.linking[id] ?? false;
 
 export const selectDomainActions = (state: State) => ({
@@ -36,6 +34,5 @@ export const selectDomainActions = (state: State) => ({
 export const useDomainList = () => useDomainsStore(useShallow(selectDomainList));
 export const useCreatedDomain = () => useDomainsStore(selectCreated);
 export const useVerification = (id: string) => useDomainsStore(selectVerification(id));
-export const useChallenge = (id: string) => useDomainsStore(selectChallenge(id));
 export const useLinking = (id: string) => useDomainsStore(selectLinking(id));
 export const useDomainActions = () => useDomainsStore(useShallow(selectDomainActions));

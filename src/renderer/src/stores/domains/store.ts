@@ -7,7 +7,6 @@ import type {
   CreateDomainRequest,
   CreatedDomain,
   Domain,
-  DomainChallenge,
   DomainVerification,
 } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
@@ -29,11 +28,6 @@ interface DomainsState {
   /** The domain added last in this session, with its instructions, until it is verified or removed. */
   created: CreatedDomain | null;
   verifications: Readonly<Record<string, VerificationState>>;
-  /**
-   * The TXT record each domain added in this session must publish (the list does not carry it; adding
-   * the domain again after removing it shows the same value).
-   */
-  challenges: Readonly<Record<string, DomainChallenge>>;
   /** Relinks in flight, by domain id. */
   linking: Readonly<Record<string, boolean>>;
   load(): Promise<void>;
@@ -59,7 +53,6 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
     error: null,
     created: null,
     verifications: {},
-    challenges: {},
     linking: {},
 
     async load() {
@@ -80,7 +73,6 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
         set((state) => ({
           created: outcome.value,
           domains: [domain, ...(state.domains ?? []).filter((d) => d.id !== domain.id)],
-          challenges: { ...state.challenges, [domain.id]: outcome.value.verification },
         }));
       }
       return outcome;
@@ -126,12 +118,10 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
       if (outcome.ok || outcome.error.code === 'not_found') {
         set((state) => {
           const { [id]: _gone, ...verifications } = state.verifications;
-          const { [id]: _forgotten, ...challenges } = state.challenges;
           return {
             domains: state.domains?.filter((d) => d.id !== id) ?? null,
             created: state.created?.domain.id === id ? null : state.created,
             verifications,
-            challenges,
           };
         });
       }

@@ -1,6 +1,6 @@
 // The two DNS records a custom domain needs (the CNAME that points it at the platform, the TXT that
 // proves it is the account's), each name and value with its copy button, and what the last check found.
-import type { Domain, DomainChallenge, DomainVerification } from '../../../../shared/api/domains.js';
+import type { Domain, DomainVerification } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
 import { Icon } from '../../components/Icon';
@@ -10,13 +10,12 @@ import { formatWhen } from '../../lib/format';
 export interface DnsRecordRow {
   type: 'CNAME' | 'TXT';
   name: string;
-  /** null: not known here (the TXT value is only in the answer that added the domain). */
-  value: string | null;
+  value: string;
   purpose: string;
 }
 
-/** What to create for a domain: the CNAME to the platform, and the TXT proof when its value is known. */
-export function recordsFor(domain: Domain, challenge: DomainChallenge | null): DnsRecordRow[] {
+/** What to create for a domain: the CNAME to the platform, and the TXT that proves it is the account's. */
+export function recordsFor(domain: Domain): DnsRecordRow[] {
   return [
     {
       type: 'CNAME',
@@ -27,8 +26,8 @@ export function recordsFor(domain: Domain, challenge: DomainChallenge | null): D
     },
     {
       type: 'TXT',
-      name: challenge?.name ?? `_wharf-challenge.${domain.domain}`,
-      value: challenge?.value ?? null,
+      name: domain.verification.name,
+      value: domain.verification.value,
       purpose: 'Proves the domain is yours: no other account can take it once verified.',
     },
   ];
@@ -69,24 +68,17 @@ export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; t
               </span>
             </td>
             <td>
-              {record.value === null ? (
-                <span className="muted" data-testid={id(record, 'value')}>
-                  Shown when the domain was added. Lost it? Remove the domain and add it again: the value
-                  stays the same.
+              <span className="dns-record-cell">
+                <span className="mono dns-record-value" data-testid={id(record, 'value')}>
+                  {record.value}
                 </span>
-              ) : (
-                <span className="dns-record-cell">
-                  <span className="mono dns-record-value" data-testid={id(record, 'value')}>
-                    {record.value}
-                  </span>
-                  <CopyButton
-                    text={record.value}
-                    iconOnly
-                    ariaLabel={`Copy ${record.type} value ${record.value}`}
-                    className="icon-button"
-                  />
-                </span>
-              )}
+                <CopyButton
+                  text={record.value}
+                  iconOnly
+                  ariaLabel={`Copy ${record.type} value ${record.value}`}
+                  className="icon-button"
+                />
+              </span>
             </td>
           </tr>
         ))}

@@ -9,7 +9,7 @@ import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatAgo, formatDateTime } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
-import { useChallenge, useDomainActions, useLinking, useVerification } from '../../stores/domains/selectors';
+import { useDomainActions, useLinking, useVerification } from '../../stores/domains/selectors';
 import { useProject, useProjectList } from '../../stores/projects/selectors';
 import { DnsRecordTable, VerificationResult, recordsFor } from './DnsRecord';
 
@@ -52,7 +52,6 @@ export function VerifyButton({ domain, primary = false }: { domain: Domain; prim
 export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails: boolean }) {
   const project = useProject(domain.project_id ?? '');
   const { result, error } = useVerification(domain.id);
-  const challenge = useChallenge(domain.id);
   const [confirming, setConfirming] = useState(false);
   const [linkError, setLinkError] = useState<BridgeErrorShape | null>(null);
 
@@ -115,7 +114,7 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
           {!domain.verified ? (
             <div className="domain-record">
               <p className="muted">Create these records at your DNS provider, then verify:</p>
-              <DnsRecordTable records={recordsFor(domain, challenge)} testId="row-dns-record" />
+              <DnsRecordTable records={recordsFor(domain)} testId="row-dns-record" />
             </div>
           ) : null}
           <VerificationResult result={result} error={error} />

@@ -134,7 +134,7 @@ function CreatedInstructions() {
         </button>
       </header>
       <div className="card-body stack">
-        <DnsRecordTable records={recordsFor(domain, created.verification)} testId="dns-record" />
+        <DnsRecordTable records={recordsFor(domain)} testId="dns-record" />
         <div className="button-row">
           <VerifyButton domain={domain} primary />
         </div>
