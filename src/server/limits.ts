@@ -11,24 +11,25 @@ import type { Store } from './store/open.js';
 export type CountedLimit = 'tunnels' | 'projects' | 'builds' | 'streams';
 
 /** What an account at each limit holds, and what the caller can do about it. */
-const WHAT: Record<CountedLimit, { holds: (value: number) => string; todo: string }> = {
+const WHAT: Record<CountedLimit, { holds: (value: number) => string; remedy: string }> = {
   tunnels: {
     holds: (n) => `this account has ${n} tunnel${n === 1 ? '' : 's'} connected, the most it may have at once`,
-    todo: 'stop a tunnel client (or reconnect one of the same subdomains, which takes its place) and connect again',
+    remedy:
+      'stop a tunnel client (or reconnect one of the same subdomains, which takes its place) and connect again',
   },
   projects: {
     holds: (n) => `this account has ${n} project${n === 1 ? '' : 's'}, the most it may have`,
-    todo: 'delete a project it no longer needs, then create this one',
+    remedy: 'delete a project it no longer needs, then create this one',
   },
   builds: {
     holds: (n) =>
       `${n} of this account's projects ${n === 1 ? 'is' : 'are'} being deployed, the most at once`,
-    todo: 'wait until one of those deploys ends (or stop it), then deploy again',
+    remedy: 'wait until one of those deploys ends (or stop it), then deploy again',
   },
   streams: {
     holds: (n) =>
       `this account has ${n} event stream${n === 1 ? '' : 's'} and WebSocket${n === 1 ? '' : 's'} open, the most at once`,
-    todo: 'close one (a log follow, an agent stream, a traffic feed or a tunnel client), then try again',
+    remedy: 'close one (a log follow, an agent stream, a traffic feed or a tunnel client), then try again',
   },
 };
 
@@ -44,7 +45,7 @@ export function limitReached(name: CountedLimit, value: number): ApiError {
   const what = WHAT[name];
   return new ApiError(
     'limit_reached',
-    `${what.holds(value)} (limit "${name}" is ${value}): ${what.todo}; the platform's operator sets this limit with ${FLAGS[name]}`,
+    `${what.holds(value)} (limit "${name}" is ${value}): ${what.remedy}; the platform's operator sets this limit with ${FLAGS[name]}`,
     undefined,
     undefined,
     { limit: { name, value } },
