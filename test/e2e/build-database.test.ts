@@ -18,7 +18,9 @@ describe.skipIf(!postgresBin())('building an app with a PostgreSQL database from
     pg = await startPostgres();
   }, 60_000);
   const ui = useAppStack({
-    platformEnv: () => ({ WHARF_POSTGRES_URL: pg!.url }),
+    // The app reaches `pg` through NODE_PATH in this checkout (see below), which may lie under /tmp, and
+    // the sandbox gives apps a /tmp of their own: these apps run as plain processes (one account).
+    platformEnv: () => ({ WHARF_POSTGRES_URL: pg!.url, WHARF_RUNTIME: 'process' }),
     teardown: async () => {
       await pg?.stop();
     },

@@ -306,7 +306,9 @@ describe.skipIf(!pgBin)('AI builder with a real PostgreSQL (needs_setup → data
 
   beforeAll(async () => {
     pg = await startPostgres();
-    tp = await startPlatform({ healthTimeoutMs: 30_000, ai: { postgresUrl: pg.url } });
+    // The app reaches `pg` through NODE_PATH in this checkout (see below), which may lie under /tmp, and
+    // the sandbox gives apps a /tmp of their own: these apps run as plain processes (one account).
+    tp = await startPlatform({ healthTimeoutMs: 30_000, ai: { postgresUrl: pg.url }, runtime: 'process' });
   }, 60_000);
   afterAll(async () => {
     await tp?.close();
