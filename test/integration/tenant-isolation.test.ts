@@ -2,8 +2,8 @@
 // account: builds and apps that read the platform's secret, its process environment and database,
 // another project's files; output floods that used to end the platform; ports that belong to the
 // platform or to another project; the process runtime on a platform of several accounts.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,21 @@ import {
 
 const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
 const isRoot = process.getuid?.() === 0;
+
+/** The machine's processes: real uid and command line (from /proc, as `ps` would show them). */
+function processes(): Array<{ uid: number; args: string }> {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+        return uid === undefined ? [] : [{ uid: Number(uid), args }];
+      } catch {
+        return [];
+      }
+    });
+}
 
 /** The same platform seen with another account's key. */
 function as(tp: TestPlatform, key: string): TestPlatform {
@@ -132,10 +147,9 @@ describe.skipIf(!hasBwrap)('tenant code in the default runtime', () => {
       const lines = await logLines(attacker, b.id);
       expect(lines).toContain('done-looking');
       expect(lines).not.toContain('only-for-a');
-      const uids = execFileSync('ps', ['-eo', 'uid=,args='], { encoding: 'utf8' })
-        .split('\n')
-        .filter((row) => row.includes('node server.js'))
-        .map((row) => Number(row.trim().split(/\s+/)[0]));
+      const uids = processes()
+        .filter((p) => p.args === 'node server.js')
+        .map((p) => p.uid);
       expect(uids.length).toBeGreaterThanOrEqual(2);
       expect(uids.every((uid) => uid >= tp.platform.config.sandbox.uidBase)).toBe(true);
     },
@@ -157,7 +171,14 @@ __attribute__((constructor)) static void mark(void) {
 }
 `,
       );
-      const built = spawnSync('cc', ['-shared', '-fPIC', '-o', join(dir, 'mark.so'), join(dir, 'mark.c')]);
+      const compiler = spawnSync('cc', ['--version']).status === 0 ? 'cc' : 'gcc';
+      const built = spawnSync(compiler, [
+        '-shared',
+        '-fPIC',
+        '-o',
+        join(dir, 'mark.so'),
+        join(dir, 'mark.c'),
+      ]);
       if (built.status !== 0) throw new Error(`cc failed: ${built.stderr}`);
       const project = await createProject(attacker, {
         name: 'Preload',
