@@ -45,6 +45,8 @@ export interface ReleaseService {
   staticRoot: string | null;
   image: string | null;
   fixedPort: number | null;
+  /** An image's port inside its container (the build config's port_override), else its PORT. */
+  containerPort?: number | null;
   /** The project's env vars with the service's overrides, as they were at deploy time. */
   env: Record<string, string>;
   /** Folders put first on PATH (a Python virtualenv's bin/). */
@@ -555,6 +557,7 @@ export class Runtime {
             staticRoot: null,
             image: row.image,
             fixedPort: null,
+            containerPort: (JSON.parse(row.build_config) as BuildConfig).port_override ?? null,
             env,
             path: [],
           },
@@ -608,7 +611,7 @@ export class Runtime {
         start,
         staticRoot: staticRoot ? resolve(base, staticRoot) : null,
         image: null,
-        fixedPort: null,
+        fixedPort: start ? (config.port_override ?? null) : null,
         env,
         path,
       });
@@ -630,6 +633,11 @@ export class Runtime {
       });
       const prepared = new Set<string>();
       if (config.install_cmd || config.build_cmd) prepared.add(base);
+      // The primary app (the one at the project's own subdomain) keeps the project's port_override
+      // when it declares no port of its own.
+      const primary =
+        config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
+        config.services.find((s) => s.kind !== 'worker');
       for (const service of config.services) {
         const cwd = service.root_dir ? resolve(base, service.root_dir) : base;
         assertDirectory(cwd, dir, `services.${service.name}.root_dir`);
@@ -660,7 +668,7 @@ export class Runtime {
           start: service.start_cmd,
           staticRoot: null,
           image: null,
-          fixedPort: service.port,
+          fixedPort: service.port ?? (service === primary ? (config.port_override ?? null) : null),
           env: serviceEnv,
           path,
         });
@@ -769,6 +777,7 @@ export class Runtime {
         image: spec.image!,
         name: `wharf-${state.id}-${instance.release.id}`.toLowerCase(),
         port: port!,
+        containerPort: spec.containerPort ?? port!,
         env: spec.env,
         onLine: (_stream, line) => log.write('runtime', spec.name, line),
       });
@@ -946,9 +955,9 @@ export class Runtime {
     path: string[],
     extra: Record<string, string>,
   ): Record<string, string> {
-    const home =
-      this.driver.kind === 'sandbox' ? join(releaseDir, '..', 'home') : (process.env.HOME ?? releaseDir);
-    if (this.driver.kind === 'sandbox') mkdirSync(home, { recursive: true });
+    // The project's own home (caches, dotfiles), never the operator's.
+    const home = join(releaseDir, '..', 'home');
+    mkdirSync(home, { recursive: true });
     const base: Record<string, string> = {
       PATH: [...path, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'),
       HOME: home,
