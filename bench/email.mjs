@@ -117,7 +117,9 @@ async function limitedScenario({ EmailVerifier }, { startDns, startSmtp }) {
 
     const probesPerSlot = Math.ceil(PER_DOMAIN / PER_DOMAIN_CONCURRENCY);
     const minimum = probesPerSlot * (REPLIES_PER_PROBE * DELAY_MS + GREETING_PAUSE_MS) + DELAY_MS;
-    const maxConcurrent = Math.max(...servers.map((server) => server.stats.maxConcurrent));
+    // Sessions per recipient domain as the mail servers saw them, from accept to close (SPEC.md §4.4).
+    const perDomain = Object.assign({}, ...servers.map((server) => server.stats.maxConcurrentByDomain));
+    const maxConcurrent = Math.max(...Object.values(perDomain));
     return { elapsed, minimum, ratio: elapsed / minimum, maxConcurrent };
   } finally {
     await Promise.all(servers.map((server) => server.close()));
@@ -164,7 +166,7 @@ try {
   const limited = await limitedScenario(email, mail);
   console.log(
     `1. ${DOMAINS * PER_DOMAIN} addresses over ${DOMAINS} domains: ${fmt(limited.elapsed)} ms, minimum ${fmt(limited.minimum)} ms ` +
-      `(${PER_DOMAIN_CONCURRENCY} per domain at once), ratio ${fmt(limited.ratio, 3)}; most at once on one MX: ${limited.maxConcurrent}`,
+      `(${PER_DOMAIN_CONCURRENCY} per domain at once), ratio ${fmt(limited.ratio, 3)}; most sessions any domain saw at once: ${limited.maxConcurrent}`,
   );
   const throughput = await throughputScenario(email, mail);
   console.log(
@@ -177,7 +179,7 @@ try {
       limited.ratio <= TARGETS.ratio,
     ],
     [
-      `per-domain limit held: at most ${limited.maxConcurrent} probes at once on one domain (limit ${PER_DOMAIN_CONCURRENCY})`,
+      `per-domain limit held: at most ${limited.maxConcurrent} sessions at once on any domain, counted at the mail server (limit ${PER_DOMAIN_CONCURRENCY})`,
       limited.maxConcurrent <= PER_DOMAIN_CONCURRENCY,
     ],
     [

@@ -41,8 +41,8 @@ export function addressesOf(text: string): string[] {
 function row(result: EmailVerification): string[] {
   return [
     result.email,
-    result.status,
-    String(result.score),
+    result.score,
+    String(result.confidence),
     result.reason,
     result.suggestion ? `did you mean ${result.suggestion}?` : '',
   ];
@@ -102,13 +102,13 @@ export function emailCommand(io: Io): Command {
         if (stopped !== null) throw stopped;
         return;
       }
-      for (const line of table([['EMAIL', 'STATUS', 'SCORE', 'REASON', ''], ...results.map(row)]))
+      for (const line of table([['EMAIL', 'SCORE', 'CONFIDENCE', 'REASON', ''], ...results.map(row)]))
         io.out(line);
       const cost = results.reduce((sum, r) => sum + r.cost_usd, 0);
       const counts = new Map<string, number>();
-      for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+      for (const r of results) counts.set(r.score, (counts.get(r.score) ?? 0) + 1);
       io.out(
-        `${results.length} checked: ${[...counts].map(([status, n]) => `${n} ${status}`).join(', ')}; cost $${cost.toFixed(4).replace(/0{1,2}$/, '')}`,
+        `${results.length} checked: ${[...counts].map(([score, n]) => `${n} ${score}`).join(', ')}; cost $${cost.toFixed(4).replace(/0{1,2}$/, '')}`,
       );
       if (stopped !== null) {
         io.err(`stopped after ${results.length} of ${addresses.length} addresses:`);

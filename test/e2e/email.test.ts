@@ -104,8 +104,10 @@ describe('checking one address', () => {
     await checkOne(page, 'ada@example.test', true);
     const result = page.getByTestId('email-result');
     expect(await result.getAttribute('data-status')).toBe('valid');
+    expect(await result.getByTestId('email-status').innerText()).toBe('Valid');
     expect(await result.getAttribute('data-reason')).toBe('mailbox_exists');
-    expect(await result.getByTestId('email-score').innerText()).toMatch(/^97/);
+    // The numeric figure is the confidence; the score is the word above.
+    expect(await result.getByTestId('email-score').getAttribute('aria-label')).toBe('Confidence 97 of 100');
     expect(await result.getByTestId('email-reason').innerText()).toMatch(/confirmed that the mailbox exists/);
     expect(await flag(page, 'syntax')).toMatch(/Well formed/);
     expect(await flag(page, 'mx')).toContain('mx.example.test');
@@ -219,12 +221,12 @@ describe('checking a list', () => {
     expect(await page.getByTestId('count-risky').innerText()).toMatch(/^58 Risky/);
     expect(await page.getByTestId('count-valid').innerText()).toMatch(/^58 Valid/);
 
-    await page.getByLabel('Status', { exact: true }).selectOption('invalid');
+    await page.getByLabel('Score', { exact: true }).selectOption('invalid');
     await expect.poll(() => rows.count()).toBe(114);
     await page.getByLabel('Reason', { exact: true }).selectOption({ label: 'No mail server' });
     await expect.poll(() => rows.count()).toBe(57);
-    for (const status of await rows.evaluateAll((els) => els.map((el) => el.getAttribute('data-status'))))
-      expect(status).toBe('invalid');
+    for (const score of await rows.evaluateAll((els) => els.map((el) => el.getAttribute('data-status'))))
+      expect(score).toBe('invalid');
     await screenshot(page, 'email-batch', { show: page.getByTestId('batch-results') });
 
     const [download] = await Promise.all([
@@ -237,7 +239,17 @@ describe('checking a list', () => {
     const csv = readFileSync((await download.path())!, 'utf8');
     const parsed = Papa.parse<Record<string, string>>(csv, { header: true, skipEmptyLines: true });
     expect(parsed.data).toHaveLength(57);
-    expect(parsed.data[0]).toMatchObject({ email: emails[3], status: 'invalid', reason: 'no_mail_server' });
+    expect(parsed.meta.fields?.slice(0, 5)).toEqual(['email', 'normalized', 'domain', 'score', 'reason']);
+    expect(parsed.data[0]).toMatchObject({
+      email: emails[3],
+      domain: 'nomail.test',
+      score: 'invalid',
+      reason: 'no_mail_server',
+      has_mx: 'false',
+      mailbox_checked: 'false',
+      catch_all: 'false',
+      suggestion: '',
+    });
     expect(parsed.data.every((row) => row.email!.endsWith('@nomail.test'))).toBe(true);
   });
 

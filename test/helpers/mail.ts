@@ -158,7 +158,14 @@ export interface FakeSmtp {
     connections: number;
     /** Every RCPT TO address, in order. */
     rcpts: string[];
+    /**
+     * The most sessions open at once for one recipient domain, by domain. A session belongs to the domain
+     * of its first RCPT TO and counts as open from the moment its connection was accepted.
+     */
+    readonly maxConcurrentByDomain: Record<string, number>;
   };
+  /** Forgets the sessions counted so far (maxConcurrent, maxConcurrentByDomain); open ones stay counted. */
+  resetConcurrency(): void;
   close(): Promise<void>;
 }
 
@@ -168,8 +175,18 @@ export interface FakeSmtp {
  */
 export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp> {
   const host = options.host ?? '127.0.0.1';
-  const stats: FakeSmtp['stats'] = { maxConcurrent: 0, connections: 0, rcpts: [] };
+  const sessions = new SessionLog();
+  const stats: FakeSmtp['stats'] = {
+    maxConcurrent: 0,
+    connections: 0,
+    rcpts: [],
+    get maxConcurrentByDomain() {
+      return sessions.maxConcurrentByDomain();
+    },
+  };
   const sockets = new Set<Socket>();
+  /** The session of each accepted connection, by the client's `address:port`. */
+  const byPeer = new Map<string, Session>();
   let open = 0;
 
   /** Counts the session from accept to QUIT (or close): what the client sees as a probe in progress. */
@@ -178,6 +195,9 @@ export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp
     stats.connections += 1;
     open += 1;
     stats.maxConcurrent = Math.max(stats.maxConcurrent, open);
+    const session = sessions.open();
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    byPeer.set(peer, session);
     let ended = false;
     const end = () => {
       if (ended) return;
@@ -191,7 +211,9 @@ export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp
     });
     socket.once('close', () => {
       end();
+      sessions.close(session);
       sockets.delete(socket);
+      byPeer.delete(peer);
     });
   };
 
@@ -215,8 +237,11 @@ export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp
         if (!options.greeting421) return callback();
         callback(Object.assign(new Error('Service not available, try again later'), { responseCode: 421 }));
       },
-      onRcptTo(address, _session, callback) {
+      onRcptTo(address, session, callback) {
         stats.rcpts.push(address.address);
+        const counted = byPeer.get(`${session.remoteAddress}:${session.remotePort}`);
+        if (counted !== undefined)
+          counted.domain ??= address.address.slice(address.address.lastIndexOf('@') + 1).toLowerCase();
         const answer = options.rcpt?.(address.address) ?? null;
         if (answer === null || answer.code < 400) return callback();
         callback(Object.assign(new Error(answer.message), { responseCode: answer.code }));
@@ -250,6 +275,10 @@ export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp
     port,
     host,
     stats,
+    resetConcurrency() {
+      stats.maxConcurrent = open;
+      sessions.forgetClosed();
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       if (smtp !== null) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
@@ -259,6 +288,59 @@ export async function startSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp
       }
     },
   };
+}
+
+interface Session {
+  /** Sequence numbers of the accept and of the end (QUIT or close); null while open. */
+  opened: number;
+  closed: number | null;
+  /** The recipient domain of the first RCPT TO; null until then. */
+  domain: string | null;
+}
+
+/**
+ * Sessions as intervals on one sequence of events, so the overlap per domain is exact even though a
+ * session only learns its domain at RCPT TO, after it was accepted.
+ */
+class SessionLog {
+  #sequence = 0;
+  #sessions: Session[] = [];
+
+  open(): Session {
+    const session: Session = { opened: (this.#sequence += 1), closed: null, domain: null };
+    this.#sessions.push(session);
+    return session;
+  }
+
+  close(session: Session): void {
+    session.closed ??= this.#sequence += 1;
+  }
+
+  forgetClosed(): void {
+    this.#sessions = this.#sessions.filter((session) => session.closed === null);
+  }
+
+  maxConcurrentByDomain(): Record<string, number> {
+    const events = new Map<string, Array<[number, number]>>();
+    for (const session of this.#sessions) {
+      if (session.domain === null) continue;
+      const list = events.get(session.domain) ?? [];
+      list.push([session.opened, 1], [session.closed ?? Infinity, -1]);
+      events.set(session.domain, list);
+    }
+    const result: Record<string, number> = {};
+    for (const [domain, list] of events) {
+      list.sort((a, b) => a[0] - b[0]);
+      let open = 0;
+      let most = 0;
+      for (const [, change] of list) {
+        open += change;
+        most = Math.max(most, open);
+      }
+      result[domain] = most;
+    }
+    return result;
+  }
 }
 
 /** Holds each write (a reply) back by a delay, in order; `end` waits for the writes before it. */

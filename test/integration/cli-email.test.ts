@@ -47,16 +47,16 @@ function wharf(args: string[], key = t.key): Promise<CliResult> {
 }
 
 describe('wharf email verify', () => {
-  it('prints a row per address with status, score, reason and a typo suggestion', async () => {
+  it('prints a row per address with the score word, confidence, reason and a typo suggestion', async () => {
     const result = await wharf(['email', 'verify', 'jane@example.test', 'bob@gmial.com', 'nope']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^EMAIL\s+STATUS\s+SCORE\s+REASON/);
+    expect(lines[0]).toMatch(/^EMAIL\s+SCORE\s+CONFIDENCE\s+REASON/);
     expect(lines[1]).toMatch(/^jane@example\.test\s+valid\s+80\s+ok/);
     expect(lines[2]).toMatch(/^bob@gmial\.com\s+.*did you mean bob@gmail\.com\?/);
     expect(lines[3]).toMatch(/^nope\s+invalid\s+0\s+invalid_syntax/);
-    expect(lines.at(-1)).toMatch(/^3 checked: /);
+    expect(lines.at(-1)).toMatch(/^3 checked: 1 valid, 2 invalid; cost \$/);
   });
 
   it('probes over SMTP with --smtp and prints the API results with --json', async () => {
@@ -75,6 +75,16 @@ describe('wharf email verify', () => {
       ['ghost@example.test', 'mailbox_not_found'],
     ]);
     expect(results[0]!.smtp?.code).toBe(250);
+    // SPEC.md §2.5 field by field, as a script reading --json sees them.
+    expect(results[0]).toMatchObject({
+      domain: 'example.test',
+      score: 'valid',
+      mailbox_checked: true,
+      catch_all: false,
+      role_based: false,
+      suggestion: '',
+    });
+    expect(results[1]).toMatchObject({ score: 'invalid', mailbox_checked: true });
   });
 
   it('reads a list file (lines or a CSV column) and checks it in batches of 100, in order', async () => {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
 import { EmailBatchResult, EmailVerification } from '../../src/shared/api/email.js';
-import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
+import { type FakeDns, type FakeSmtp, type Zone, startDns, startSmtp } from '../helpers/mail.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let dns: FakeDns;
@@ -56,11 +56,11 @@ describe('POST /email/verify', () => {
     expect(result.status).toBe(200);
     const body = EmailVerification.parse(result.body);
     expect(body).toMatchObject({
-      status: 'invalid',
+      score: 'invalid',
       reason: 'mailbox_not_found',
       has_mx: true,
       mx_records: ['mx.example.test'],
-      mailbox_exists: false,
+      mailbox_checked: true,
       cost_usd: 1,
       smtp: { mx_host: 'mx.example.test', code: 550 },
     });
@@ -77,12 +77,12 @@ describe('POST /email/verify', () => {
     const user = await p.newAccount();
     const syntax = await call(`${p.api}/email/verify`, { key: user.key, body: { email: 'not an address' } });
     expect(EmailVerification.parse(syntax.body)).toMatchObject({
-      status: 'invalid',
+      score: 'invalid',
       reason: 'invalid_syntax',
       cost_usd: 0,
     });
     const failing = await call(`${p.api}/email/verify`, { key: user.key, body: { email: 'a@broken.test' } });
-    expect(EmailVerification.parse(failing.body)).toMatchObject({ status: 'unknown', cost_usd: 0 });
+    expect(EmailVerification.parse(failing.body)).toMatchObject({ score: 'unknown', cost_usd: 0 });
     const account = await balance(user.key);
     expect(account.balance.available_usd).toBe(5);
     expect(account.email_verifications_today).toBe(2);
@@ -145,6 +145,97 @@ describe('POST /email/verify', () => {
   });
 });
 
+describe('the result, field by field as SPEC.md §2.5 has it', () => {
+  /** SPEC.md §2.5's table: every field and its JSON type. */
+  const SPEC_FIELDS = {
+    email: 'string',
+    normalized: 'string',
+    domain: 'string',
+    score: 'string',
+    reason: 'string',
+    syntax_valid: 'boolean',
+    has_mx: 'boolean',
+    disposable: 'boolean',
+    role_based: 'boolean',
+    free_provider: 'boolean',
+    suggestion: 'string',
+    mailbox_checked: 'boolean',
+    catch_all: 'boolean',
+  } as const;
+  /** What may follow them (API.md §6: extra fields may follow), none repeating a SPEC field. */
+  const EXTRAS = ['confidence', 'mx_records', 'smtp', 'cost_usd', 'checked_at'];
+
+  function expectSpecShape(result: Record<string, unknown>) {
+    for (const [field, type] of Object.entries(SPEC_FIELDS)) expect(typeof result[field], field).toBe(type);
+    expect(['valid', 'risky', 'invalid', 'unknown']).toContain(result.score);
+    expect(Object.keys(result).sort()).toEqual([...Object.keys(SPEC_FIELDS), ...EXTRAS].sort());
+  }
+
+  it.each([
+    ['a probed mailbox', { email: 'ghost@example.test', smtp_probe: true }],
+    ['a check without a probe', { email: 'Jane@Example.TEST' }],
+    ['bad syntax', { email: '  not an address  ' }],
+    ['a DNS failure', { email: 'a@broken.test' }],
+  ])('has every field with its type, and nothing else but the extras, for %s', async (_name, body) => {
+    const user = await p.newAccount();
+    const result = await call<Record<string, unknown>>(`${p.api}/email/verify`, { key: user.key, body });
+    expect(result.status).toBe(200);
+    expectSpecShape(result.body);
+  });
+
+  it('says the score as a word, the suggestion as a string and whether a probe ran', async () => {
+    const user = await p.newAccount();
+    const probed = await call(`${p.api}/email/verify`, {
+      key: user.key,
+      body: { email: 'Jane@Example.TEST', smtp_probe: true },
+    });
+    expect(probed.body).toMatchObject({
+      email: 'Jane@Example.TEST',
+      normalized: 'Jane@example.test',
+      domain: 'example.test',
+      score: 'risky',
+      reason: 'catch_all',
+      mailbox_checked: true,
+      catch_all: true,
+      suggestion: '',
+    });
+    const plain = await call(`${p.api}/email/verify`, {
+      key: user.key,
+      body: { email: 'info@example.test' },
+    });
+    expect(plain.body).toMatchObject({
+      score: 'risky',
+      reason: 'role_account',
+      role_based: true,
+      mailbox_checked: false,
+      catch_all: false,
+    });
+    const bad = await call(`${p.api}/email/verify`, { key: user.key, body: { email: '  not an address  ' } });
+    expect(bad.body).toMatchObject({
+      normalized: 'not an address',
+      domain: '',
+      score: 'invalid',
+      reason: 'invalid_syntax',
+      has_mx: false,
+      suggestion: '',
+    });
+  });
+
+  it('answers a batch as { count, results } with each result of that same shape', async () => {
+    const user = await p.newAccount();
+    const emails = ['jane@example.test', 'bad@', 'x@broken.test'];
+    const result = await call<{ count: number; results: Array<Record<string, unknown>> }>(
+      `${p.api}/email/verify/batch`,
+      { key: user.key, body: { emails } },
+    );
+    expect(result.status).toBe(200);
+    expect(Object.keys(result.body).sort()).toEqual(['count', 'results']);
+    expect(result.body.count).toBe(3);
+    for (const item of result.body.results) expectSpecShape(item);
+    expect(result.body.results[1]).toMatchObject({ email: 'bad@', domain: '', score: 'invalid' });
+  });
+});
+
 describe('POST /email/verify/batch', () => {
   it('answers in input order, checks a duplicate once and charges it once', async () => {
     const user = await p.newAccount();
@@ -156,7 +247,7 @@ describe('POST /email/verify/batch', () => {
     expect(body.results.map((r) => r.email)).toEqual(emails);
     expect(body.results.map((r) => r.cost_usd)).toEqual([0.25, 0, 0.25, 0, 0]);
     expect(body.results[1]!.reason).toBe('invalid_syntax');
-    expect(body.results[4]!.status).toBe('unknown');
+    expect(body.results[4]!.score).toBe('unknown');
     expect((await balance(user.key)).balance.available_usd).toBe(4.5);
   });
 
@@ -173,4 +264,88 @@ describe('POST /email/verify/batch', () => {
       'validation_failed',
     );
   });
+});
+
+describe('the per-domain probe limit (SPEC.md §4.4), measured at the mail server', () => {
+  const DOMAINS = 10;
+  let limitDns: FakeDns;
+  let mailServer: FakeSmtp;
+  let limited: TestPlatform | null = null;
+
+  beforeAll(async () => {
+    const zone: Zone = {};
+    for (let i = 0; i < DOMAINS; i += 1) {
+      // Two MX hosts per domain, both on the one fake server: every connection to either counts.
+      zone[`d${i}.limit.test`] = {
+        MX: [
+          { exchange: `mx1.d${i}.limit.test`, priority: 10 },
+          { exchange: `mx2.d${i}.limit.test`, priority: 20 },
+        ],
+      };
+      zone[`mx1.d${i}.limit.test`] = { A: ['127.0.0.1'] };
+      zone[`mx2.d${i}.limit.test`] = { A: ['127.0.0.1'] };
+    }
+    limitDns = await startDns(zone);
+    // Every reply held back a little so that probes of one domain overlap; the catch-all test's random
+    // address is refused, every other one accepted.
+    mailServer = await startSmtp({
+      replyDelayMs: 20,
+      rcpt: (address) =>
+        address.startsWith('wharf-probe-') ? { code: 550, message: '5.1.1 unknown' } : null,
+    });
+  }, 30_000);
+
+  afterAll(async () => {
+    await limited?.close();
+    await mailServer?.close();
+    await limitDns?.close();
+  });
+
+  async function platformWith(perDomainConcurrency?: number): Promise<TestPlatform> {
+    await limited?.close();
+    limited = await startPlatform({
+      dnsServers: [limitDns.server],
+      dnsTimeoutMs: 2_000,
+      email: {
+        smtpPort: mailServer.port,
+        allowPrivate: true,
+        connectTimeoutMs: 5_000,
+        replyTimeoutMs: 5_000,
+        ...(perDomainConcurrency === undefined ? {} : { perDomainConcurrency }),
+      },
+    });
+    return limited;
+  }
+
+  const batchOf100 = () =>
+    Array.from({ length: 100 }, (_, n) => `user${Math.floor(n / DOMAINS)}@d${n % DOMAINS}.limit.test`);
+
+  it.each([
+    ['the default of 2', undefined, 2],
+    ['email.perDomainConcurrency 1', 1, 1],
+    ['email.perDomainConcurrency 3', 3, 3],
+  ])(
+    'holds %s sessions at once per mail domain through a batch of 100 addresses over 10 domains',
+    async (_name, configured, expected) => {
+      const platform = await platformWith(configured);
+      mailServer.resetConcurrency();
+      const emails = batchOf100();
+      const result = await call(`${platform.api}/email/verify/batch`, {
+        key: platform.key,
+        body: { emails, smtp_probe: true },
+      });
+      expect(result.status, JSON.stringify(result.body)).toBe(200);
+      const body = EmailBatchResult.parse(result.body);
+      expect(body.results.map((r) => r.email)).toEqual(emails);
+      expect(body.results.every((r) => r.reason === 'mailbox_exists' && r.mailbox_checked)).toBe(true);
+      const seen = mailServer.stats.maxConcurrentByDomain;
+      expect(Object.keys(seen).sort()).toEqual(
+        Array.from({ length: DOMAINS }, (_, i) => `d${i}.limit.test`).sort(),
+      );
+      for (const [domain, most] of Object.entries(seen)) expect(most, domain).toBeLessThanOrEqual(expected);
+      // The limit is used, not only respected: some domain had that many probes at once.
+      expect(Math.max(...Object.values(seen))).toBe(expected);
+    },
+    30_000,
+  );
 });

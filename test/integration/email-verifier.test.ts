@@ -139,22 +139,31 @@ async function check(address: string, overrides: Partial<EmailVerifierOptions['e
 }
 
 describe('mailboxes that exist or not', () => {
-  it('finds an existing mailbox: valid, mailbox_exists, 97, with the deciding 250', async () => {
+  it('finds an existing mailbox: valid, mailbox_exists, confidence 97, with the deciding 250', async () => {
     const result = await check('alice@exists.test');
     expect(result).toMatchObject({
       email: 'alice@exists.test',
       normalized: 'alice@exists.test',
-      status: 'valid',
+      domain: 'exists.test',
+      score: 'valid',
       reason: 'mailbox_exists',
-      score: 97,
       syntax_valid: true,
       has_mx: true,
-      mx_records: ['mx.local.test'],
+      disposable: false,
+      role_based: false,
+      free_provider: false,
+      suggestion: '',
+      mailbox_checked: true,
       catch_all: false,
-      mailbox_exists: true,
+      confidence: 97,
+      mx_records: ['mx.local.test'],
       cost_usd: 0,
       smtp: { mx_host: 'mx.local.test', code: 250 },
     });
+    // SPEC.md §2.5 names only: the words of the old shape are gone.
+    expect(result).not.toHaveProperty('status');
+    expect(result).not.toHaveProperty('role_account');
+    expect(result).not.toHaveProperty('mailbox_exists');
     expect(isBillable(result)).toBe(true);
   });
 
@@ -162,11 +171,11 @@ describe('mailboxes that exist or not', () => {
     const before = main.stats.rcpts.length;
     const result = await check('nobody@exists.test');
     expect(result).toMatchObject({
-      status: 'invalid',
+      score: 'invalid',
       reason: 'mailbox_not_found',
-      score: 5,
-      mailbox_exists: false,
-      catch_all: null,
+      confidence: 5,
+      mailbox_checked: true,
+      catch_all: false,
       smtp: { mx_host: 'mx.local.test', code: 550, enhanced_code: '5.1.1', message: 'user unknown' },
     });
     expect(main.stats.rcpts.slice(before)).toEqual(['nobody@exists.test']);
@@ -175,8 +184,13 @@ describe('mailboxes that exist or not', () => {
   it('tells a catch-all domain: risky/catch_all, the target probed before the random address', async () => {
     const before = main.stats.rcpts.length;
     const result = await check('whoever@catchall.test');
-    expect(result).toMatchObject({ status: 'risky', reason: 'catch_all', score: 60, catch_all: true });
-    expect(result.mailbox_exists).toBeNull();
+    expect(result).toMatchObject({
+      score: 'risky',
+      reason: 'catch_all',
+      confidence: 60,
+      catch_all: true,
+      mailbox_checked: true,
+    });
     const rcpts = main.stats.rcpts.slice(before);
     expect(rcpts).toHaveLength(2);
     expect(rcpts[0]).toBe('whoever@catchall.test');
@@ -202,7 +216,7 @@ describe('mailboxes that exist or not', () => {
   it('reads 550 5.2.1 on a catch-all domain as mailbox_not_found', async () => {
     const result = await check('disabled@catchall.test');
     expect(result).toMatchObject({
-      status: 'invalid',
+      score: 'invalid',
       reason: 'mailbox_not_found',
       smtp: { code: 550, enhanced_code: '5.2.1', message: 'mailbox disabled' },
     });
@@ -226,10 +240,11 @@ describe('replies that prove nothing', () => {
   ])('reads %s as unknown/smtp_inconclusive, never invalid', async (_name, address, code, enhanced) => {
     const result = await check(address);
     expect(result).toMatchObject({
-      status: 'unknown',
+      score: 'unknown',
       reason: 'smtp_inconclusive',
-      score: 50,
-      mailbox_exists: null,
+      confidence: 50,
+      mailbox_checked: true,
+      catch_all: false,
       smtp: { code, enhanced_code: enhanced },
     });
     expect(isBillable(result)).toBe(false);
@@ -238,7 +253,7 @@ describe('replies that prove nothing', () => {
   it('gives up on a banner slower than the reply time-out', async () => {
     const started = Date.now();
     const result = await check('alice@slowonly.test');
-    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
+    expect(result).toMatchObject({ score: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
     expect(result.smtp?.message).toMatch(new RegExp(`no banner within ${REPLY_TIMEOUT_MS} ms`));
     // Gave up at the time-out, before the banner would have come.
     expect(Date.now() - started).toBeLessThan(REPLY_TIMEOUT_MS + 1_000);
@@ -246,7 +261,7 @@ describe('replies that prove nothing', () => {
 
   it('gives up on a host that accepts the connection and never speaks', async () => {
     const result = await check('alice@silent.test');
-    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive' });
+    expect(result).toMatchObject({ score: 'unknown', reason: 'smtp_inconclusive' });
     expect(result.smtp?.message).toMatch(/silent\.local\.test.*no banner/);
   });
 });
@@ -278,7 +293,7 @@ describe('MX hosts in preference order', () => {
   it('refuses MX hosts on loopback or private addresses unless allowPrivate', async () => {
     const before = main.stats.connections;
     const result = await check('alice@exists.test', { allowPrivate: false });
-    expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
+    expect(result).toMatchObject({ score: 'unknown', reason: 'smtp_inconclusive', has_mx: true });
     expect(result.smtp?.message).toMatch(/private or loopback address \(127\.0\.0\.1\)/);
     expect(main.stats.connections).toBe(before);
   });
@@ -289,6 +304,7 @@ describe('DNS', () => {
     const result = await check('alice@noMX.test');
     expect(result).toMatchObject({
       normalized: 'alice@nomx.test',
+      domain: 'nomx.test',
       has_mx: true,
       mx_records: ['nomx.test'],
       reason: 'mailbox_exists',
@@ -298,7 +314,15 @@ describe('DNS', () => {
 
   it('follows a CNAME to the MX of its target', async () => {
     const result = await verifier().verify('alice@alias.test', { smtp: false });
-    expect(result).toMatchObject({ has_mx: true, mx_records: ['mx.local.test'], reason: 'ok', score: 80 });
+    expect(result).toMatchObject({
+      has_mx: true,
+      mx_records: ['mx.local.test'],
+      score: 'valid',
+      reason: 'ok',
+      confidence: 80,
+      mailbox_checked: false,
+      catch_all: false,
+    });
   });
 
   it.each([
@@ -309,22 +333,25 @@ describe('DNS', () => {
     const before = main.stats.connections;
     const result = await check(address);
     expect(result).toMatchObject({
-      status: 'invalid',
+      score: 'invalid',
       reason: 'no_mail_server',
-      score: 5,
+      confidence: 5,
       has_mx: false,
+      mailbox_checked: false,
       mx_records: [],
       smtp: null,
     });
     expect(main.stats.connections).toBe(before);
   });
 
-  it('reads a DNS server failure as unknown with has_mx null', async () => {
+  it('reads a DNS server failure as unknown: has_mx false (a boolean), the score and reason saying unknown', async () => {
     const result = await check('alice@broken.test');
     expect(result).toMatchObject({
-      status: 'unknown',
+      score: 'unknown',
       reason: 'smtp_inconclusive',
-      has_mx: null,
+      has_mx: false,
+      mailbox_checked: false,
+      catch_all: false,
       smtp: null,
     });
     expect(isBillable(result)).toBe(false);
@@ -343,7 +370,7 @@ describe('DNS', () => {
       verifiers.push(timeoutVerifier);
       const started = Date.now();
       const result = await timeoutVerifier.verify('alice@example.org', { smtp: false });
-      expect(result).toMatchObject({ status: 'unknown', reason: 'smtp_inconclusive', has_mx: null });
+      expect(result).toMatchObject({ score: 'unknown', reason: 'smtp_inconclusive', has_mx: false });
       expect(Date.now() - started).toBeLessThan(2_000);
     } finally {
       mute.close();
@@ -355,17 +382,18 @@ describe('lists, roles and suggestions', () => {
   it('finds an existing role address: risky/role_account', async () => {
     const result = await check('info@exists.test');
     expect(result).toMatchObject({
-      status: 'risky',
+      score: 'risky',
       reason: 'role_account',
-      score: 65,
-      role_account: true,
-      mailbox_exists: true,
+      confidence: 65,
+      role_based: true,
+      mailbox_checked: true,
+      catch_all: false,
     });
   });
 
   it('puts mailbox_not_found before role_account', async () => {
     const result = await check('sales@exists.test');
-    expect(result).toMatchObject({ status: 'invalid', reason: 'mailbox_not_found', role_account: true });
+    expect(result).toMatchObject({ score: 'invalid', reason: 'mailbox_not_found', role_based: true });
   });
 
   it.each(['someone@mailinator.com', 'someone@inbox.mailinator.com'])(
@@ -374,12 +402,13 @@ describe('lists, roles and suggestions', () => {
       const before = main.stats.connections;
       const result = await check(address);
       expect(result).toMatchObject({
-        status: 'risky',
+        score: 'risky',
         reason: 'disposable',
-        score: 15,
+        confidence: 15,
         disposable: true,
         free_provider: false,
         has_mx: true,
+        mailbox_checked: false,
         smtp: null,
       });
       expect(main.stats.connections).toBe(before);
@@ -407,16 +436,36 @@ describe('syntax', () => {
       const result = await check(address);
       expect(result).toMatchObject({
         email: address,
-        normalized: null,
-        status: 'invalid',
+        normalized: address,
+        score: 'invalid',
         reason: 'invalid_syntax',
-        score: 0,
+        confidence: 0,
         syntax_valid: false,
-        has_mx: null,
+        has_mx: false,
+        disposable: false,
+        role_based: false,
+        free_provider: false,
+        suggestion: '',
+        mailbox_checked: false,
+        catch_all: false,
         smtp: null,
       });
       expect(isBillable(result)).toBe(false);
       expect(dns.queries.length).toBe(queries);
+    },
+  );
+
+  it.each([
+    ['  Jane@Example.TEST@@Bad.Test  ', 'bad.test'],
+    ['a b@Exists.Test', 'exists.test'],
+    ['user@[127.0.0.1]', '[127.0.0.1]'],
+    ['not-an-address', ''],
+    ['trailing@', ''],
+  ])(
+    'gives %j the domain %j: what follows the last @, lowercased, or the empty string',
+    async (address, domain) => {
+      const result = await check(address);
+      expect(result).toMatchObject({ reason: 'invalid_syntax', normalized: address.trim(), domain });
     },
   );
 });

@@ -3,7 +3,7 @@
 export {
   CATCH_ALL_TTL_MS,
   type EmailReason,
-  type EmailStatus,
+  type EmailScore,
   type EmailVerifierOptions,
   EmailVerifier,
   REASON_OUTCOMES,

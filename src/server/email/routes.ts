@@ -94,7 +94,7 @@ export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
             charge: {
               micros: price,
               kind: 'email_verification',
-              description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${result.normalized ?? result.email}`,
+              description: `Email verification${smtp ? ' with SMTP probe' : ''}: ${result.normalized}`,
             },
           };
         },
@@ -129,7 +129,7 @@ export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
           // A duplicate was checked once: it is charged once, where it first appears.
           const charged = new Set<string>();
           const priced = results.map((result) => {
-            const key = (result.normalized ?? result.email).toLowerCase();
+            const key = result.normalized.toLowerCase();
             if (!isBillable(result) || charged.has(key)) return result;
             charged.add(key);
             return { ...result, cost_usd: price / MICROS_PER_USD };

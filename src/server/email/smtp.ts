@@ -178,15 +178,24 @@ class SmtpConnection {
       this.#socket.write('QUIT\r\n');
       await this.reply(timeoutMs, 'reply to QUIT').catch(() => undefined);
     }
-    await this.destroy();
+    await this.close(timeoutMs);
   }
 
-  /** Closes the connection; resolves when the socket is fully closed. */
-  destroy(): Promise<void> {
+  /**
+   * Closes the connection the way TCP does at both ends: our FIN, then the server's. Resolves once the
+   * server has closed its side too (or `graceMs` passed, then the socket is destroyed), so a connection
+   * still open at the server never outlives the per-domain slot that opened it.
+   */
+  close(graceMs: number): Promise<void> {
     if (this.#socket.closed) return Promise.resolve();
     return new Promise((resolve) => {
-      this.#socket.once('close', () => resolve());
-      this.#socket.destroy();
+      const timer = setTimeout(() => this.#socket.destroy(), graceMs);
+      this.#socket.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      // Without half-open sockets, node closes once the server's FIN has come in after ours.
+      if (!this.#socket.destroyed) this.#socket.end();
     });
   }
 }
@@ -224,6 +233,11 @@ export interface ProbeRequest {
 }
 
 const MAX_ADDRESSES_PER_HOST = 2;
+/**
+ * How long a server that stopped answering gets to close its side after ours: long enough for a live
+ * one (so its connection ends inside the per-domain slot), short enough not to double a time-out.
+ */
+const ABANDON_GRACE_MS = 250;
 
 /** Probes `request.address` on its MX hosts in preference order. Never throws. */
 export async function probeMailbox(
@@ -267,20 +281,20 @@ export async function probeMailbox(
         banner = await connection.reply(settings.replyTimeoutMs, 'banner');
       } catch (error) {
         problems.push(`${host} (${address}): ${(error as Error).message}`);
-        await connection.destroy();
+        await connection.close(ABANDON_GRACE_MS);
         continue;
       }
       if (banner.code !== 220) {
         // 421 "try later" or a 554 refusal: another MX may well take us.
         lastReply = banner;
         problems.push(`${host} (${address}) greeted with ${banner.code}`);
-        await connection.destroy();
+        await connection.close(settings.replyTimeoutMs);
         continue;
       }
       try {
         return await dialogue(connection, host, request, settings);
       } catch (error) {
-        await connection.destroy();
+        await connection.close(ABANDON_GRACE_MS);
         return inconclusive(host, null, `${host}: ${(error as Error).message}`);
       }
     }

@@ -12,19 +12,22 @@ import { suggestAddress } from './suggest.js';
 import { parseAddress } from './syntax.js';
 
 export type EmailReason = EmailVerification['reason'];
-export type EmailStatus = EmailVerification['status'];
+export type EmailScore = EmailVerification['score'];
 
-/** The status and score each reason gives (binding, API.md §6). No adjustment for other flags. */
-export const REASON_OUTCOMES: Readonly<Record<EmailReason, { status: EmailStatus; score: number }>> = {
-  invalid_syntax: { status: 'invalid', score: 0 },
-  no_mail_server: { status: 'invalid', score: 5 },
-  disposable: { status: 'risky', score: 15 },
-  mailbox_not_found: { status: 'invalid', score: 5 },
-  smtp_inconclusive: { status: 'unknown', score: 50 },
-  catch_all: { status: 'risky', score: 60 },
-  role_account: { status: 'risky', score: 65 },
-  ok: { status: 'valid', score: 80 },
-  mailbox_exists: { status: 'valid', score: 97 },
+/**
+ * The score word (SPEC.md §2.5) and numeric confidence each reason gives (binding, API.md §6). No
+ * adjustment for other flags.
+ */
+export const REASON_OUTCOMES: Readonly<Record<EmailReason, { score: EmailScore; confidence: number }>> = {
+  invalid_syntax: { score: 'invalid', confidence: 0 },
+  no_mail_server: { score: 'invalid', confidence: 5 },
+  disposable: { score: 'risky', confidence: 15 },
+  mailbox_not_found: { score: 'invalid', confidence: 5 },
+  smtp_inconclusive: { score: 'unknown', confidence: 50 },
+  catch_all: { score: 'risky', confidence: 60 },
+  role_account: { score: 'risky', confidence: 65 },
+  ok: { score: 'valid', confidence: 80 },
+  mailbox_exists: { score: 'valid', confidence: 97 },
 };
 
 /** How long a domain's catch-all answer is trusted. */
@@ -48,7 +51,7 @@ export interface VerifyOptions {
 
 /** Whether a result is charged: not when nothing could be concluded, nor for bad syntax. */
 export function isBillable(result: EmailVerification): boolean {
-  return result.status !== 'unknown' && result.reason !== 'invalid_syntax';
+  return result.score !== 'unknown' && result.reason !== 'invalid_syntax';
 }
 
 type HostAddresses = Awaited<ReturnType<MailDns['addresses']>>;
@@ -117,17 +120,21 @@ export class EmailVerifier {
   ): Promise<EmailVerification> {
     const checkedAt = new Date(this.#now()).toISOString();
     if (parsed === null) {
+      const trimmed = input.trim();
+      const at = trimmed.lastIndexOf('@');
       return build(input, checkedAt, new Set(['invalid_syntax']), {
-        normalized: null,
+        normalized: trimmed,
+        // Whatever follows the last @, so a client can still group or show it; '' without an @.
+        domain: at < 0 ? '' : trimmed.slice(at + 1).toLowerCase(),
         syntax_valid: false,
-        has_mx: null,
-        mx_records: [],
+        has_mx: false,
         disposable: false,
-        role_account: false,
+        role_based: false,
         free_provider: false,
-        catch_all: null,
-        mailbox_exists: null,
-        suggestion: null,
+        suggestion: '',
+        mailbox_checked: false,
+        catch_all: false,
+        mx_records: [],
         smtp: null,
       });
     }
@@ -159,15 +166,17 @@ export class EmailVerifier {
 
     return build(input, checkedAt, reasons, {
       normalized,
+      domain,
       syntax_valid: true,
-      has_mx: mail.kind === 'mx' ? true : mail.kind === 'none' ? false : null,
-      mx_records: mail.kind === 'mx' ? mail.hosts : [],
+      // A DNS failure is false too: the reason (smtp_inconclusive) and score (unknown) say it is not known.
+      has_mx: mail.kind === 'mx',
       disposable,
-      role_account: role,
+      role_based: role,
       free_provider: isFreeProvider(domain),
-      catch_all: probe?.catchAll ?? null,
-      mailbox_exists: mailboxExists(probe),
-      suggestion: suggestAddress(local, domain),
+      suggestion: suggestAddress(local, domain) ?? '',
+      mailbox_checked: probe !== null,
+      catch_all: probe?.catchAll ?? false,
+      mx_records: mail.kind === 'mx' ? mail.hosts : [],
       smtp:
         probe === null
           ? null
@@ -223,17 +232,12 @@ export class EmailVerifier {
   }
 }
 
-/** True when the target was accepted on a domain that rejects unknown mailboxes; null when unknowable. */
-function mailboxExists(probe: ProbeOutcome | null): boolean | null {
-  if (probe === null || probe.verdict === 'inconclusive') return null;
-  if (probe.verdict === 'not_found') return false;
-  // A catch-all domain accepts every address: its acceptance says nothing about this one.
-  return probe.catchAll ? null : true;
-}
+type Fields = Omit<
+  EmailVerification,
+  'email' | 'score' | 'reason' | 'confidence' | 'cost_usd' | 'checked_at'
+>;
 
-type Fields = Omit<EmailVerification, 'email' | 'status' | 'reason' | 'score' | 'cost_usd' | 'checked_at'>;
-
-/** The result for the reasons that apply: the first in precedence order decides status and score. */
+/** The result for the reasons that apply: the first in precedence order decides score and confidence. */
 function build(
   email: string,
   checkedAt: string,
@@ -241,6 +245,21 @@ function build(
   fields: Fields,
 ): EmailVerification {
   const reason = EMAIL_REASONS.find((candidate) => reasons.has(candidate)) ?? 'ok';
-  const { status, score } = REASON_OUTCOMES[reason];
-  return { email, ...fields, status, reason, score, cost_usd: 0, checked_at: checkedAt };
+  const { score, confidence } = REASON_OUTCOMES[reason];
+  const { normalized, domain, ...flags } = fields;
+  const { mx_records, smtp, ...spec } = flags;
+  // SPEC.md §2.5's order first, then the extras.
+  return {
+    email,
+    normalized,
+    domain,
+    score,
+    reason,
+    ...spec,
+    confidence,
+    mx_records,
+    smtp,
+    cost_usd: 0,
+    checked_at: checkedAt,
+  };
 }

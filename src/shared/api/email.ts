@@ -1,8 +1,10 @@
-// API.md §6: email address verification, single and batch.
+// API.md §6: email address verification, single and batch. The result is SPEC.md §2.5 field by field;
+// the extras after it (confidence, mx_records, smtp, cost_usd, checked_at) only add detail.
 import { z } from 'zod';
 import { Timestamp, Usd } from './common.js';
 
-export const EMAIL_STATUSES = ['valid', 'invalid', 'risky', 'unknown'] as const;
+/** SPEC.md §2.5 `score`: the verdict in one word. */
+export const EMAIL_SCORES = ['valid', 'risky', 'invalid', 'unknown'] as const;
 
 /** Reasons in order of precedence (API.md §6): the first that applies is the result's reason. */
 export const EMAIL_REASONS = [
@@ -44,20 +46,41 @@ export const SmtpProbe = z.object({
 
 export const EmailVerification = z
   .object({
-    email: z.string(),
-    normalized: z.string().nullable(),
-    status: z.enum(EMAIL_STATUSES),
+    email: z.string().meta({ description: 'The address as submitted.' }),
+    normalized: z.string().meta({
+      description:
+        'local@domain with the domain in lowercase ASCII; for an address that is not valid syntax, the input trimmed.',
+    }),
+    domain: z.string().meta({
+      description:
+        'The domain part (lowercase ASCII); for invalid syntax, the text after the last @ in lowercase, or the empty string when there is none.',
+    }),
+    score: z.enum(EMAIL_SCORES),
     reason: z.enum(EMAIL_REASONS),
-    score: z.number().int().min(0).max(100),
     syntax_valid: z.boolean(),
-    has_mx: z.boolean().nullable(),
-    mx_records: z.array(z.string()),
+    has_mx: z.boolean().meta({
+      description:
+        'The domain has a mail server (an MX, or its own A/AAAA as RFC 5321 allows). False when DNS could not tell: score and reason then say unknown.',
+    }),
     disposable: z.boolean(),
-    role_account: z.boolean(),
+    role_based: z.boolean().meta({ description: 'A role or shared inbox (info@, sales@…).' }),
     free_provider: z.boolean(),
-    catch_all: z.boolean().nullable(),
-    mailbox_exists: z.boolean().nullable(),
-    suggestion: z.string().nullable(),
+    suggestion: z.string().meta({
+      description:
+        'The likely-intended address when the domain looks like a typo; the empty string otherwise.',
+    }),
+    mailbox_checked: z.boolean().meta({ description: 'Whether a live SMTP probe ran for this address.' }),
+    catch_all: z.boolean().meta({
+      description:
+        'The domain accepts any address; false when not found out (no probe, or it was inconclusive).',
+    }),
+    confidence: z
+      .number()
+      .int()
+      .min(0)
+      .max(100)
+      .meta({ description: 'How sure the score is, 0–100; fixed by the reason.' }),
+    mx_records: z.array(z.string()),
     smtp: SmtpProbe.nullable(),
     cost_usd: Usd,
     checked_at: Timestamp,

@@ -1,20 +1,20 @@
-// The binding table of reasons (status, score), the precedence order, and what is billed.
+// The binding table of reasons (score word, confidence), the precedence order, and what is billed.
 import { describe, expect, it } from 'vitest';
 import { REASON_OUTCOMES, isBillable } from '../../../../src/server/email/index.js';
 import { EMAIL_REASONS, type EmailVerification } from '../../../../src/shared/api/email.js';
 
 describe('REASON_OUTCOMES', () => {
-  it('gives each reason its status and score', () => {
+  it('gives each reason its score word (SPEC.md §2.5) and numeric confidence', () => {
     expect(REASON_OUTCOMES).toEqual({
-      invalid_syntax: { status: 'invalid', score: 0 },
-      no_mail_server: { status: 'invalid', score: 5 },
-      disposable: { status: 'risky', score: 15 },
-      mailbox_not_found: { status: 'invalid', score: 5 },
-      smtp_inconclusive: { status: 'unknown', score: 50 },
-      catch_all: { status: 'risky', score: 60 },
-      role_account: { status: 'risky', score: 65 },
-      ok: { status: 'valid', score: 80 },
-      mailbox_exists: { status: 'valid', score: 97 },
+      invalid_syntax: { score: 'invalid', confidence: 0 },
+      no_mail_server: { score: 'invalid', confidence: 5 },
+      disposable: { score: 'risky', confidence: 15 },
+      mailbox_not_found: { score: 'invalid', confidence: 5 },
+      smtp_inconclusive: { score: 'unknown', confidence: 50 },
+      catch_all: { score: 'risky', confidence: 60 },
+      role_account: { score: 'risky', confidence: 65 },
+      ok: { score: 'valid', confidence: 80 },
+      mailbox_exists: { score: 'valid', confidence: 97 },
     });
   });
 
@@ -24,8 +24,8 @@ describe('REASON_OUTCOMES', () => {
 });
 
 describe('isBillable', () => {
-  const result = (status: EmailVerification['status'], reason: EmailVerification['reason']) =>
-    ({ status, reason }) as EmailVerification;
+  const result = (score: EmailVerification['score'], reason: EmailVerification['reason']) =>
+    ({ score, reason }) as EmailVerification;
 
   it('bills what concluded something', () => {
     expect(isBillable(result('valid', 'mailbox_exists'))).toBe(true);

@@ -1,17 +1,17 @@
-// The batch results table's filters (by status and by reason, combined) and its CSV export: one row
+// The batch results table's filters (by score and by reason, combined) and its CSV export: one row
 // per result with every field of the API, flat (MX hosts joined by spaces, the SMTP reply in columns).
 import Papa from 'papaparse';
-import { EMAIL_REASONS, EMAIL_STATUSES, type EmailVerification } from '../../../../shared/api/email.js';
+import { EMAIL_REASONS, EMAIL_SCORES, type EmailVerification } from '../../../../shared/api/email.js';
 
-export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+export type EmailScore = (typeof EMAIL_SCORES)[number];
 export type EmailReason = (typeof EMAIL_REASONS)[number];
 
 export interface ResultFilter {
-  status: EmailStatus | 'all';
+  score: EmailScore | 'all';
   reason: EmailReason | 'all';
 }
 
-export const NO_FILTER: ResultFilter = { status: 'all', reason: 'all' };
+export const NO_FILTER: ResultFilter = { score: 'all', reason: 'all' };
 
 export function filterResults(
   results: readonly EmailVerification[],
@@ -19,30 +19,44 @@ export function filterResults(
 ): EmailVerification[] {
   return results.filter(
     (result) =>
-      (filter.status === 'all' || result.status === filter.status) &&
+      (filter.score === 'all' || result.score === filter.score) &&
       (filter.reason === 'all' || result.reason === filter.reason),
   );
 }
 
-/** How many results have each status (every status present, zero when none). */
-export function countByStatus(results: readonly EmailVerification[]): Record<EmailStatus, number> {
-  const counts = Object.fromEntries(EMAIL_STATUSES.map((status) => [status, 0])) as Record<
-    EmailStatus,
-    number
-  >;
-  for (const result of results) counts[result.status]++;
+/** How many results have each score (every score present, zero when none). */
+export function countByScore(results: readonly EmailVerification[]): Record<EmailScore, number> {
+  const counts = Object.fromEntries(EMAIL_SCORES.map((score) => [score, 0])) as Record<EmailScore, number>;
+  for (const result of results) counts[result.score]++;
   return counts;
 }
 
-/** The reasons that occur among the results (of the chosen status), in the API's precedence order. */
+/** The reasons that occur among the results (of the chosen score), in the API's precedence order. */
 export function reasonsPresent(
   results: readonly EmailVerification[],
-  status: ResultFilter['status'] = 'all',
+  score: ResultFilter['score'] = 'all',
 ): EmailReason[] {
-  const present = new Set(
-    results.filter((r) => status === 'all' || r.status === status).map((r) => r.reason),
-  );
+  const present = new Set(results.filter((r) => score === 'all' || r.score === score).map((r) => r.reason));
   return EMAIL_REASONS.filter((reason) => present.has(reason));
+}
+
+/**
+ * Whether the domain is catch-all, as far as the probe found out: null when no probe ran or it ended
+ * without an answer (the API then says false, and the reason says why).
+ */
+export function catchAllFinding(result: EmailVerification): boolean | null {
+  if (!result.mailbox_checked || result.reason === 'smtp_inconclusive') return null;
+  if (result.reason === 'mailbox_not_found') return null;
+  return result.catch_all;
+}
+
+/**
+ * Whether the mailbox exists, read from the probe's reason: null when no probe ran, it was inconclusive,
+ * or the domain is catch-all (its acceptance says nothing about this one address).
+ */
+export function mailboxFinding(result: EmailVerification): boolean | null {
+  if (!result.mailbox_checked || result.reason === 'smtp_inconclusive' || result.catch_all) return null;
+  return result.reason !== 'mailbox_not_found';
 }
 
 /** The total cost of the results, in USD, without floating-point dust. */
@@ -50,21 +64,23 @@ export function totalCost(results: readonly EmailVerification[]): number {
   return Math.round(results.reduce((sum, r) => sum + r.cost_usd, 0) * 1e6) / 1e6;
 }
 
+/** SPEC.md §2.5's fields under their own names, then the extras, the SMTP reply flattened. */
 export const CSV_COLUMNS = [
   'email',
   'normalized',
-  'status',
-  'reason',
+  'domain',
   'score',
+  'reason',
   'syntax_valid',
   'has_mx',
-  'mx_records',
   'disposable',
-  'role_account',
+  'role_based',
   'free_provider',
-  'catch_all',
-  'mailbox_exists',
   'suggestion',
+  'mailbox_checked',
+  'catch_all',
+  'confidence',
+  'mx_records',
   'smtp_mx_host',
   'smtp_code',
   'smtp_enhanced_code',
@@ -79,18 +95,19 @@ function csvRow(result: EmailVerification): CsvCell[] {
   return [
     result.email,
     result.normalized,
-    result.status,
-    result.reason,
+    result.domain,
     result.score,
+    result.reason,
     result.syntax_valid,
     result.has_mx,
-    result.mx_records.join(' '),
     result.disposable,
-    result.role_account,
+    result.role_based,
     result.free_provider,
-    result.catch_all,
-    result.mailbox_exists,
     result.suggestion,
+    result.mailbox_checked,
+    result.catch_all,
+    result.confidence,
+    result.mx_records.join(' '),
     result.smtp?.mx_host ?? null,
     result.smtp?.code ?? null,
     result.smtp?.enhanced_code ?? null,
@@ -114,6 +131,6 @@ export function toCsv(results: readonly EmailVerification[]): string {
 /** `email-results-2025-01-31.csv`, or with the filter named when one is set. */
 export function csvFileName(filter: ResultFilter, now = new Date()): string {
   const day = now.toISOString().slice(0, 10);
-  const parts = [filter.status, filter.reason].filter((part) => part !== 'all');
+  const parts = [filter.score, filter.reason].filter((part) => part !== 'all');
   return `email-results${parts.length ? `-${parts.join('-')}` : ''}-${day}.csv`;
 }

@@ -1,6 +1,6 @@
 // Checking a list: addresses pasted one per line (or as CSV), or a CSV file whose address column is
 // found by itself. Sent in chunks of 100 with a progress bar; the results, in input order, can be
-// filtered by status and reason and exported as CSV.
+// filtered by score and reason and exported as CSV.
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { TextAreaField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
@@ -10,22 +10,22 @@ import { extractAddresses, type ExtractedAddresses } from '../../stores/email/ad
 import { BATCH_LIMIT, progressFraction } from '../../stores/email/batch';
 import {
   NO_FILTER,
-  countByStatus,
+  countByScore,
   csvFileName,
   filterResults,
   reasonsPresent,
   toCsv,
   totalCost,
   type EmailReason,
-  type EmailStatus,
+  type EmailScore,
   type ResultFilter,
 } from '../../stores/email/results';
 import { useBatch, useEmailActions } from '../../stores/email/selectors';
 import { useAccount } from '../../stores/settings/selectors';
-import { EMAIL_STATUSES } from '../../../../shared/api/email.js';
+import { EMAIL_SCORES } from '../../../../shared/api/email.js';
 import { CheckError } from './CheckError';
-import { EmailStatusBadge } from './EmailResult';
-import { REASON_LABELS, REASON_MEANINGS, STATUS_LABELS, formatCost } from './explain';
+import { EmailScoreBadge } from './EmailResult';
+import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, formatCost } from './explain';
 
 /** Larger files are not lists of addresses one would check from here. */
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -282,10 +282,10 @@ function BatchProgress() {
 function BatchResults() {
   const { results } = useBatch();
   const [filter, setFilter] = useState<ResultFilter>(NO_FILTER);
-  const counts = useMemo(() => countByStatus(results), [results]);
-  const reasons = useMemo(() => reasonsPresent(results, filter.status), [results, filter.status]);
+  const counts = useMemo(() => countByScore(results), [results]);
+  const reasons = useMemo(() => reasonsPresent(results, filter.score), [results, filter.score]);
   const shown = useMemo(() => filterResults(results, filter), [results, filter]);
-  const statusId = useId();
+  const scoreId = useId();
   const reasonId = useId();
   // Keep each row's place in the input: "#" is the position in the whole list.
   const positions = useMemo(() => new Map(results.map((result, i) => [result, i + 1])), [results]);
@@ -294,36 +294,36 @@ function BatchResults() {
     <div className="stack batch-results" data-testid="batch-results">
       <div className="batch-results-bar">
         <ul className="status-counts" aria-label="Result counts">
-          {EMAIL_STATUSES.map((status) => (
-            <li key={status} data-status={status} data-testid={`count-${status}`}>
-              <span className="status-count-number">{counts[status].toLocaleString()}</span>{' '}
-              {STATUS_LABELS[status]}
+          {EMAIL_SCORES.map((score) => (
+            <li key={score} data-status={score} data-testid={`count-${score}`}>
+              <span className="status-count-number">{counts[score].toLocaleString()}</span>{' '}
+              {SCORE_LABELS[score]}
             </li>
           ))}
           <li className="muted">{formatCost(totalCost(results))} spent</li>
         </ul>
         <div className="batch-filters">
           <div className="filter-field">
-            <label className="field-label" htmlFor={statusId}>
-              Status
+            <label className="field-label" htmlFor={scoreId}>
+              Score
             </label>
             <select
-              id={statusId}
+              id={scoreId}
               className="input"
-              value={filter.status}
+              value={filter.score}
               onChange={(event) => {
-                const status = event.target.value as ResultFilter['status'];
-                // A reason that no result of the new status has would show nothing.
+                const score = event.target.value as ResultFilter['score'];
+                // A reason that no result of the new score has would show nothing.
                 const keep =
-                  filter.reason === 'all' || reasonsPresent(results, status).includes(filter.reason);
-                setFilter({ status, reason: keep ? filter.reason : 'all' });
+                  filter.reason === 'all' || reasonsPresent(results, score).includes(filter.reason);
+                setFilter({ score, reason: keep ? filter.reason : 'all' });
               }}
-              data-testid="filter-status"
+              data-testid="filter-score"
             >
-              <option value="all">All statuses</option>
-              {EMAIL_STATUSES.map((status: EmailStatus) => (
-                <option key={status} value={status}>
-                  {STATUS_LABELS[status]} ({counts[status]})
+              <option value="all">All scores</option>
+              {EMAIL_SCORES.map((score: EmailScore) => (
+                <option key={score} value={score}>
+                  {SCORE_LABELS[score]} ({counts[score]})
                 </option>
               ))}
             </select>
@@ -375,9 +375,9 @@ function BatchResults() {
                   #
                 </th>
                 <th scope="col">Address</th>
-                <th scope="col">Status</th>
+                <th scope="col">Score</th>
                 <th scope="col" className="cell-score">
-                  Score
+                  Confidence
                 </th>
                 <th scope="col">Reason</th>
                 <th scope="col">Notes</th>
@@ -388,13 +388,13 @@ function BatchResults() {
             </thead>
             <tbody>
               {shown.slice(0, SHOWN_ROWS).map((result) => (
-                <tr key={positions.get(result)} data-testid="result-row" data-status={result.status}>
+                <tr key={positions.get(result)} data-testid="result-row" data-status={result.score}>
                   <td className="cell-index muted">{positions.get(result)}</td>
                   <td className="mono cell-address">{result.email}</td>
                   <td>
-                    <EmailStatusBadge status={result.status} />
+                    <EmailScoreBadge score={result.score} />
                   </td>
-                  <td className="cell-score">{result.score}</td>
+                  <td className="cell-score">{result.confidence}</td>
                   <td title={REASON_MEANINGS[result.reason]}>{REASON_LABELS[result.reason]}</td>
                   <td className="cell-notes">{notesOf(result).join(' · ') || '—'}</td>
                   <td className="cell-cost">{result.cost_usd > 0 ? formatCost(result.cost_usd) : 'Free'}</td>
@@ -418,7 +418,7 @@ function notesOf(result: ReturnType<typeof filterResults>[number]): string[] {
   const notes: string[] = [];
   if (result.suggestion) notes.push(`did you mean ${result.suggestion}?`);
   if (result.disposable) notes.push('disposable');
-  if (result.role_account) notes.push('role address');
+  if (result.role_based) notes.push('role address');
   if (result.free_provider) notes.push('free provider');
   if (result.catch_all) notes.push('catch-all');
   if (result.smtp?.code) notes.push(`SMTP ${result.smtp.code}`);

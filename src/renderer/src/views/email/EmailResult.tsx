@@ -1,15 +1,16 @@
-// One verification explained: status and score up top with the reason in words, then each flag with
+// One verification explained: the score word and the confidence up top with the reason in words, then each flag with
 // what it means, the SMTP reply when the server was asked, the cost, and "Did you mean …?" when the
 // platform suggests a likelier address.
 import type { EmailVerification } from '../../../../shared/api/email.js';
 import { formatWhen } from '../../lib/format';
-import { REASON_LABELS, REASON_MEANINGS, STATUS_LABELS, STATUS_MEANINGS, formatCost, yesNo } from './explain';
+import { catchAllFinding, mailboxFinding } from '../../stores/email/results';
+import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, SCORE_MEANINGS, formatCost, yesNo } from './explain';
 
-export function EmailStatusBadge({ status }: { status: EmailVerification['status'] }) {
+export function EmailScoreBadge({ score }: { score: EmailVerification['score'] }) {
   return (
-    <span className="badge" data-status={`email-${status}`} data-testid="email-status">
+    <span className="badge" data-status={`email-${score}`} data-testid="email-status">
       <span className="badge-dot" aria-hidden="true" />
-      {STATUS_LABELS[status]}
+      {SCORE_LABELS[score]}
     </span>
   );
 }
@@ -38,9 +39,10 @@ export function EmailResult({
     {
       key: 'mx',
       label: 'Mail servers (MX)',
-      value:
-        result.has_mx === null
-          ? 'Not looked up'
+      value: !result.syntax_valid
+        ? 'Not looked up'
+        : !result.has_mx && result.reason === 'smtp_inconclusive'
+          ? 'Unknown: DNS did not answer'
           : result.mx_records.length > 0
             ? result.mx_records.join(', ')
             : result.has_mx
@@ -55,9 +57,7 @@ export function EmailResult({
     {
       key: 'role',
       label: 'Role address',
-      value: result.role_account
-        ? 'Yes: a shared address such as info@ or support@'
-        : 'No: a personal address',
+      value: result.role_based ? 'Yes: a shared address such as info@ or support@' : 'No: a personal address',
     },
     {
       key: 'free',
@@ -68,20 +68,28 @@ export function EmailResult({
       key: 'catch-all',
       label: 'Catch-all',
       value: yesNo(
-        result.catch_all,
+        catchAllFinding(result),
         'Yes: the server accepts mail for any address at this domain',
         'No: the server refuses unknown addresses',
-        notProbed,
+        !result.mailbox_checked
+          ? notProbed
+          : result.reason === 'mailbox_not_found'
+            ? 'Not tested: the address itself was refused'
+            : 'Not found out: the server gave no clear answer',
       ),
     },
     {
       key: 'mailbox',
       label: 'Mailbox exists',
       value: yesNo(
-        result.mailbox_exists,
+        mailboxFinding(result),
         'Yes: the server accepted this recipient',
         'No: the server refused this recipient',
-        notProbed,
+        !result.mailbox_checked
+          ? notProbed
+          : result.catch_all
+            ? 'Cannot tell: the server accepts any address at this domain'
+            : 'Not found out: the server gave no clear answer',
       ),
     },
   ];
@@ -90,19 +98,24 @@ export function EmailResult({
     <div
       className="email-result"
       data-testid="email-result"
-      data-status={result.status}
+      data-status={result.score}
       data-reason={result.reason}
     >
       <div className="email-result-head">
         <div className="email-result-title">
           <span className="mono email-result-address">{result.email}</span>
-          <EmailStatusBadge status={result.status} />
-          <span className="email-score" data-testid="email-score" aria-label={`Score ${result.score} of 100`}>
-            {result.score}
-            <span className="muted">/100</span>
+          <EmailScoreBadge score={result.score} />
+          <span
+            className="email-score"
+            data-testid="email-score"
+            aria-label={`Confidence ${result.confidence} of 100`}
+            title="Confidence"
+          >
+            {result.confidence}
+            <span className="muted">/100 confidence</span>
           </span>
         </div>
-        <p className="email-status-meaning">{STATUS_MEANINGS[result.status]}</p>
+        <p className="email-status-meaning">{SCORE_MEANINGS[result.score]}</p>
         <p data-testid="email-reason">
           <span className="tag">{REASON_LABELS[result.reason]}</span> {REASON_MEANINGS[result.reason]}
         </p>
@@ -111,7 +124,7 @@ export function EmailResult({
             <button
               type="button"
               className="link-button"
-              onClick={() => onSuggestion(result.suggestion!)}
+              onClick={() => onSuggestion(result.suggestion)}
               data-testid="email-suggestion"
             >
               Did you mean <span className="mono">{result.suggestion}</span>?

@@ -1,15 +1,15 @@
-// Plain words for an email verification's status, reason and flags (API.md §6), for people who do not
+// Plain words for an email verification's score, reason and flags (API.md §6), for people who do not
 // know what an MX record or a catch-all server is.
-import type { EmailReason, EmailStatus } from '../../stores/email/results';
+import type { EmailReason, EmailScore } from '../../stores/email/results';
 
-export const STATUS_LABELS: Record<EmailStatus, string> = {
+export const SCORE_LABELS: Record<EmailScore, string> = {
   valid: 'Valid',
   invalid: 'Invalid',
   risky: 'Risky',
   unknown: 'Unknown',
 };
 
-export const STATUS_MEANINGS: Record<EmailStatus, string> = {
+export const SCORE_MEANINGS: Record<EmailScore, string> = {
   valid: 'Mail to this address should be delivered.',
   invalid: 'Mail to this address would bounce: do not send to it.',
   risky: 'Mail may be delivered, but the address has a trait that often means trouble.',
