@@ -2,7 +2,7 @@
 // platform (API.md §6), 100 per request, and prints one row each in input order.
 import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
-import type { EmailVerification } from '../shared/api/email.js';
+import { type EmailVerification, suggestedAddress } from '../shared/api/email.js';
 import { type ConnectionOptions, withConnectionOptions, withPlatform } from './connect.js';
 import { table } from './format.js';
 import { UsageError, type Io } from './io.js';
@@ -44,7 +44,7 @@ function row(result: EmailVerification): string[] {
     result.score,
     String(result.confidence),
     result.reason,
-    result.suggestion ? `did you mean ${result.suggestion}?` : '',
+    suggestedAddress(result) ? `did you mean ${suggestedAddress(result)}?` : '',
   ];
 }
 

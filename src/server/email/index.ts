@@ -11,6 +11,6 @@ export {
   isBillable,
 } from './verifier.js';
 export { type ParsedAddress, parseAddress } from './syntax.js';
-export { suggestAddress, suggestDomain } from './suggest.js';
+export { suggestDomain } from './suggest.js';
 export { isDisposable, isFreeProvider, isRoleAccount } from './lists.js';
 export { type RcptVerdict, type SmtpReply, classifyRcpt, parseReply } from './smtp.js';

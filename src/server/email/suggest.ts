@@ -135,9 +135,3 @@ export function suggestDomain(domain: string): string | null {
   candidate = closestTarget(candidate) ?? candidate;
   return candidate === domain ? null : candidate;
 }
-
-/** The whole address with its domain corrected, or null. `local` is kept as typed. */
-export function suggestAddress(local: string, domain: string): string | null {
-  const fixed = suggestDomain(domain);
-  return fixed === null ? null : `${local}@${fixed}`;
-}

@@ -8,7 +8,7 @@ import { MailDns, type MailRoute } from './dns.js';
 import { KeyedLimiter } from './limiter.js';
 import { isDisposable, isFreeProvider, isRoleAccount } from './lists.js';
 import { type ProbeOutcome, probeMailbox, providerOf } from './smtp.js';
-import { suggestAddress } from './suggest.js';
+import { suggestDomain } from './suggest.js';
 import { parseAddress } from './syntax.js';
 
 export type EmailReason = EmailVerification['reason'];
@@ -173,7 +173,7 @@ export class EmailVerifier {
       disposable,
       role_based: role,
       free_provider: isFreeProvider(domain),
-      suggestion: suggestAddress(local, domain) ?? '',
+      suggestion: suggestDomain(domain) ?? '',
       mailbox_checked: probe !== null,
       catch_all: probe?.catchAll ?? false,
       mx_records: mail.kind === 'mx' ? mail.hosts : [],

@@ -67,7 +67,7 @@ export const EmailVerification = z
     free_provider: z.boolean(),
     suggestion: z.string().meta({
       description:
-        'The likely-intended address when the domain looks like a typo; the empty string otherwise.',
+        'The likely-intended domain when the domain looks like a typo (`gmail.com` for `jane@gmial.con`); the empty string otherwise.',
     }),
     mailbox_checked: z.boolean().meta({ description: 'Whether a live SMTP probe ran for this address.' }),
     catch_all: z.boolean().meta({
@@ -92,3 +92,10 @@ export const EmailBatchResult = z
   .object({ count: z.number().int(), results: z.array(EmailVerification) })
   .meta({ id: 'EmailBatchResult' });
 export type EmailBatchResult = z.infer<typeof EmailBatchResult>;
+
+/** The address with the suggested domain in place of its own (`jane@gmial.con` → `jane@gmail.com`), or null. */
+export function suggestedAddress(result: Pick<EmailVerification, 'email' | 'suggestion'>): string | null {
+  if (result.suggestion === '') return null;
+  const at = result.email.lastIndexOf('@');
+  return `${at === -1 ? result.email.trim() : result.email.slice(0, at).trim()}@${result.suggestion}`;
+}

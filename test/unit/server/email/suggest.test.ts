@@ -1,6 +1,7 @@
 // Typo suggestions: real corrections of popular mail domains and TLD slips, and no false ones.
 import { describe, expect, it } from 'vitest';
-import { editDistance, suggestAddress, suggestDomain } from '../../../../src/server/email/suggest.js';
+import { suggestedAddress } from '../../../../src/shared/api/email.js';
+import { editDistance, suggestDomain } from '../../../../src/server/email/suggest.js';
 
 describe('suggestDomain', () => {
   it.each([
@@ -53,18 +54,21 @@ describe('suggestDomain', () => {
   });
 });
 
-describe('suggestAddress', () => {
-  it('returns the whole corrected address, the local part as typed', () => {
-    expect(suggestAddress('Jane.Doe', 'gmial.com')).toBe('Jane.Doe@gmail.com');
-    expect(suggestAddress('jane', 'acme.com')).toBeNull();
-  });
-});
-
 describe('editDistance', () => {
   it('counts an adjacent transposition as one edit', () => {
     expect(editDistance('gmial', 'gmail')).toBe(1);
     expect(editDistance('yaho', 'yahoo')).toBe(1);
     expect(editDistance('acme', 'me')).toBe(2);
     expect(editDistance('abcdefgh', 'a', 3)).toBe(4);
+  });
+});
+
+describe('suggestedAddress', () => {
+  it('puts the suggested domain in place of the typed one, keeping the local part as typed', () => {
+    expect(suggestedAddress({ email: 'Jane.Doe@gmial.con', suggestion: 'gmail.com' })).toBe(
+      'Jane.Doe@gmail.com',
+    );
+    expect(suggestedAddress({ email: ' a@b@yaho.com ', suggestion: 'yahoo.com' })).toBe('a@b@yahoo.com');
+    expect(suggestedAddress({ email: 'jane@gmail.com', suggestion: '' })).toBeNull();
   });
 });

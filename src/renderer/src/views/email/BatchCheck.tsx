@@ -22,7 +22,7 @@ import {
 } from '../../stores/email/results';
 import { useBatch, useEmailActions } from '../../stores/email/selectors';
 import { useAccount } from '../../stores/settings/selectors';
-import { EMAIL_SCORES } from '../../../../shared/api/email.js';
+import { EMAIL_SCORES, suggestedAddress } from '../../../../shared/api/email.js';
 import { CheckError } from './CheckError';
 import { EmailScoreBadge } from './EmailResult';
 import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, formatCost } from './explain';
@@ -416,7 +416,8 @@ function BatchResults() {
 
 function notesOf(result: ReturnType<typeof filterResults>[number]): string[] {
   const notes: string[] = [];
-  if (result.suggestion) notes.push(`did you mean ${result.suggestion}?`);
+  const suggested = suggestedAddress(result);
+  if (suggested) notes.push(`did you mean ${suggested}?`);
   if (result.disposable) notes.push('disposable');
   if (result.role_based) notes.push('role address');
   if (result.free_provider) notes.push('free provider');

@@ -1,7 +1,7 @@
 // One verification explained: the score word and the confidence up top with the reason in words, then each flag with
 // what it means, the SMTP reply when the server was asked, the cost, and "Did you mean …?" when the
 // platform suggests a likelier address.
-import type { EmailVerification } from '../../../../shared/api/email.js';
+import { type EmailVerification, suggestedAddress } from '../../../../shared/api/email.js';
 import { formatWhen } from '../../lib/format';
 import { catchAllFinding, mailboxFinding } from '../../stores/email/results';
 import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, SCORE_MEANINGS, formatCost, yesNo } from './explain';
@@ -25,6 +25,7 @@ export function EmailResult({
   /** Whether the check asked for an SMTP probe (so "not probed" can say why). */
   smtpProbe: boolean;
 }) {
+  const suggested = suggestedAddress(result);
   const notProbed = smtpProbe
     ? 'Not tested: the check stopped before the mail server was asked'
     : 'Not tested: turn on the SMTP probe to ask the mail server';
@@ -119,15 +120,15 @@ export function EmailResult({
         <p data-testid="email-reason">
           <span className="tag">{REASON_LABELS[result.reason]}</span> {REASON_MEANINGS[result.reason]}
         </p>
-        {result.suggestion ? (
+        {suggested ? (
           <p>
             <button
               type="button"
               className="link-button"
-              onClick={() => onSuggestion(result.suggestion)}
+              onClick={() => onSuggestion(suggested)}
               data-testid="email-suggestion"
             >
-              Did you mean <span className="mono">{result.suggestion}</span>?
+              Did you mean <span className="mono">{suggested}</span>?
             </button>
           </p>
         ) : null}
