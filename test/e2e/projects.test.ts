@@ -110,7 +110,7 @@ describe('creating a project', () => {
       name: 'Hosted Repo',
       deploy_source: 'git',
       git_host_repo: 'example/hosted-repo',
-      repo_url: null,
+      repo_url: '',
       branch: 'main',
       status: 'created',
     });
@@ -308,6 +308,7 @@ describe('build configuration', () => {
     const form = app.getByTestId('build-config');
 
     await form.getByTestId('build-root-dir').fill('../up');
+    await form.getByTestId('build-port-override').fill('0');
     await form.getByTestId('add-service').click();
     await form.getByTestId('add-service').click();
     await form.getByTestId('service-0-name').fill('web');
@@ -324,6 +325,7 @@ describe('build configuration', () => {
     await screenshot(app, 'build-config-errors-at-save');
     await screenshot(app, 'build-config-errors', { show: form.getByTestId('build-config-errors') });
     expect(await errorNextTo(form.getByTestId('build-root-dir'))).toMatch(/\.\./);
+    expect(await errorNextTo(form.getByTestId('build-port-override'))).toMatch(/between 1 and 65535/);
     // Naming the service as it was typed.
     expect(await errorNextTo(form.getByTestId('service-1-name'))).toContain(
       '"web" is used by another service',
@@ -346,6 +348,7 @@ describe('build configuration', () => {
     await form.getByTestId('build-root-dir').fill('app');
     await form.getByTestId('build-install-cmd').fill('npm ci');
     await form.getByTestId('build-start-cmd').fill('node index.js');
+    await form.getByTestId('build-port-override').fill('8080');
     await form.getByTestId('add-service').click();
     await form.getByTestId('service-0-name').fill('api');
     await form.getByTestId('service-0-port').fill('4000');
@@ -363,6 +366,7 @@ describe('build configuration', () => {
       root_dir: 'app',
       install_cmd: 'npm ci',
       start_cmd: 'node index.js',
+      port_override: 8080,
       services: [
         { name: 'api', kind: 'web', port: 4000, start_cmd: 'node api.js' },
         { name: 'jobs', kind: 'worker', port: null, start_cmd: 'node jobs.js', root_dir: 'workers' },

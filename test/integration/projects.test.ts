@@ -87,9 +87,9 @@ describe('POST /projects: creating from each source', () => {
       name: 'Git app',
       subdomain,
       repo_url: 'https://github.com/acme/demo.git',
-      git_host_repo: null,
+      git_host_repo: '',
       branch: 'main',
-      image: null,
+      image: '',
       deploy_source: 'git',
       env_vars: {},
       status: 'created',
@@ -121,10 +121,10 @@ describe('POST /projects: creating from each source', () => {
     expect(res.status).toBe(201);
     const project = Project.parse(res.body);
     expect(project).toMatchObject({
-      repo_url: null,
+      repo_url: '',
       git_host_repo: 'acme/demo',
       branch: 'develop',
-      image: null,
+      image: '',
       deploy_source: 'git',
       status: 'created',
     });
@@ -136,14 +136,14 @@ describe('POST /projects: creating from each source', () => {
     expect(Project.parse(res.body).branch).toBe('main');
   });
 
-  it('creates an image project with deploy_source image and no branch', async () => {
+  it('creates an image project with deploy_source image and an empty branch', async () => {
     const res = await create({ name: 'Image', subdomain: label('img'), image: 'ghcr.io/acme/app:1.2.3' });
     expect(res.status).toBe(201);
     const project = Project.parse(res.body);
     expect(project).toMatchObject({
-      repo_url: null,
-      git_host_repo: null,
-      branch: null,
+      repo_url: '',
+      git_host_repo: '',
+      branch: '',
       image: 'ghcr.io/acme/app:1.2.3',
       deploy_source: 'image',
       status: 'created',
@@ -155,10 +155,10 @@ describe('POST /projects: creating from each source', () => {
     expect(res.status).toBe(201);
     const project = Project.parse(res.body);
     expect(project).toMatchObject({
-      repo_url: null,
-      git_host_repo: null,
-      branch: null,
-      image: null,
+      repo_url: '',
+      git_host_repo: '',
+      branch: '',
+      image: '',
       deploy_source: 'upload',
       status: 'created',
     });
@@ -390,6 +390,7 @@ describe('PUT /projects/:id/build-config', () => {
       install_cmd: null,
       build_cmd: null,
       start_cmd: null,
+      port_override: null,
       services: [
         {
           name: 'api',
@@ -549,11 +550,22 @@ describe('POST /projects validation (422 validation_failed with the exact path)'
     expectInvalidAmong(await create({ ...base(), image: 'nginx:1.27' }), ['repo_url', 'image']);
   });
 
-  it('rejects two git sources (repo_url and git_host_repo) naming one of them', async () => {
-    expectInvalidAmong(await create({ ...base(), git_host_repo: 'acme/demo' }), [
-      'repo_url',
-      'git_host_repo',
-    ]);
+  it('takes repo_url and git_host_repo together as one repository source (SPEC.md §4.1), cloning repo_url', async () => {
+    const res = await create({ ...base(), git_host_repo: 'acme/demo', branch: 'dev' });
+    expect(res.status).toBe(201);
+    expect(Project.parse(res.body)).toMatchObject({
+      repo_url: base().repo_url,
+      git_host_repo: 'acme/demo',
+      branch: 'dev',
+      deploy_source: 'git',
+    });
+  });
+
+  it('rejects git_host_repo together with an image, naming one of them', async () => {
+    expectInvalidAmong(
+      await create({ name: 'Demo', subdomain: label(), git_host_repo: 'acme/demo', image: 'nginx:1.27' }),
+      ['git_host_repo', 'image'],
+    );
   });
 
   it('rejects deploy_source "upload" together with repo_url', async () => {

@@ -18,6 +18,7 @@ import {
   type DeploySource,
   EMPTY_BUILD_CONFIG,
   type EnvVars,
+  normalizeBuildConfig,
   type Project,
   type ProjectStatus,
 } from '../../shared/api/projects.js';
@@ -183,7 +184,7 @@ export class ProjectService {
     body: CreateProjectRequest,
     options: { ownRepo?: boolean },
   ): Promise<Project> {
-    const buildConfig = body.build_config ?? EMPTY_BUILD_CONFIG;
+    const buildConfig = normalizeBuildConfig(body.build_config ?? EMPTY_BUILD_CONFIG);
     const refused =
       body.repo_url !== undefined && !options.ownRepo ? refusedRepoUrl(this.config, body.repo_url) : null;
     if (refused) throw validationError([{ path: 'repo_url', message: refused }]);
@@ -194,10 +195,10 @@ export class ProjectService {
     if (target) throw validationError([{ path: 'repo_url', message: target }]);
     this.checkSubdomain(body.subdomain);
     this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
-    const portErrors = await refusedServicePorts(this.db, null, buildConfig, ['build_config']);
-    if (portErrors.length > 0) throw validationError(portErrors);
     const source: DeploySource =
       body.image !== undefined ? 'image' : body.deploy_source === 'upload' ? 'upload' : 'git';
+    const portErrors = await refusedServicePorts(this.db, null, buildConfig, ['build_config'], source);
+    if (portErrors.length > 0) throw validationError(portErrors);
     const now = new Date().toISOString();
     const id = newId('prj');
     const repo =
@@ -245,10 +246,11 @@ export class ProjectService {
     return this.toProject(updated);
   }
 
-  async setBuildConfig(accountId: string, id: string, config: BuildConfigType): Promise<Project> {
+  async setBuildConfig(accountId: string, id: string, given: BuildConfigType): Promise<Project> {
+    const config = normalizeBuildConfig(given);
     const row = await this.row(accountId, id);
     this.checkServiceHosts(row.subdomain, config, []);
-    const portErrors = await refusedServicePorts(this.db, id, config, []);
+    const portErrors = await refusedServicePorts(this.db, id, config, [], row.deploy_source as DeploySource);
     if (portErrors.length > 0) throw validationError(portErrors);
     const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
     this.listCache.delete(accountId);
@@ -304,16 +306,18 @@ export class ProjectService {
 
   toProject(row: ProjectsTable): Project {
     // Stored configs were validated (and given their defaults) when they were written.
-    const buildConfig = JSON.parse(row.build_config) as BuildConfigType;
+    const stored = JSON.parse(row.build_config) as BuildConfigType;
+    // Configs stored before port_override existed lack it.
+    const buildConfig = { ...stored, port_override: stored.port_override ?? null };
     const host = (label: string) => `${label}.${this.config.baseDomain}`;
     return {
       id: row.id,
       name: row.name,
       subdomain: row.subdomain,
-      repo_url: row.repo_url === null ? null : maskRepoUrl(row.repo_url),
-      git_host_repo: row.git_host_repo,
-      branch: row.branch,
-      image: row.image,
+      repo_url: row.repo_url === null ? '' : maskRepoUrl(row.repo_url),
+      git_host_repo: row.git_host_repo ?? '',
+      branch: row.branch ?? '',
+      image: row.image ?? '',
       deploy_source: row.deploy_source as DeploySource,
       env_vars: JSON.parse(row.env_vars) as Record<string, string>,
       build_config: buildConfig,

@@ -46,6 +46,12 @@ const Command = z
   .max(4096, 'must be at most 4096 characters')
   .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters');
 
+/**
+ * An optional command or folder: the empty string, as a form sends an unfilled field, means none
+ * (stored as null, or `.` for the project's root_dir; see normalizeBuildConfig).
+ */
+const OrEmpty = <T extends z.ZodType>(schema: T) => z.union([z.literal(''), schema]);
+
 export const Port = z
   .number({ error: 'must be a number' })
   .int('must be a whole number')
@@ -61,9 +67,9 @@ export const ServiceConfig = z
       .enum(SERVICE_KINDS)
       .default('web')
       .meta({ description: 'web services listen on a port; workers do not' }),
-    root_dir: RelativeDir.nullable().default(null),
-    install_cmd: Command.nullable().default(null),
-    build_cmd: Command.nullable().default(null),
+    root_dir: OrEmpty(RelativeDir).nullable().default(null),
+    install_cmd: OrEmpty(Command).nullable().default(null),
+    build_cmd: OrEmpty(Command).nullable().default(null),
     start_cmd: Command,
     port: Port.nullable()
       .default(null)
@@ -75,10 +81,18 @@ export type ServiceConfig = z.infer<typeof ServiceConfig>;
 
 export const BuildConfig = z
   .strictObject({
-    root_dir: RelativeDir.default('.'),
-    install_cmd: Command.nullable().default(null),
-    build_cmd: Command.nullable().default(null),
-    start_cmd: Command.nullable().default(null),
+    root_dir: OrEmpty(RelativeDir).default('.'),
+    install_cmd: OrEmpty(Command).nullable().default(null),
+    build_cmd: OrEmpty(Command).nullable().default(null),
+    start_cmd: OrEmpty(Command).nullable().default(null),
+    port_override: Port.nullable()
+      .default(null)
+      .meta({
+        description:
+          'The port the app listens on (PORT is set to it); null lets the platform choose. With services, ' +
+          'the port of the primary one (the service named web, else the first web service) when it ' +
+          'declares none. For an image source, the port inside the container',
+      }),
     services: z
       .array(ServiceConfig)
       .max(LIMITS.services, `must have at most ${LIMITS.services} services`)
@@ -87,6 +101,7 @@ export const BuildConfig = z
   .superRefine((config, ctx) => {
     const names = new Set<string>();
     const ports = new Set<number>();
+    if (config.port_override !== null) ports.add(config.port_override);
     config.services.forEach((service, i) => {
       if (names.has(service.name)) {
         ctx.addIssue({
@@ -101,7 +116,10 @@ export const BuildConfig = z
           ctx.addIssue({
             code: 'custom',
             path: ['services', i, 'port'],
-            message: `port ${service.port} is used by another service`,
+            message:
+              service.port === config.port_override
+                ? `port ${service.port} is the project's port_override`
+                : `port ${service.port} is used by another service`,
           });
         }
         ports.add(service.port);
@@ -113,6 +131,24 @@ export type BuildConfig = z.infer<typeof BuildConfig>;
 export type BuildConfigInput = z.input<typeof BuildConfig>;
 
 export const EMPTY_BUILD_CONFIG: BuildConfig = BuildConfig.parse({});
+
+/** The config as stored and run: empty commands and folders are none (null; the root folder `.`). */
+export function normalizeBuildConfig(config: BuildConfig): BuildConfig {
+  const none = (value: string | null) => (value === '' ? null : value);
+  return {
+    ...config,
+    root_dir: config.root_dir === '' ? '.' : config.root_dir,
+    install_cmd: none(config.install_cmd),
+    build_cmd: none(config.build_cmd),
+    start_cmd: none(config.start_cmd),
+    services: config.services.map((service) => ({
+      ...service,
+      root_dir: none(service.root_dir),
+      install_cmd: none(service.install_cmd),
+      build_cmd: none(service.build_cmd),
+    })),
+  };
+}
 
 /** `https://…`, `http://…`, `ssh://…`, `git://…`, `file://…` or scp-like `user@host:path`. */
 export const RepoUrl = z
@@ -174,8 +210,10 @@ export const CreateProjectRequest = z
   })
   .superRefine((body, ctx) => {
     const given: Array<[string, DeploySource]> = [];
+    // SPEC.md §4.1 names both for a repository source: repo_url (what is cloned) and git_host_repo
+    // (the repository on the git host) may come together, as one source.
     if (body.repo_url !== undefined) given.push(['repo_url', 'git']);
-    if (body.git_host_repo !== undefined) given.push(['git_host_repo', 'git']);
+    else if (body.git_host_repo !== undefined) given.push(['git_host_repo', 'git']);
     if (body.image !== undefined) given.push(['image', 'image']);
     if (body.deploy_source === 'upload') given.push(['deploy_source', 'upload']);
     if (given.length === 0) {
@@ -227,10 +265,13 @@ export const Project = z
     id: idOf('prj'),
     name: z.string(),
     subdomain: z.string(),
-    repo_url: z.string().nullable(),
-    git_host_repo: z.string().nullable(),
-    branch: z.string().nullable(),
-    image: z.string().nullable(),
+    // SPEC.md §2.1 types these strings: the fields of another source are the empty string, never null.
+    repo_url: z.string().meta({ description: 'The git URL (credentials masked); empty for other sources' }),
+    git_host_repo: z
+      .string()
+      .meta({ description: '"owner/repo" on the configured git host; empty for other sources' }),
+    branch: z.string().meta({ description: 'The branch of a git source; empty for other sources' }),
+    image: z.string().meta({ description: 'The container image of an image source; empty for others' }),
     deploy_source: DeploySource,
     env_vars: z.record(z.string(), z.string()),
     build_config: BuildConfig,

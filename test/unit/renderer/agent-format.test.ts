@@ -52,7 +52,7 @@ describe('AI projects', () => {
   it('are the git projects in the builder’s own repositories', () => {
     expect(isAiProject({ id: 'prj_1', repo_url: 'file:///data/platform/ai-repos/prj_abc123' })).toBe(true);
     expect(isAiProject({ id: 'prj_1', repo_url: 'https://github.com/acme/ai-repos' })).toBe(false);
-    expect(isAiProject({ id: 'prj_1', repo_url: null })).toBe(false);
+    expect(isAiProject({ id: 'prj_1', repo_url: '' })).toBe(false);
   });
 
   it('treats tokens, keys and passwords as secrets', () => {

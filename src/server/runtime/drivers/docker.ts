@@ -56,22 +56,27 @@ export async function pullImage(
   });
 }
 
-/** Starts `image` with PORT=`port`, published on 127.0.0.1:`port`, its output read line by line. */
+/**
+ * Starts `image` with PORT=`containerPort` (default `port`), published on 127.0.0.1:`port`, its output
+ * read line by line.
+ */
 export async function runContainer(
   docker: Docker,
   options: {
     image: string;
     name: string;
     port: number;
+    containerPort?: number;
     env: Record<string, string>;
     onLine(stream: 'stdout' | 'stderr', line: string): void;
   },
 ): Promise<RunningProcess> {
-  const portKey = `${options.port}/tcp`;
+  const inside = options.containerPort ?? options.port;
+  const portKey = `${inside}/tcp`;
   const container = await docker.createContainer({
     name: options.name,
     Image: options.image,
-    Env: Object.entries({ ...options.env, PORT: String(options.port) }).map(([k, v]) => `${k}=${v}`),
+    Env: Object.entries({ ...options.env, PORT: String(inside) }).map(([k, v]) => `${k}=${v}`),
     ExposedPorts: { [portKey]: {} },
     Labels: { 'dev.wharf.managed': 'true' },
     HostConfig: {

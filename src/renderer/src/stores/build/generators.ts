@@ -54,7 +54,7 @@ export const GENERATOR_CHOICES: ReadonlyArray<{
 
 /** Whether the AI builder made this project: its source is its own repository in `ai-repos`. */
 export function isAiProject(project: Pick<Project, 'id' | 'repo_url'>): boolean {
-  return project.repo_url !== null && /[/\\]ai-repos[/\\]prj_[^/\\]+\/?$/.test(project.repo_url);
+  return !!project.repo_url && /[/\\]ai-repos[/\\]prj_[^/\\]+\/?$/.test(project.repo_url);
 }
 
 /** Environment variable names that hold secrets, to be typed into password inputs. */

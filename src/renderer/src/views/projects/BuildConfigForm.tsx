@@ -1,4 +1,4 @@
-// A project's build configuration: root directory, install/build/start commands, and up to five
+// A project's build configuration: root directory, install/build/start commands, port, and up to five
 // services (name, kind, start command, port, root directory, install and build commands). A 422 from
 // the platform is shown on the inputs its paths name (`services[2].name`); the rest above the form.
 import { useEffect, useRef, useState } from 'react';
@@ -36,6 +36,7 @@ interface Draft {
   install_cmd: string;
   build_cmd: string;
   start_cmd: string;
+  port_override: string;
   services: ServiceDraft[];
 }
 
@@ -47,6 +48,7 @@ function toDraft(config: BuildConfig): Draft {
     install_cmd: config.install_cmd ?? '',
     build_cmd: config.build_cmd ?? '',
     start_cmd: config.start_cmd ?? '',
+    port_override: config.port_override == null ? '' : String(config.port_override),
     services: config.services.map((service) => ({
       key: nextServiceKey++,
       name: service.name,
@@ -66,14 +68,17 @@ const orNull = (value: string) => (value.trim() === '' ? null : value);
 /** The input to send, or the problems that keep it from being sent (only what the API cannot say). */
 function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<string, string> } {
   const problems: Record<string, string> = {};
-  const services = draft.services.map((service, i) => {
-    let port: number | null = null;
-    if (service.kind === 'web' && service.port.trim() !== '') {
-      const text = service.port.trim();
-      // Only what is not a number at all is caught here; the platform checks the range, with the rest.
-      if (!/^\d+$/.test(text)) problems[`services[${i}].port`] = 'must be a whole number between 1 and 65535';
-      else port = Number(text);
+  /** Only what is not a number at all is caught here; the platform checks the range, with the rest. */
+  const portOf = (text: string, path: string): number | null => {
+    if (text.trim() === '') return null;
+    if (!/^\d+$/.test(text.trim())) {
+      problems[path] = 'must be a whole number between 1 and 65535';
+      return null;
     }
+    return Number(text.trim());
+  };
+  const services = draft.services.map((service, i) => {
+    const port = service.kind === 'web' ? portOf(service.port, `services[${i}].port`) : null;
     return {
       name: service.name.trim(),
       kind: service.kind,
@@ -91,13 +96,14 @@ function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<stri
       install_cmd: orNull(draft.install_cmd),
       build_cmd: orNull(draft.build_cmd),
       start_cmd: orNull(draft.start_cmd),
+      port_override: portOf(draft.port_override, 'port_override'),
       services,
     },
     problems,
   };
 }
 
-const TOP_FIELDS = ['root_dir', 'install_cmd', 'build_cmd', 'start_cmd'] as const;
+const TOP_FIELDS = ['root_dir', 'install_cmd', 'build_cmd', 'start_cmd', 'port_override'] as const;
 const SERVICE_FIELDS = ['name', 'kind', 'start_cmd', 'port', 'root_dir', 'install_cmd', 'build_cmd'] as const;
 
 export function BuildConfigForm({ project }: { project: Project }) {
@@ -264,6 +270,17 @@ export function BuildConfigForm({ project }: { project: Project }) {
               placeholder="npm start"
               className="mono"
               data-testid="build-start-cmd"
+            />
+            <TextField
+              label="Port"
+              value={draft.port_override}
+              onChange={(event) => setTop('port_override', event.target.value)}
+              error={errors.port_override}
+              placeholder="from PORT"
+              hint="The port the app listens on; empty: the platform picks one and sets PORT."
+              inputMode="numeric"
+              className="mono"
+              data-testid="build-port-override"
             />
           </div>
 
