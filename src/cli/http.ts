@@ -75,21 +75,22 @@ export function parseInspect(value: string): string {
 
 const pad2 = (n: number) => String(n).padStart(2, '0');
 
-/** `14:02:07  GET     /hello?x=1                      200   12.3 ms`, and why it failed when it did. */
+/** `14:02:07  GET     /hello?x=1                      200      12 ms`, and why it failed when it did. */
 export function requestLine(request: CapturedRequest): string {
-  const started = new Date(request.started_at);
+  const started = new Date(request.timestamp);
   const time = `${pad2(started.getHours())}:${pad2(started.getMinutes())}:${pad2(started.getSeconds())}`;
-  const status = request.status_code === null ? '---' : String(request.status_code);
-  const duration = request.duration_ms === null ? '' : `${formatMs(request.duration_ms)} ms`;
-  const parts = [time, request.method.padEnd(7), request.path.padEnd(32), status, duration.padStart(10)];
+  const duration = `${request.duration_ms} ms`;
+  const parts = [
+    time,
+    request.method.padEnd(7),
+    request.path.padEnd(32),
+    String(request.status_code),
+    duration.padStart(10),
+  ];
   let line = parts.join('  ');
   if (request.replay_of) line += `  (replay of ${request.replay_of})`;
   if (request.error) line += `  ! ${request.error}`;
   return line;
-}
-
-function formatMs(ms: number): string {
-  return ms < 10 ? ms.toFixed(1) : String(Math.round(ms));
 }
 
 export function httpCommand(io: Io): Command {

@@ -1004,7 +1004,7 @@ export class Engine implements Bridge {
     const publicUrl = new URL(original.url);
     // The captured Host is the public one: an unedited replay sends what the tunnel's Host mode says.
     const given = (
-      edit.headers ?? original.request_headers.filter(({ name }) => name.toLowerCase() !== 'host')
+      edit.headers ?? original.request_header_list.filter(({ name }) => name.toLowerCase() !== 'host')
     ).filter(({ name }) => !REPLAY_DROPPED_HEADERS.has(name.toLowerCase()));
     const headers: HeaderList = [];
     if (!given.some(({ name }) => name.toLowerCase() === 'host')) {
@@ -1023,7 +1023,8 @@ export class Engine implements Bridge {
       url: `${publicUrl.origin}${path}`,
       httpVersion: 'HTTP/1.1',
       requestHeaders: headers,
-      remoteAddr: null,
+      // Sent on behalf of the original public client: the capture names it, as the edge's replay does.
+      remoteAddr: original.remote_addr,
       replayOf: original.id,
     });
     exchange.requestBody.push(body);
@@ -1045,11 +1046,12 @@ export class Engine implements Bridge {
           res.on('aborted', () => resolve('the local app closed the connection mid-response'));
         },
       );
-      req.setTimeout(REPLAY_IDLE_MS, () =>
+      req.setTimeout(REPLAY_IDLE_MS, () => {
+        exchange.noResponse(504);
         req.destroy(
           new Error(`the local app on port ${port} did not answer within ${REPLAY_IDLE_MS / 1000} s`),
-        ),
-      );
+        );
+      });
       req.on('error', (e: NodeJS.ErrnoException) =>
         resolve(e.code === 'ECONNREFUSED' ? `nothing is listening on 127.0.0.1:${port}` : e.message),
       );

@@ -254,6 +254,8 @@ describe('the Traffic screen', () => {
     expect(page.url()).toMatch(/#\/traffic\/req_/);
     expect(await pane.getByTestId('request-url').innerText()).toBe(`${url}/api/orders?page=2`);
     expect(await pane.getByTestId('request-query').innerText()).toMatch(/page\s+2/);
+    // Where it came from, as SPEC.md §2.4 writes remote_addr: host and the public client's port.
+    expect(await pane.getByTestId('request-remote-addr').innerText()).toMatch(/^127\.0\.0\.1:\d{1,5}$/);
     const pretty = pane.getByTestId('response-body-pretty');
     await pretty.waitFor();
     expect(await pretty.innerText()).toBe(
@@ -475,12 +477,14 @@ function synthetic(i: number): CapturedRequest {
     http_version: 'HTTP/1.1',
     status_code: i % 17 === 0 ? 500 : 200,
     duration_ms: i % 100,
-    request_headers: [],
-    response_headers: [],
+    request_headers: {},
+    response_headers: {},
+    request_header_list: [],
+    response_header_list: [],
     request_size: 0,
     response_size: 100,
-    remote_addr: '127.0.0.1',
-    started_at: new Date(1_700_000_000_000 + i).toISOString(),
+    remote_addr: `127.0.0.1:${40_000 + (i % 20_000)}`,
+    timestamp: new Date(1_700_000_000_000 + i).toISOString(),
     error: null,
     replay_of: null,
   };

@@ -13,6 +13,7 @@ import { startInspector, type RunningInspector } from '../../src/core/inspector/
 import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { Har } from '../../src/core/capture/har.js';
 import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
+import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
 import { startPlatform, type ProblemBody, type TestPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
@@ -221,6 +222,10 @@ describe('the inspector API', () => {
       tunnel_name: 'insp',
       uri: `/api/requests/http/${all[0]!.id}`,
     });
+    // The same names and types as the platform's (SPEC.md §2.4), ngrok's uri and tunnel_name beside them.
+    for (const request of all) expectSpecCapturedRequest(request);
+    expect(all[0]!.request_headers['content-type']).toBe('application/json');
+    expect(all[0]!.request_header_list).toContainEqual({ name: 'content-type', value: 'application/json' });
     const found = await api<ApiList>('/api/requests/http?q=rambutan');
     expect(found.json.requests.map((r) => r.path)).toEqual(['/search']);
     expect((await api('/api/requests/http?q=%22rambutan%20OR')).status).toBe(200);

@@ -15,6 +15,7 @@ import { Mirror } from '../../src/core/mirror/mirror.js';
 import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { BridgeError, type BridgeEvents } from '../../src/shared/bridge.js';
+import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -90,7 +91,7 @@ function edge(
   sub: string,
   path: string,
   options: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; localPort: number }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -103,9 +104,12 @@ function edge(
         timeout: 10_000,
       },
       (res) => {
+        const localPort = res.socket?.localPort ?? 0;
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), localPort }),
+        );
         res.on('error', reject);
       },
     );
@@ -182,6 +186,10 @@ describe('tunnels through the Engine', () => {
       tunnel_id: tunnel.id,
     });
     expect(second).toMatchObject({ path: '/binary', status_code: 200 });
+    // SPEC.md §2.4 on the client side too, with the public client's own port.
+    expectSpecCapturedRequest(first);
+    expect(first!.remote_addr).toBe(`127.0.0.1:${answer.localPort}`);
+    expect(first!.request_headers['content-type']).toBe('application/json');
 
     // The same ids as the platform's own capture.
     const platformList = await call<CapturedRequest[]>(`${tp.api}/tunnels/eng-one/requests`, { key: tp.key });
@@ -309,6 +317,8 @@ describe('tunnels through the Engine', () => {
     expect(received[0]!.body.toString()).toBe('amount=5');
     expect(replay).toMatchObject({ replay_of: original.id, method: 'PUT', status_code: 200, error: null });
     expect(replay.id).not.toBe(original.id);
+    expectSpecCapturedRequest(replay);
+    expect(replay.remote_addr).toBe(original.remote_addr);
     expect(JSON.parse(Buffer.from(replay.response_body!, 'base64').toString())).toMatchObject({
       body: 'amount=5',
     });
@@ -368,10 +378,12 @@ describe('tunnels through the Engine', () => {
     await traffic.until((all) => trafficOf(all).length === 1, 'the exchange');
     await new Promise<void>((resolve) => spare.close(() => resolve()));
     const replay = await engine.invoke('traffic.replay', { id: trafficOf(traffic.seen)[0]!.id });
+    // No response from the app: the status is the tunnel client's own 502, the error says why.
     expect(replay).toMatchObject({
-      status_code: null,
+      status_code: 502,
       error: `nothing is listening on 127.0.0.1:${sparePort}`,
     });
+    expectSpecCapturedRequest(replay);
     expect((await engine.invoke('traffic.list', { statuses: ['error'] })).requests[0]!.id).toBe(replay.id);
   });
 

@@ -21,6 +21,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import type { CapturedExchange } from '../../src/core/capture/capture.js';
 import { type TunnelClientOptions, TunnelClient, TunnelRefusedError } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest, CapturedRequestDetail, Tunnel } from '../../src/shared/api/tunnels.js';
+import { expectSpecCapturedRequest, portOf } from '../helpers/captured-request.js';
 import { until, viaEdge } from '../helpers/deploy.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 
@@ -190,6 +191,8 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 
 interface PublicResponse {
   status: number;
+  /** The port the public client connected from (what `remote_addr` must carry). */
+  localPort: number;
   headers: IncomingHttpHeaders;
   rawHeaders: string[];
   body: Buffer;
@@ -226,11 +229,14 @@ function pub(
         timeout: 15_000,
       },
       (res) => {
+        // Read now: by the end of the response the socket may be back in an agent's pool.
+        const localPort = res.socket?.localPort ?? 0;
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () =>
           resolve({
             status: res.statusCode ?? 0,
+            localPort,
             headers: res.headers,
             rawHeaders: res.rawHeaders,
             body: Buffer.concat(chunks),
@@ -474,6 +480,24 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
     expect(answer.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; HttpOnly', 'c=3; SameSite=Lax']);
   });
 
+  it('captures headers as SPEC.md §2.4 objects: repeated ones joined with ", ", set-cookie with a newline', async () => {
+    const answer = await pub(sub, '/cookies?captured', { headers: { 'X-Tag': ['one', 'two'] } });
+    expect(answer.status).toBe(200);
+    const list = await call<CapturedRequest[]>(`${tp.api}/tunnels/${sub}/requests`, { key: tp.key });
+    const captured = expectSpecCapturedRequest(list.body.find((r) => r.path === '/cookies?captured'));
+    expect(captured.request_headers['x-tag']).toBe('one, two');
+    expect(captured.response_headers['set-cookie']).toBe('a=1; Path=/\nb=2; HttpOnly\nc=3; SameSite=Lax');
+    // The raw lists keep every header in order and original case, for HAR and the inspector.
+    expect(captured.request_header_list.filter((h) => h.name === 'X-Tag')).toEqual([
+      { name: 'X-Tag', value: 'one' },
+      { name: 'X-Tag', value: 'two' },
+    ]);
+    expect(captured.response_header_list.filter((h) => h.name.toLowerCase() === 'set-cookie')).toHaveLength(
+      3,
+    );
+    expect(portOf(captured.remote_addr)).toBe(answer.localPort);
+  });
+
   it('relays chunked responses chunked', async () => {
     const answer = await pub(sub, '/chunked');
     expect(answer.status).toBe(200);
@@ -540,7 +564,9 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
     // The handshake is captured on both sides, under one id, with the app's 101.
     const onClient = exchanges.find((e) => e.request.path === '/socket?x=1');
     expect(onClient?.request).toMatchObject({ method: 'GET', status_code: 101, error: null });
-    expect(onClient?.request.response_headers).toContainEqual({ name: 'Upgrade', value: 'websocket' });
+    expect(onClient?.request.response_header_list).toContainEqual({ name: 'Upgrade', value: 'websocket' });
+    expect(onClient?.request.response_headers.upgrade).toBe('websocket');
+    expectSpecCapturedRequest(onClient?.request);
     const list = await call<Array<{ id: string; path: string; status_code: number | null }>>(
       `${tp.api}/tunnels/${sub}/requests`,
       { key: tp.key },
@@ -756,7 +782,7 @@ describe('capture on the edge', () => {
   });
 
   it('finds a tunnel by bare subdomain, host name or percent-encoded URL', async () => {
-    await pub(sub, '/by-name?x=1');
+    const answer = await pub(sub, '/by-name?x=1');
     const forms = [sub, `${sub}.tunnel.localhost`, host(sub), encodeURIComponent(`http://${host(sub)}`)];
     for (const form of forms) {
       const list = await call<CapturedRequest[]>(`${tp.api}/tunnels/${form}/requests`, { key: tp.key });
@@ -767,7 +793,7 @@ describe('capture on the edge', () => {
         url: `http://${host(sub)}/by-name?x=1`,
         status_code: 200,
         http_version: 'HTTP/1.1',
-        remote_addr: '127.0.0.1',
+        remote_addr: `127.0.0.1:${answer.localPort}`,
         error: null,
         replay_of: null,
       });
@@ -849,6 +875,10 @@ describe('capture on the edge', () => {
         error: null,
       });
       expect(replay.body.id).not.toBe(original.id);
+      expectSpecCapturedRequest(replay.body);
+      // Sent for the original public client: the app sees its address, and so does the capture.
+      expect(replay.body.remote_addr).toBe(original.remote_addr);
+      expect(replay.body.request_headers['content-type']).toBe('text/plain');
       expect(seen).toEqual(['payload 1', 'payload 1']);
       const detail = await call<CapturedRequestDetail>(
         `${tp.api}/tunnels/${sub}/requests/${replay.body.id}`,
@@ -898,6 +928,9 @@ describe('capture on the edge', () => {
     ]);
     const list = await call<CapturedRequest[]>(`${tp.api}/tunnels/${sub}/requests`, { key: tp.key });
     expect(list.body.slice(0, 3).map((r) => r.id)).toEqual(received.map((r) => r.id).reverse());
+    for (const message of received) expectSpecCapturedRequest(message);
+    // Each message is the very captured request the list holds.
+    expect(list.body.slice(0, 3).reverse()).toEqual(received);
     ws.close();
 
     // A JWT as ?token= works too (browsers cannot set headers on a WebSocket).
@@ -958,9 +991,12 @@ describe('capture on the edge', () => {
     expect(list.body[0]).toMatchObject({
       path: '/while-offline',
       error: 'tunnel offline',
-      status_code: null,
+      // What the public client got: the edge's own 502 page.
+      status_code: 502,
       request_size: 11,
+      remote_addr: `127.0.0.1:${answer.localPort}`,
     });
+    expectSpecCapturedRequest(list.body[0]);
     const replay = await call(`${tp.api}/tunnels/${sub}/replay/${list.body[0]!.id}`, {
       key: tp.key,
       method: 'POST',

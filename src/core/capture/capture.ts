@@ -7,6 +7,7 @@ import {
   type CapturedRequest,
   type CapturedRequestDetail,
   type HeaderList,
+  headerObject,
 } from '../../shared/api/tunnels.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -74,6 +75,26 @@ export function headerListOf(headers: Record<string, string | string[] | number 
   return list;
 }
 
+/** `<host>:<port>` as SPEC.md §2.4 writes `remote_addr`; an IPv6 host in brackets, as in a URL. */
+export function formatAddress(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The peer of a socket as `<host>:<port>`; a socket already closed may have lost it (`0.0.0.0:0`). */
+export function peerAddress(socket: { remoteAddress?: string; remotePort?: number }): string {
+  return formatAddress(socket.remoteAddress ?? '0.0.0.0', socket.remotePort ?? 0);
+}
+
+/** The host part of a `<host>:<port>` address (brackets dropped), for X-Forwarded-For and the like. */
+export function hostOfAddress(address: string): string {
+  const bracketed = /^\[([^\]]*)\]:\d+$/.exec(address);
+  if (bracketed) return bracketed[1]!;
+  const colon = address.lastIndexOf(':');
+  // A bare IPv6 address or a host without a port (a capture written before ports were kept).
+  if (colon < 0 || address.indexOf(':') !== colon || !/^\d+$/.test(address.slice(colon + 1))) return address;
+  return address.slice(0, colon);
+}
+
 let sequence = 0;
 /** Random bytes drawn 4 KiB at a time: one call per request costs more than the rest of its id. */
 let entropy = Buffer.alloc(0);
@@ -99,11 +120,20 @@ export interface ExchangeStart {
   url: string;
   httpVersion: string;
   requestHeaders: HeaderList;
-  remoteAddr: string | null;
+  /** The public client as `<host>:<port>` (see `peerAddress`). */
+  remoteAddr: string;
   replayOf?: string | null;
   /** Defaults to a new id. */
   id?: string;
 }
+
+/**
+ * The status recorded when no response came from the app and nobody said otherwise: what the edge
+ * and the tunnel client answer the public client in that case.
+ */
+export const NO_RESPONSE_STATUS = 502;
+/** The public client went away before any response (nginx's "client closed request"). */
+export const CLIENT_WENT_AWAY_STATUS = 499;
 
 /** A captured exchange in progress: feed it the bodies and the response, then finish it. */
 export class Exchange {
@@ -111,23 +141,27 @@ export class Exchange {
   readonly responseBody = new BodyTap();
   private readonly startedMs = performance.now();
   private readonly record: CapturedRequest;
+  private status: number | null = null;
+  private finished = false;
 
   constructor(start: ExchangeStart) {
     this.record = {
       id: start.id ?? newRequestId(),
-      tunnel_id: start.tunnelId,
       method: start.method,
       path: start.path,
-      url: start.url,
-      http_version: start.httpVersion,
-      status_code: null,
-      duration_ms: null,
-      request_headers: start.requestHeaders,
-      response_headers: [],
+      status_code: NO_RESPONSE_STATUS,
+      duration_ms: 0,
+      request_headers: headerObject(start.requestHeaders),
+      response_headers: {},
       request_size: 0,
       response_size: 0,
       remote_addr: start.remoteAddr,
-      started_at: new Date().toISOString(),
+      timestamp: new Date().toISOString(),
+      tunnel_id: start.tunnelId,
+      url: start.url,
+      http_version: start.httpVersion,
+      request_header_list: start.requestHeaders,
+      response_header_list: [],
       error: null,
       replay_of: start.replayOf ?? null,
     };
@@ -137,9 +171,24 @@ export class Exchange {
     return this.record.id;
   }
 
+  /** Whether a response (the app's, or one the tunnel answered with) has been recorded. */
+  get responded(): boolean {
+    return this.status !== null;
+  }
+
   response(status: number, headers: HeaderList): void {
+    this.status = status;
     this.record.status_code = status;
-    this.record.response_headers = headers;
+    this.record.response_header_list = headers;
+    this.record.response_headers = headerObject(headers);
+  }
+
+  /**
+   * The status the public client got although no response came (the edge answered it itself, e.g.
+   * 504 on a time-out, 499 when the public client went away); a response already recorded stays.
+   */
+  noResponse(status: number): void {
+    if (this.status === null) this.record.status_code = status;
   }
 
   /**
@@ -147,8 +196,9 @@ export class Exchange {
    * buffers of their own, or, given `store`, wherever the store copies them (null: not kept).
    */
   finish(error: string | null = null, store?: BodyStore): CapturedExchange {
-    if (this.record.duration_ms === null) {
-      this.record.duration_ms = Math.round((performance.now() - this.startedMs) * 100) / 100;
+    if (!this.finished) {
+      this.finished = true;
+      this.record.duration_ms = Math.round(performance.now() - this.startedMs);
       this.record.request_size = this.requestBody.size;
       this.record.response_size = this.responseBody.size;
       this.record.error = error;

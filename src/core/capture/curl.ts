@@ -33,7 +33,7 @@ export interface CurlOptions {
 export function toCurl(request: CapturedRequestDetail, options: CurlOptions = {}): string {
   const url = options.url ?? request.url;
   const body = request.request_body ? Buffer.from(request.request_body, 'base64') : Buffer.alloc(0);
-  const headers: HeaderList = request.request_headers.filter(
+  const headers: HeaderList = request.request_header_list.filter(
     ({ name }) => !LEFT_OUT.has(name.toLowerCase()) && !name.startsWith(':'),
   );
   const acceptEncoding = headerValue(headers, 'accept-encoding');

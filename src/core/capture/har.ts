@@ -225,7 +225,7 @@ export interface HarEntry {
     tunnel_id: string;
     replay_of: string | null;
     error: string | null;
-    remote_addr: string | null;
+    remote_addr: string;
     request_body_truncated: boolean;
     response_body_truncated: boolean;
   };
@@ -248,7 +248,7 @@ export interface HarOptions {
 /** A HAR 1.2 document of these exchanges, oldest first. */
 export function toHar(requests: readonly CapturedRequestDetail[], options: HarOptions = {}): Har {
   const entries = [...requests]
-    .sort((a, b) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : 0))
+    .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0))
     .map(harEntry);
   return {
     log: { version: '1.2', creator: { name: 'Wharf', version: options.version ?? 'dev' }, entries },
@@ -260,26 +260,26 @@ const fromBase64 = (value: string | null): Buffer => (value ? Buffer.from(value,
 export function harEntry(request: CapturedRequestDetail): HarEntry {
   const requestBody = fromBase64(request.request_body);
   const responseBody = fromBase64(request.response_body);
-  const duration = Math.max(0, request.duration_ms ?? 0);
+  const duration = Math.max(0, request.duration_ms);
   const notes: string[] = [];
   if (request.replay_of) notes.push(`replay of ${request.replay_of}`);
   if (request.error) notes.push(`error: ${request.error}`);
-  const status = request.status_code ?? 0;
+  const status = request.status_code;
   return {
-    startedDateTime: request.started_at,
+    startedDateTime: request.timestamp,
     time: duration,
     request: {
       method: request.method,
       url: request.url,
       httpVersion: request.http_version,
-      cookies: requestCookies(request.request_headers),
-      headers: request.request_headers.map(({ name, value }) => ({ name, value })),
+      cookies: requestCookies(request.request_header_list),
+      headers: request.request_header_list.map(({ name, value }) => ({ name, value })),
       queryString: queryString(request.path),
       ...(requestBody.length > 0 || request.request_size > 0
         ? {
             postData: postData(
               requestBody,
-              request.request_headers,
+              request.request_header_list,
               request.request_body_truncated,
               request.request_size,
             ),
@@ -290,20 +290,21 @@ export function harEntry(request: CapturedRequestDetail): HarEntry {
     },
     response: {
       status,
-      statusText: request.status_code === null ? '' : (STATUS_CODES[status] ?? ''),
+      statusText: STATUS_CODES[status] ?? '',
       httpVersion: request.http_version,
-      cookies: responseCookies(request.response_headers),
-      headers: request.response_headers.map(({ name, value }) => ({ name, value })),
+      cookies: responseCookies(request.response_header_list),
+      headers: request.response_header_list.map(({ name, value }) => ({ name, value })),
       content: content(
         responseBody,
-        request.response_headers,
+        request.response_header_list,
         request.response_body_truncated,
         request.response_size,
       ),
-      redirectURL: headerValue(request.response_headers, 'location') ?? '',
+      redirectURL: headerValue(request.response_header_list, 'location') ?? '',
       headersSize: -1,
-      bodySize: request.status_code === null ? -1 : request.response_size,
-      ...(request.status_code === null ? { comment: request.error ?? 'no response' } : {}),
+      bodySize: request.response_size,
+      // The status is then the edge's or the tunnel client's own answer, not the app's.
+      ...(request.error !== null ? { comment: request.error } : {}),
     },
     cache: {},
     // Wharf times the whole exchange at the tunnel client: all of it is `wait`.

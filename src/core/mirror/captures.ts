@@ -17,9 +17,20 @@
 // - Rows are listed newest first by the order they were stored; `before` pages backwards from an id.
 import { EventEmitter } from 'node:events';
 import type SQLite from 'better-sqlite3';
-import type { CapturedRequest, CapturedRequestDetail, HeaderList } from '../../shared/api/tunnels.js';
+import {
+  type CapturedRequest,
+  type CapturedRequestDetail,
+  type HeaderList,
+  RemoteAddr,
+  headerObject,
+} from '../../shared/api/tunnels.js';
 import { BridgeError, type TrafficPage, type TrafficQuery } from '../../shared/bridge.js';
-import type { CapturedExchange } from '../capture/capture.js';
+import {
+  CLIENT_WENT_AWAY_STATUS,
+  type CapturedExchange,
+  NO_RESPONSE_STATUS,
+  formatAddress,
+} from '../capture/capture.js';
 import {
   bodyText,
   decodeContentEncoding,
@@ -68,6 +79,70 @@ export const CAPTURES_MIGRATION = `
   );
   INSERT INTO capture_stats (id, count, bytes) VALUES (1, 0, 0);
 `;
+
+/**
+ * The Mirror migration (user_version 3) that rewrites the stored exchanges in SPEC.md §2.4's fields:
+ * `started_at` becomes `timestamp`; `duration_ms` whole milliseconds (the column too); the header lists
+ * stay as `request_header_list` / `response_header_list` and `request_headers` / `response_headers`
+ * become objects (headerObject's rule); `remote_addr` gains a port (0: it was not recorded); a missing
+ * `status_code` becomes the status the public client got (502, or 499 when it went away). The search
+ * index is keyed by `seq`, which does not change, and indexes the same header text: it stays as it is.
+ */
+export function migrateCapturesToSpecFields(db: SQLite.Database): void {
+  const rows = db.prepare('SELECT seq, json FROM captured_requests').all() as Array<{
+    seq: number;
+    json: string;
+  }>;
+  const update = db.prepare(
+    'UPDATE captured_requests SET json = ?, status_code = ?, duration_ms = ? WHERE seq = ?',
+  );
+  for (const row of rows) {
+    const request = specCapturedRequest(JSON.parse(row.json) as Record<string, unknown>);
+    update.run(JSON.stringify(request), request.status_code, request.duration_ms, row.seq);
+  }
+}
+
+/** A captured request stored before SPEC.md §2.4's fields, in those fields (already converted: kept). */
+function specCapturedRequest(old: Record<string, unknown>): CapturedRequest {
+  const listOf = (value: unknown): HeaderList =>
+    Array.isArray(value)
+      ? value.filter(
+          (h): h is { name: string; value: string } =>
+            typeof h === 'object' && h !== null && typeof h.name === 'string' && typeof h.value === 'string',
+        )
+      : [];
+  const requestList = Array.isArray(old.request_headers)
+    ? listOf(old.request_headers)
+    : listOf(old.request_header_list);
+  const responseList = Array.isArray(old.response_headers)
+    ? listOf(old.response_headers)
+    : listOf(old.response_header_list);
+  const error = typeof old.error === 'string' ? old.error : null;
+  const address = typeof old.remote_addr === 'string' && old.remote_addr !== '' ? old.remote_addr : '0.0.0.0';
+  const { started_at: startedAt, ...rest } = old;
+  return {
+    ...(rest as unknown as CapturedRequest),
+    status_code:
+      typeof old.status_code === 'number'
+        ? old.status_code
+        : error === 'the public client went away'
+          ? CLIENT_WENT_AWAY_STATUS
+          : NO_RESPONSE_STATUS,
+    duration_ms: typeof old.duration_ms === 'number' ? Math.max(0, Math.round(old.duration_ms)) : 0,
+    request_headers: headerObject(requestList),
+    response_headers: headerObject(responseList),
+    request_header_list: requestList,
+    response_header_list: responseList,
+    remote_addr: RemoteAddr.safeParse(address).success ? address : formatAddress(address, 0),
+    timestamp:
+      typeof old.timestamp === 'string'
+        ? old.timestamp
+        : typeof startedAt === 'string'
+          ? startedAt
+          : new Date(0).toISOString(),
+    error,
+  };
+}
 
 export const DEFAULT_CAPTURE_LIMIT_BYTES = 256 * 1024 * 1024;
 const DEFAULT_FLUSH_MS = 50;
@@ -277,12 +352,12 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     const requestBody = keepBodies ? exchange.requestBody : EMPTY;
     const responseBody = keepBodies ? exchange.responseBody : EMPTY;
     const json = JSON.stringify(request);
-    const headers = [...request.request_headers, ...request.response_headers]
+    const headers = [...request.request_header_list, ...request.response_header_list]
       .map(({ name, value }) => `${name}: ${value}`)
       .join('\n');
     const text = [
-      indexedText(requestBody, request.request_headers, exchange.requestBodyTruncated),
-      indexedText(responseBody, request.response_headers, exchange.responseBodyTruncated),
+      indexedText(requestBody, request.request_header_list, exchange.requestBodyTruncated),
+      indexedText(responseBody, request.response_header_list, exchange.responseBodyTruncated),
     ]
       .filter((t) => t !== '')
       .join('\n');
@@ -574,11 +649,12 @@ function sqlFilter(
             .trim()
             .toLowerCase();
     if (name === '') throw invalid('header', 'must be "name" or "name: value"');
-    const one = (list: string) =>
-      `EXISTS (SELECT 1 FROM json_each(r.json, '$.${list}') h
-                WHERE lower(h.value ->> '$.name') = ? AND instr(lower(h.value ->> '$.value'), ?) > 0)`;
-    conditions.push(`(${one('request_headers')} OR ${one('response_headers')})`);
-    params.push(name, value, name, value);
+    // The header objects have lower-case names, repeated values joined: one lookup per side.
+    const one = (object: string) =>
+      `instr(lower(coalesce(json_extract(r.json, '$.${object}.' || json_quote(?)), '')), ?) > 0
+        AND json_type(r.json, '$.${object}.' || json_quote(?)) IS NOT NULL`;
+    conditions.push(`((${one('request_headers')}) OR (${one('response_headers')}))`);
+    params.push(name, value, name, name, value, name);
   }
   const min = optionalNumber(query.minDurationMs, 'minDurationMs');
   if (min !== undefined) {

@@ -5,9 +5,15 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import type { Project } from '../../shared/api/projects.js';
-import { CAPTURES_MIGRATION, CaptureStore, type CaptureStoreOptions } from './captures.js';
+import {
+  CAPTURES_MIGRATION,
+  CaptureStore,
+  type CaptureStoreOptions,
+  migrateCapturesToSpecFields,
+} from './captures.js';
 
-const MIGRATIONS: string[] = [
+/** SQL, or a step that needs code (rows rewritten one by one); each runs inside the migration's transaction. */
+const MIGRATIONS: Array<string | ((db: SQLite.Database) => void)> = [
   `CREATE TABLE projects (
      platform TEXT NOT NULL,
      account_id TEXT NOT NULL,
@@ -28,6 +34,8 @@ const MIGRATIONS: string[] = [
    );`,
   // 2: the traffic history of the tunnels (captures.ts).
   CAPTURES_MIGRATION,
+  // 3: stored exchanges in SPEC.md §2.4's fields (captures.ts).
+  migrateCapturesToSpecFields,
 ];
 
 export interface MirrorScope {
@@ -79,7 +87,9 @@ export class Mirror {
       .transaction(() => {
         const version = this.db.pragma('user_version', { simple: true }) as number;
         for (let i = version; i < MIGRATIONS.length; i++) {
-          this.db.exec(MIGRATIONS[i]!);
+          const step = MIGRATIONS[i]!;
+          if (typeof step === 'string') this.db.exec(step);
+          else step(this.db);
           this.db.pragma(`user_version = ${i + 1}`);
         }
       })

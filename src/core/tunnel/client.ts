@@ -9,11 +9,13 @@ import { isIPv6, connect as netConnect } from 'node:net';
 import { type Duplex, Readable } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import WebSocket, { createWebSocketStream } from 'ws';
-import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
+import { RemoteAddr, TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
 import {
+  CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
   Exchange,
   ResponseHeadReader,
+  formatAddress,
   headerList,
   headerListOf,
 } from '../capture/capture.js';
@@ -252,6 +254,16 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     });
   }
 
+  /**
+   * The public client as the edge saw it, `<host>:<port>`. An edge older than the port in this header
+   * sends the host alone, and port 0 then says the port is unknown.
+   */
+  private remoteAddrOf(headers: IncomingHttpHeaders): string {
+    const given = String(headers[STREAM_HEADERS.remoteAddr] ?? '');
+    if (RemoteAddr.safeParse(given).success) return given;
+    return formatAddress(given === '' ? '0.0.0.0' : given, 0);
+  }
+
   private localHostHeader(publicHost: string | undefined): string {
     const mode = this.options.hostHeader ?? 'preserve';
     if (mode === 'preserve') return publicHost ?? `localhost:${this.options.localPort}`;
@@ -283,7 +295,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
               ...(authority ? [{ name: 'host', value: authority }] : []),
               ...headerListOf(headers).filter((h) => !h.name.startsWith('wharf-')),
             ],
-            remoteAddr: (headers[STREAM_HEADERS.remoteAddr] as string | undefined) || null,
+            remoteAddr: this.remoteAddrOf(headers),
             replayOf: (headers[STREAM_HEADERS.replayOf] as string | undefined) ?? null,
           })
         : null;
@@ -418,6 +430,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         return;
       }
       controller?.abort(new Error('the public client went away'));
+      exchange?.noResponse(CLIENT_WENT_AWAY_STATUS);
       if (exchange) this.emit('exchange', exchange.finish('the public client went away'));
     });
   }
@@ -456,7 +469,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
               { name: 'connection', value: hop.connection ?? 'Upgrade' },
               { name: 'upgrade', value: hop.upgrade ?? 'websocket' },
             ],
-            remoteAddr: (headers[STREAM_HEADERS.remoteAddr] as string | undefined) || null,
+            remoteAddr: this.remoteAddrOf(headers),
           })
         : null;
     let recorded = false;

@@ -16,10 +16,13 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import {
   CaptureRing,
+  CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
   Exchange,
   headerList,
   headerListOf,
+  hostOfAddress,
+  peerAddress,
   ResponseHeadReader,
 } from '../../core/capture/capture.js';
 import {
@@ -351,7 +354,7 @@ export class TunnelHub {
           url: tunnel.url + path,
           httpVersion: `HTTP/${req.httpVersion}`,
           requestHeaders: headerList(req.rawHeaders),
-          remoteAddr: req.socket.remoteAddress ?? null,
+          remoteAddr: peerAddress(req.socket),
         })
       : null;
     const body = hasBody(req);
@@ -427,6 +430,7 @@ export class TunnelHub {
       // The public client went away. A reset without END_STREAM, so the tunnel client aborts the local
       // request instead of seeing a body that ended normally (close() would end the stream first).
       failed ??= 'the public client went away';
+      exchange?.noResponse(CLIENT_WENT_AWAY_STATUS);
       stream.destroy(new Error(failed));
     });
   }
@@ -445,7 +449,7 @@ export class TunnelHub {
             url: edgeUrl(this.config, `${subdomain}.${this.config.tunnelDomain}`) + (req.url ?? '/'),
             httpVersion: `HTTP/${req.httpVersion}`,
             requestHeaders: headerList(req.rawHeaders),
-            remoteAddr: req.socket.remoteAddress ?? null,
+            remoteAddr: peerAddress(req.socket),
           })
         : null;
     let recorded = false;
@@ -464,7 +468,7 @@ export class TunnelHub {
           {
             ...forwarded(req),
             [STREAM_HEADERS.upgrade]: String(req.headers.upgrade ?? 'websocket'),
-            [STREAM_HEADERS.remoteAddr]: req.socket.remoteAddress ?? '',
+            [STREAM_HEADERS.remoteAddr]: peerAddress(req.socket),
             ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
             // The app needs the hop-by-hop headers of an upgrade; they travel in one header of ours.
             [STREAM_HEADERS.upgradeHeaders]: JSON.stringify({
@@ -545,17 +549,19 @@ export class TunnelHub {
       path: request.path,
       url: request.url,
       httpVersion: 'HTTP/2',
-      requestHeaders: request.request_headers,
-      remoteAddr: null,
+      requestHeaders: request.request_header_list,
+      // The app sees the replay come from the original client (X-Forwarded-For below), and so does the capture.
+      remoteAddr: request.remote_addr,
       replayOf: request.id,
     });
     const authority = hostOfUrl(request.url) ?? `${tunnel.subdomain}.${this.config.tunnelDomain}`;
+    const clientHost = hostOfAddress(request.remote_addr);
     // A copy: the ring's view of it may be written over by exchanges recorded while this one is sent.
     const body = Buffer.from(original.requestBody);
     // The body is whole and known: its length replaces whatever framing the original came with.
     // What the public client claimed about the hop is not replayed either: the app gets what the edge
     // saw the first time (as it did then).
-    const raw = request.request_headers
+    const raw = request.request_header_list
       .filter(({ name }) => !REPLACED_ON_REPLAY.has(name.toLowerCase()))
       .flatMap(({ name, value }) => [name, value]);
     let stream: ClientHttp2Stream;
@@ -568,13 +574,10 @@ export class TunnelHub {
             ...(body.length > 0 ? { 'content-length': body.length } : {}),
             'x-forwarded-proto': 'http',
             'x-forwarded-host': authority,
-            ...(request.remote_addr
-              ? {
-                  'x-forwarded-for': request.remote_addr,
-                  'x-real-ip': request.remote_addr,
-                  forwarded: forwardedHeader(request.remote_addr, authority),
-                }
-              : {}),
+            'x-forwarded-for': clientHost,
+            'x-real-ip': clientHost,
+            forwarded: forwardedHeader(clientHost, authority),
+            [STREAM_HEADERS.remoteAddr]: request.remote_addr,
             [STREAM_HEADERS.requestId]: exchange.id,
             [STREAM_HEADERS.replayOf]: request.id,
           },
@@ -589,9 +592,10 @@ export class TunnelHub {
       stream.end(body);
     }
     const error = await new Promise<string | null>((resolve) => {
-      stream.setTimeout(REPLAY_TIMEOUT_MS, () =>
-        stream.destroy(new Error(`no whole response within ${REPLAY_TIMEOUT_MS / 1000} s`)),
-      );
+      stream.setTimeout(REPLAY_TIMEOUT_MS, () => {
+        exchange.noResponse(504);
+        stream.destroy(new Error(`no whole response within ${REPLAY_TIMEOUT_MS / 1000} s`));
+      });
       stream.on('response', (headers) => {
         const failed = headers[STREAM_HEADERS.error];
         exchange.response(
@@ -627,7 +631,7 @@ export class TunnelHub {
           {
             ...forwarded(req),
             ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
-            [STREAM_HEADERS.remoteAddr]: req.socket.remoteAddress ?? '',
+            [STREAM_HEADERS.remoteAddr]: peerAddress(req.socket),
           },
         ),
         // A request without a body ends with its HEADERS: the client then sends none to the app either.

@@ -27,23 +27,61 @@ export type Tunnel = z.infer<typeof Tunnel>;
 export const HeaderList = z.array(z.object({ name: z.string(), value: z.string() }));
 export type HeaderList = z.infer<typeof HeaderList>;
 
+/** How `request_headers` and `response_headers` are built from the raw lists (README, API.md §7). */
+export const HEADER_OBJECT_RULE =
+  'Header names in lower case; a header sent more than once has its values joined with ", " in the order sent, except set-cookie, whose values are joined with a newline ("\\n", U+000A) (a cookie may itself hold ", ", so HTTP never folds set-cookie). The raw lists, in order and original case, are request_header_list and response_header_list.';
+
+export const HeaderObject = z.record(z.string(), z.string()).meta({ description: HEADER_OBJECT_RULE });
+export type HeaderObject = z.infer<typeof HeaderObject>;
+
+/** The separator of repeated `set-cookie` values in a header object (HTTP never folds them with ", "). */
+export const SET_COOKIE_SEPARATOR = '\n';
+
+/** A header list as SPEC.md §2.4's object: lower-case names, repeated values joined (see HEADER_OBJECT_RULE). */
+export function headerObject(list: HeaderList): HeaderObject {
+  // A Map, then fromEntries: a header named `__proto__` becomes a field like any other.
+  const joined = new Map<string, string>();
+  for (const { name, value } of list) {
+    const key = name.toLowerCase();
+    const existing = joined.get(key);
+    joined.set(
+      key,
+      existing === undefined
+        ? value
+        : `${existing}${key === 'set-cookie' ? SET_COOKIE_SEPARATOR : ', '}${value}`,
+    );
+  }
+  return Object.fromEntries(joined);
+}
+
+/** `<host>:<port>` (SPEC.md §2.4), an IPv6 host in brackets as in URLs: `[::1]:53211`. */
+export const RemoteAddr = z
+  .string()
+  .regex(/^(?:\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be <host>:<port>')
+  .meta({ description: 'The public client as <host>:<port> (an IPv6 host in brackets)' });
+
 export const CapturedRequest = z
   .object({
     id: idOf('req'),
-    tunnel_id: idOf('tun'),
     method: z.string(),
     path: z.string().meta({ description: 'Path and query as received' }),
-    url: z.string(),
-    http_version: z.string(),
-    status_code: z.number().int().nullable(),
-    duration_ms: z.number().nullable(),
-    request_headers: HeaderList,
-    response_headers: HeaderList,
+    status_code: z.number().int().meta({
+      description:
+        "The status the public client got: the app's, or, when no response came from the app (tunnel offline, local app down, time-out), the one the edge or tunnel client answered (502, 504), with error saying why; 499 when the public client went away before any response",
+    }),
+    duration_ms: z.number().int().nonnegative().meta({ description: 'Whole milliseconds, rounded' }),
+    request_headers: HeaderObject,
+    response_headers: HeaderObject,
     request_size: z.number().int().nonnegative(),
     response_size: z.number().int().nonnegative(),
-    remote_addr: z.string().nullable(),
-    started_at: Timestamp,
-    error: z.string().nullable().meta({ description: 'Why no response came, e.g. "tunnel offline"' }),
+    remote_addr: RemoteAddr,
+    timestamp: Timestamp,
+    tunnel_id: idOf('tun'),
+    url: z.string(),
+    http_version: z.string(),
+    request_header_list: HeaderList.meta({ description: 'Request headers in order and original case' }),
+    response_header_list: HeaderList.meta({ description: 'Response headers in order and original case' }),
+    error: z.string().nullable().meta({ description: 'Why no whole response came, e.g. "tunnel offline"' }),
     replay_of: idOf('req').nullable(),
   })
   .meta({ id: 'CapturedRequest' });

@@ -2,10 +2,20 @@ import { describe, expect, it } from 'vitest';
 import {
   BodyTap,
   CaptureRing,
+  CLIENT_WENT_AWAY_STATUS,
   Exchange,
   ResponseHeadReader,
+  formatAddress,
   headerList,
+  hostOfAddress,
+  peerAddress,
 } from '../../../src/core/capture/capture.js';
+import {
+  CapturedRequest,
+  RemoteAddr,
+  SET_COOKIE_SEPARATOR,
+  headerObject,
+} from '../../../src/shared/api/tunnels.js';
 
 function exchange(bodyBytes: number, fill = 1) {
   const e = new Exchange({
@@ -15,7 +25,7 @@ function exchange(bodyBytes: number, fill = 1) {
     url: 'http://t.tunnel.localhost/',
     httpVersion: 'HTTP/1.1',
     requestHeaders: [],
-    remoteAddr: null,
+    remoteAddr: '127.0.0.1:50000',
   });
   e.requestBody.push(Buffer.alloc(bodyBytes, fill));
   e.response(200, []);
@@ -145,5 +155,96 @@ describe('ResponseHeadReader', () => {
     const reader = new ResponseHeadReader();
     expect(reader.push(Buffer.from('garbage\r\n\r\n'))).toBeNull();
     expect(reader.done).toBe(true);
+  });
+});
+
+describe('a captured request in SPEC.md §2.4 fields', () => {
+  const start = {
+    tunnelId: 'tun_test',
+    method: 'GET',
+    path: '/spec',
+    url: 'http://t.tunnel.localhost/spec',
+    httpVersion: 'HTTP/1.1',
+    requestHeaders: [
+      { name: 'Accept', value: 'text/html' },
+      { name: 'ACCEPT', value: 'application/json' },
+      { name: 'Host', value: 't.tunnel.localhost' },
+    ],
+    remoteAddr: '203.0.113.9:61000',
+  };
+
+  it('has every field with its type: integer status and duration, header objects, host:port, timestamp', () => {
+    const e = new Exchange(start);
+    e.response(201, [
+      { name: 'Set-Cookie', value: 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT' },
+      { name: 'set-cookie', value: 'b=2' },
+      { name: 'Vary', value: 'Accept' },
+      { name: 'vary', value: 'Origin' },
+    ]);
+    const { request } = e.finish();
+    expect(CapturedRequest.parse(request)).toEqual(request);
+    expect(request).toMatchObject({
+      status_code: 201,
+      remote_addr: '203.0.113.9:61000',
+      request_headers: { accept: 'text/html, application/json', host: 't.tunnel.localhost' },
+      response_headers: {
+        'set-cookie': `a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT${SET_COOKIE_SEPARATOR}b=2`,
+        vary: 'Accept, Origin',
+      },
+      request_header_list: start.requestHeaders,
+    });
+    expect(SET_COOKIE_SEPARATOR).toBe('\n');
+    expect(Number.isInteger(request.duration_ms)).toBe(true);
+    expect(new Date(request.timestamp).toISOString()).toBe(request.timestamp);
+    expect(request).not.toHaveProperty('started_at');
+  });
+
+  it('records 502 when no response came, or the status the edge answered itself; a response wins', () => {
+    expect(new Exchange(start).finish('tunnel offline').request).toMatchObject({
+      status_code: 502,
+      error: 'tunnel offline',
+      response_headers: {},
+    });
+    const timedOut = new Exchange(start);
+    timedOut.noResponse(504);
+    expect(timedOut.finish('no whole response within 30 s').request.status_code).toBe(504);
+    const cut = new Exchange(start);
+    cut.response(200, []);
+    cut.noResponse(CLIENT_WENT_AWAY_STATUS);
+    expect(cut.finish('the response was cut off').request.status_code).toBe(200);
+  });
+
+  it('writes addresses as <host>:<port>, IPv6 in brackets, and reads the host back', () => {
+    expect(formatAddress('127.0.0.1', 53211)).toBe('127.0.0.1:53211');
+    expect(formatAddress('::1', 8080)).toBe('[::1]:8080');
+    expect(peerAddress({ remoteAddress: '::ffff:10.0.0.1', remotePort: 4000 })).toBe(
+      '[::ffff:10.0.0.1]:4000',
+    );
+    expect(peerAddress({})).toBe('0.0.0.0:0');
+    expect(hostOfAddress('127.0.0.1:53211')).toBe('127.0.0.1');
+    expect(hostOfAddress('[::1]:8080')).toBe('::1');
+    expect(hostOfAddress('::1')).toBe('::1');
+    expect(hostOfAddress('10.0.0.1')).toBe('10.0.0.1');
+  });
+
+  it('refuses a remote_addr without a port, or with one that is not a number', () => {
+    for (const bad of ['127.0.0.1', '::1', '127.0.0.1:', '127.0.0.1:http', 'a b:80', '[::1]', '']) {
+      expect(RemoteAddr.safeParse(bad).success, bad).toBe(false);
+    }
+    for (const good of ['127.0.0.1:1', '[::1]:65535', 'localhost:8080']) {
+      expect(RemoteAddr.safeParse(good).success, good).toBe(true);
+    }
+  });
+
+  it('builds header objects with lower-case names; an empty list is an empty object', () => {
+    expect(headerObject([])).toEqual({});
+    expect(
+      headerObject([
+        { name: 'X-A', value: '' },
+        { name: 'x-a', value: 'b' },
+      ]),
+    ).toEqual({ 'x-a': ', b' });
+    // A header named like an Object.prototype member is a header like any other.
+    expect(headerObject([{ name: '__proto__', value: 'x' }])).toHaveProperty('__proto__', 'x');
   });
 });

@@ -2,6 +2,7 @@
 // filters, full-text search (with FTS5 syntax in user input made harmless), paging, and that it stays
 // on disk across reopening.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import SQLite from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -9,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Exchange, type CapturedExchange } from '../../../src/core/capture/capture.js';
 import { ftsQuery, type CaptureOrigin } from '../../../src/core/mirror/captures.js';
 import { Mirror } from '../../../src/core/mirror/mirror.js';
-import type { HeaderList } from '../../../src/shared/api/tunnels.js';
+import { CapturedRequest, type HeaderList } from '../../../src/shared/api/tunnels.js';
 import { BridgeError } from '../../../src/shared/bridge.js';
 
 const mirrors: Mirror[] = [];
@@ -68,7 +69,7 @@ function exchange(spec: Spec = {}): CapturedExchange {
     url: `http://demo.tunnel.localhost:8788${spec.path ?? '/'}`,
     httpVersion: 'HTTP/1.1',
     requestHeaders: spec.requestHeaders ?? [{ name: 'user-agent', value: 'test' }],
-    remoteAddr: '127.0.0.1',
+    remoteAddr: '127.0.0.1:50123',
     replayOf: spec.replayOf ?? null,
   });
   if (spec.requestBody !== undefined) e.requestBody.push(Buffer.from(spec.requestBody));
@@ -181,7 +182,7 @@ describe('CaptureStore', () => {
       url: 'http://demo.tunnel.localhost/big',
       httpVersion: 'HTTP/1.1',
       requestHeaders: [],
-      remoteAddr: null,
+      remoteAddr: '127.0.0.1:50000',
     });
     e.requestBody.push(Buffer.alloc(1024 * 1024 + 10, 1));
     e.response(200, []);
@@ -228,7 +229,8 @@ describe('CaptureStore', () => {
     expect(mirror.captures.list({ tunnelId: 'ignored' }, ['local_a', 'other']).total).toBe(6);
     expect(paths({ methods: ['post', 'DELETE'] })).toEqual(['/users/1', '/users']);
     expect(paths({ statuses: ['2xx'] })).toEqual(['/users', '/users/1']);
-    expect(paths({ statuses: ['404', '5xx'] })).toEqual(['/refused', '/boom', '/users/1']);
+    // No response from the app: the public client got the edge's 502, and that is the status kept.
+    expect(paths({ statuses: ['404', '5xx'] })).toEqual(['/refused', '/down', '/boom', '/users/1']);
     expect(paths({ statuses: ['error'] })).toEqual(['/refused', '/down']);
     expect(paths({ path: 'USERS/' })).toEqual(['/users/1', '/users/1']);
     expect(paths({ header: 'x-trace' })).toEqual(['/users']);
@@ -237,7 +239,39 @@ describe('CaptureStore', () => {
     expect(paths({ header: 'retry-after: 5' })).toEqual(['/boom']);
     const durations = all.map((e) => e.request.duration_ms!);
     expect(paths({ minDurationMs: durations[3], maxDurationMs: durations[4] })).toEqual(['/down', '/boom']);
-    expect(mirror.captures.list({ methods: ['GET'], statuses: ['2xx', '5xx'] }).total).toBe(3);
+    expect(mirror.captures.list({ methods: ['GET'], statuses: ['2xx', '5xx'] }).total).toBe(4);
+    expect(mirror.captures.list({ path: '/down' }).requests[0]).toMatchObject({
+      status_code: 502,
+      error: 'tunnel offline',
+    });
+  });
+
+  it('filters by a repeated header on its joined value, and by set-cookie on any one cookie', () => {
+    const mirror = open();
+    mirror.captures.add(
+      exchange({
+        path: '/twice',
+        requestHeaders: [
+          { name: 'X-Tag', value: 'first' },
+          { name: 'x-tag', value: 'second' },
+        ],
+        responseHeaders: [
+          { name: 'Set-Cookie', value: 'a=1; Path=/' },
+          { name: 'Set-Cookie', value: 'session=xyz; HttpOnly' },
+        ],
+      }),
+      origin,
+    );
+    mirror.captures.add(exchange({ path: '/other' }), origin);
+    const paths = (header: string) => mirror.captures.list({ header }).requests.map((r) => r.path);
+    expect(paths('x-tag: second')).toEqual(['/twice']);
+    expect(paths('X-TAG: first, sec')).toEqual(['/twice']);
+    expect(paths('set-cookie: session=xyz')).toEqual(['/twice']);
+    expect(paths('user-agent')).toEqual(['/other']);
+    expect(paths('x-tag: third')).toEqual([]);
+    expect(paths('x-missing')).toEqual([]);
+    // A header name with JSON-path syntax in it is a plain name, never a path expression.
+    expect(paths('a"].b: 1')).toEqual([]);
   });
 
   it('refuses malformed filters with the field named', () => {
@@ -401,5 +435,186 @@ describe('CaptureStore', () => {
     expect(second.captures.get(e.request.id)!.detail.path).toBe('/kept');
     expect(second.captures.list({ q: 'persimmon' }).total).toBe(1);
     expect(second.captures.stats().count).toBe(1);
+  });
+
+  it('stores every exchange in SPEC.md §2.4 fields and types', () => {
+    const mirror = open();
+    const e = exchange({
+      path: '/spec',
+      requestHeaders: [
+        { name: 'Accept', value: 'text/html' },
+        { name: 'Accept', value: 'application/json' },
+      ],
+      responseHeaders: [{ name: 'Content-Type', value: 'text/plain' }],
+    });
+    mirror.captures.add(e, origin);
+    const [listed] = mirror.captures.list({}).requests;
+    expect(CapturedRequest.parse(listed)).toEqual(listed);
+    expect(listed).toMatchObject({
+      status_code: 200,
+      remote_addr: '127.0.0.1:50123',
+      request_headers: { accept: 'text/html, application/json' },
+      response_headers: { 'content-type': 'text/plain' },
+    });
+    expect(Number.isInteger(listed!.duration_ms)).toBe(true);
+    expect(listed!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(listed).not.toHaveProperty('started_at');
+  });
+});
+
+describe('the Mirror upgrade to SPEC.md §2.4 fields (user_version 3)', () => {
+  /** A database as the Mirror wrote it before: user_version 2, rows in the old shape, indexed for search. */
+  function oldDatabase(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-captures-old-'));
+    dirs.push(dir);
+    const file = join(dir, 'mirror.db');
+    // The tables of version 2 are those of version 3 (3 only rewrites rows): made by the Mirror, emptied.
+    new Mirror(file).close();
+    const db = new SQLite(file);
+    const old = (id: string, fields: Record<string, unknown>) => ({
+      id,
+      tunnel_id: 'tun_aaaaaaaaaaaaaaaaaaaaaa',
+      method: 'POST',
+      path: '/old',
+      url: 'http://demo.tunnel.localhost:8788/old',
+      http_version: 'HTTP/1.1',
+      status_code: 200,
+      duration_ms: 19.16,
+      request_headers: [
+        { name: 'Content-Type', value: 'application/json' },
+        { name: 'X-Tag', value: 'one' },
+        { name: 'x-tag', value: 'two' },
+      ],
+      response_headers: [
+        { name: 'Set-Cookie', value: 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT' },
+        { name: 'Set-Cookie', value: 'b=2' },
+      ],
+      request_size: 21,
+      response_size: 0,
+      remote_addr: '127.0.0.1',
+      started_at: '2025-01-31T14:02:07.123Z',
+      error: null,
+      replay_of: null,
+      ...fields,
+    });
+    const rows = [
+      old('req_old0000000001', {}),
+      old('req_old0000000002', {
+        status_code: null,
+        duration_ms: null,
+        error: 'tunnel offline',
+        remote_addr: null,
+      }),
+      old('req_old0000000003', {
+        status_code: null,
+        error: 'the public client went away',
+        remote_addr: '::1',
+      }),
+    ];
+    const insert = db.prepare(
+      `INSERT INTO captured_requests (id, tunnel_id, tunnel_key, subdomain, local_port, host_header, method,
+         path, status_code, duration_ms, error, replay_of, bytes, json)
+       VALUES (?, ?, 'local_a', 'demo', 3000, 'preserve', 'POST', '/old', ?, ?, ?, NULL, 1000, ?)`,
+    );
+    for (const row of rows) {
+      const seq = Number(
+        insert.run(row.id, row.tunnel_id, row.status_code, row.duration_ms, row.error, JSON.stringify(row))
+          .lastInsertRowid,
+      );
+      db.prepare('INSERT INTO captured_bodies VALUES (?, ?, NULL, 0, 0)').run(
+        seq,
+        Buffer.from('{"fruit":"quince"}'),
+      );
+      db.prepare('INSERT INTO captured_fts (rowid, method, path, headers, body) VALUES (?, ?, ?, ?, ?)').run(
+        seq,
+        'POST',
+        '/old',
+        row.request_headers.map((h) => `${h.name}: ${h.value}`).join('\n'),
+        '{"fruit":"quince"}',
+      );
+    }
+    db.prepare('UPDATE capture_stats SET count = ?, bytes = ? WHERE id = 1').run(
+      rows.length,
+      rows.length * 1000,
+    );
+    db.pragma('user_version = 2');
+    db.close();
+    return file;
+  }
+
+  it('rewrites stored exchanges in SPEC.md §2.4 fields and types, keeping the raw header lists', () => {
+    const mirror = open(oldDatabase());
+    expect(mirror.integrityCheck()).toBe('ok');
+    const { requests } = mirror.captures.list({});
+    expect(requests).toHaveLength(3);
+    for (const request of requests) {
+      expect(CapturedRequest.parse(request)).toEqual(request);
+      expect(request).not.toHaveProperty('started_at');
+    }
+    const first = mirror.captures.get('req_old0000000001')!.detail;
+    expect(first).toMatchObject({
+      status_code: 200,
+      duration_ms: 19,
+      timestamp: '2025-01-31T14:02:07.123Z',
+      remote_addr: '127.0.0.1:0',
+      request_headers: { 'content-type': 'application/json', 'x-tag': 'one, two' },
+      response_headers: { 'set-cookie': 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT\nb=2' },
+      request_header_list: [
+        { name: 'Content-Type', value: 'application/json' },
+        { name: 'X-Tag', value: 'one' },
+        { name: 'x-tag', value: 'two' },
+      ],
+    });
+    expect(first.response_header_list).toHaveLength(2);
+    expect(Buffer.from(first.request_body!, 'base64').toString()).toBe('{"fruit":"quince"}');
+    expect(mirror.captures.get('req_old0000000002')!.detail).toMatchObject({
+      status_code: 502,
+      duration_ms: 0,
+      error: 'tunnel offline',
+      remote_addr: '0.0.0.0:0',
+    });
+    expect(mirror.captures.get('req_old0000000003')!.detail).toMatchObject({
+      status_code: 499,
+      remote_addr: '[::1]:0',
+    });
+  });
+
+  it('keeps search, filters and the stored count working on the upgraded rows', () => {
+    const mirror = open(oldDatabase());
+    expect(mirror.captures.list({ q: 'quince' }).total).toBe(3);
+    expect(mirror.captures.list({ q: 'x-tag' }).total).toBe(3);
+    expect(mirror.captures.list({ statuses: ['5xx'] }).total).toBe(1);
+    expect(mirror.captures.list({ statuses: ['error'] }).total).toBe(2);
+    expect(mirror.captures.list({ header: 'x-tag: one, two' }).total).toBe(3);
+    expect(mirror.captures.list({ minDurationMs: 19, maxDurationMs: 19 }).total).toBe(2);
+    expect(mirror.captures.stats().count).toBe(3);
+    // New exchanges go in beside the upgraded ones.
+    mirror.captures.add(exchange({ path: '/new' }), origin);
+    expect(mirror.captures.list({}).total).toBe(4);
+  });
+
+  it('runs once: a database already upgraded is left as it is', () => {
+    const file = oldDatabase();
+    open(file).close();
+    const again = open(file);
+    expect(again.captures.get('req_old0000000001')!.detail.duration_ms).toBe(19);
+    expect(again.captures.list({}).total).toBe(3);
+  });
+
+  it('upgrades rows with unreadable header lists to empty ones rather than failing to open', () => {
+    const file = oldDatabase();
+    const db = new SQLite(file);
+    db.prepare(
+      `UPDATE captured_requests SET json = json_set(json, '$.request_headers', json('"not a list"'),
+         '$.response_headers', json('[1, {"name": 2}]')) WHERE id = 'req_old0000000001'`,
+    ).run();
+    db.close();
+    const mirror = open(file);
+    expect(mirror.captures.get('req_old0000000001')!.detail).toMatchObject({
+      request_headers: {},
+      request_header_list: [],
+      response_headers: {},
+      response_header_list: [],
+    });
   });
 });

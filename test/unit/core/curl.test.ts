@@ -3,12 +3,14 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { shellQuote, toCurl } from '../../../src/core/capture/curl.js';
-import type { CapturedRequestDetail } from '../../../src/shared/api/tunnels.js';
+import { type CapturedRequestDetail, headerObject } from '../../../src/shared/api/tunnels.js';
 
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
 
 function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequestDetail {
-  return {
+  const fields: CapturedRequestDetail = {
+    request_headers: {},
+    response_headers: {},
     id: 'req_0000000010000000000000',
     tunnel_id: 'tun_aaaaaaaaaaaaaaaaaaaaaa',
     method: 'GET',
@@ -17,12 +19,12 @@ function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequest
     http_version: 'HTTP/1.1',
     status_code: 200,
     duration_ms: 1,
-    request_headers: [],
-    response_headers: [],
+    request_header_list: [],
+    response_header_list: [],
     request_size: 0,
     response_size: 0,
-    remote_addr: null,
-    started_at: '2025-01-31T14:02:07.000Z',
+    remote_addr: '203.0.113.7:53211',
+    timestamp: '2025-01-31T14:02:07.000Z',
     error: null,
     replay_of: null,
     request_body: null,
@@ -30,6 +32,11 @@ function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequest
     request_body_truncated: false,
     response_body_truncated: false,
     ...overrides,
+  };
+  return {
+    ...fields,
+    request_headers: headerObject(fields.request_header_list),
+    response_headers: headerObject(fields.response_header_list),
   };
 }
 
@@ -68,7 +75,7 @@ describe('toCurl', () => {
   it('keeps the request headers but those curl or the edge set', () => {
     const command = toCurl(
       detail({
-        request_headers: [
+        request_header_list: [
           { name: 'host', value: 'demo.tunnel.localhost:8788' },
           { name: 'user-agent', value: "Mozilla/5.0 (it's me)" },
           { name: 'content-length', value: '0' },
@@ -93,7 +100,7 @@ describe('toCurl', () => {
     const post = toCurl(
       detail({
         method: 'POST',
-        request_headers: [{ name: 'content-type', value: 'application/json' }],
+        request_header_list: [{ name: 'content-type', value: 'application/json' }],
         request_body: b64(body),
         request_size: body.length,
       }),
@@ -128,7 +135,7 @@ describe('toCurl', () => {
       detail({
         id: 'req_bin',
         method: 'POST',
-        request_headers: [{ name: 'content-type', value: 'application/octet-stream' }],
+        request_header_list: [{ name: 'content-type', value: 'application/octet-stream' }],
         request_body: b64(Buffer.from([0, 1, 2, 0xff])),
         request_size: 4,
       }),
@@ -148,7 +155,7 @@ describe('toCurl', () => {
     const truncated = toCurl(
       detail({
         method: 'POST',
-        request_headers: [{ name: 'content-type', value: 'text/plain' }],
+        request_header_list: [{ name: 'content-type', value: 'text/plain' }],
         request_body: b64('abc'),
         request_size: 2_000_000,
         request_body_truncated: true,

@@ -9,12 +9,14 @@ import {
   parseForm,
   toHar,
 } from '../../../src/core/capture/har.js';
-import type { CapturedRequestDetail } from '../../../src/shared/api/tunnels.js';
+import { type CapturedRequestDetail, headerObject } from '../../../src/shared/api/tunnels.js';
 
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
 
 function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequestDetail {
-  return {
+  const fields: CapturedRequestDetail = {
+    request_headers: {},
+    response_headers: {},
     id: 'req_0000000010000000000000',
     tunnel_id: 'tun_aaaaaaaaaaaaaaaaaaaaaa',
     method: 'GET',
@@ -22,13 +24,13 @@ function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequest
     url: 'http://demo.tunnel.localhost:8788/',
     http_version: 'HTTP/1.1',
     status_code: 200,
-    duration_ms: 12.5,
-    request_headers: [],
-    response_headers: [],
+    duration_ms: 13,
+    request_header_list: [],
+    response_header_list: [],
     request_size: 0,
     response_size: 0,
-    remote_addr: '127.0.0.1',
-    started_at: '2025-01-31T14:02:07.000Z',
+    remote_addr: '203.0.113.7:53211',
+    timestamp: '2025-01-31T14:02:07.000Z',
     error: null,
     replay_of: null,
     request_body: null,
@@ -36,6 +38,11 @@ function detail(overrides: Partial<CapturedRequestDetail> = {}): CapturedRequest
     request_body_truncated: false,
     response_body_truncated: false,
     ...overrides,
+  };
+  return {
+    ...fields,
+    request_headers: headerObject(fields.request_header_list),
+    response_headers: headerObject(fields.response_header_list),
   };
 }
 
@@ -108,8 +115,8 @@ describe('toHar', () => {
   it('makes a HAR 1.2 log with the creator and one entry per exchange, oldest first', () => {
     const har = toHar(
       [
-        detail({ id: 'req_b', started_at: '2025-01-31T14:02:08.000Z' }),
-        detail({ id: 'req_a', started_at: '2025-01-31T14:02:07.000Z' }),
+        detail({ id: 'req_b', timestamp: '2025-01-31T14:02:08.000Z' }),
+        detail({ id: 'req_a', timestamp: '2025-01-31T14:02:07.000Z' }),
       ],
       { version: '1.2.3' },
     );
@@ -119,9 +126,9 @@ describe('toHar', () => {
     const [entry] = har.log.entries;
     expect(entry).toMatchObject({
       startedDateTime: '2025-01-31T14:02:07.000Z',
-      time: 12.5,
+      time: 13,
       cache: {},
-      timings: { send: 0, wait: 12.5, receive: 0, blocked: -1, dns: -1, connect: -1, ssl: -1 },
+      timings: { send: 0, wait: 13, receive: 0, blocked: -1, dns: -1, connect: -1, ssl: -1 },
       request: {
         method: 'GET',
         url: 'http://demo.tunnel.localhost:8788/',
@@ -141,14 +148,14 @@ describe('toHar', () => {
         method: 'POST',
         path: '/search?q=two+words&lang=en%2Dgb',
         url: 'http://demo.tunnel.localhost:8788/search?q=two+words&lang=en%2Dgb',
-        request_headers: [
+        request_header_list: [
           { name: 'Cookie', value: 'session=abc; theme=dark' },
           { name: 'Content-Type', value: 'application/x-www-form-urlencoded' },
         ],
         request_body: b64('name=J%C3%BCrgen&city=S%C3%A3o+Paulo'),
         request_size: 36,
         status_code: 302,
-        response_headers: [
+        response_header_list: [
           { name: 'Location', value: '/done' },
           { name: 'Set-Cookie', value: 'session=xyz; Path=/; HttpOnly; Secure; SameSite=Lax' },
         ],
@@ -184,17 +191,17 @@ describe('toHar', () => {
       detail({
         id: 'req_1',
         method: 'PUT',
-        request_headers: [{ name: 'content-type', value: 'application/octet-stream' }],
+        request_header_list: [{ name: 'content-type', value: 'application/octet-stream' }],
         request_body: b64(png),
         request_size: png.length,
-        response_headers: [{ name: 'content-type', value: 'image/png' }],
+        response_header_list: [{ name: 'content-type', value: 'image/png' }],
         response_body: b64(png),
         response_size: png.length,
       }),
       detail({
         id: 'req_2',
-        started_at: '2025-01-31T14:03:00.000Z',
-        response_headers: [
+        timestamp: '2025-01-31T14:03:00.000Z',
+        response_header_list: [
           { name: 'content-type', value: 'application/json' },
           { name: 'content-encoding', value: 'gzip' },
         ],
@@ -218,24 +225,47 @@ describe('toHar', () => {
     expect(compressed!.response.bodySize).toBe(gz.length);
   });
 
+  it('writes the raw header lists, in order and case, and the remote address with its port', () => {
+    const [entry] = toHar([
+      detail({
+        request_header_list: [
+          { name: 'Accept', value: 'text/html' },
+          { name: 'accept', value: 'application/json' },
+        ],
+        response_header_list: [
+          { name: 'Set-Cookie', value: 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT' },
+          { name: 'Set-Cookie', value: 'b=2' },
+        ],
+      }),
+    ]).log.entries;
+    expect(entry!.request.headers).toEqual([
+      { name: 'Accept', value: 'text/html' },
+      { name: 'accept', value: 'application/json' },
+    ]);
+    expect(entry!.response.headers).toHaveLength(2);
+    expect(entry!.response.cookies.map((c) => c.name)).toEqual(['a', 'b']);
+    expect(entry!._wharf.remote_addr).toBe('203.0.113.7:53211');
+  });
+
   it('notes truncated bodies, failures and replays', () => {
     const [entry] = toHar([
       detail({
-        status_code: null,
-        duration_ms: null,
+        status_code: 502,
+        duration_ms: 0,
         error: 'tunnel offline',
         replay_of: 'req_original',
-        request_headers: [{ name: 'content-type', value: 'text/plain' }],
+        request_header_list: [{ name: 'content-type', value: 'text/plain' }],
         request_body: b64('abc'),
         request_size: 5_000_000,
         request_body_truncated: true,
       }),
     ]).log.entries;
     expect(entry!.time).toBe(0);
+    // The public client got the edge's 502: the entry says so, and why.
     expect(entry!.response).toMatchObject({
-      status: 0,
-      statusText: '',
-      bodySize: -1,
+      status: 502,
+      statusText: 'Bad Gateway',
+      bodySize: 0,
       comment: 'tunnel offline',
     });
     expect(entry!.request.postData).toMatchObject({

@@ -1,6 +1,6 @@
 // Edit and replay: the editor's draft, the ReplayInput it becomes, and the header comparison.
 import { describe, expect, it } from 'vitest';
-import type { CapturedRequestDetail } from '../../../src/shared/api/tunnels.js';
+import { type CapturedRequestDetail, headerObject } from '../../../src/shared/api/tunnels.js';
 import {
   diffHeaders,
   draftFrom,
@@ -20,7 +20,9 @@ import {
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 
 function detail(extra: Partial<CapturedRequestDetail> = {}): CapturedRequestDetail {
-  return {
+  const fields: CapturedRequestDetail = {
+    request_headers: {},
+    response_headers: {},
     id: 'req_000000001aa0123456789ab',
     tunnel_id: 'tun_00000001',
     method: 'POST',
@@ -29,15 +31,15 @@ function detail(extra: Partial<CapturedRequestDetail> = {}): CapturedRequestDeta
     http_version: 'HTTP/1.1',
     status_code: 201,
     duration_ms: 12,
-    request_headers: [
+    request_header_list: [
       { name: 'Content-Type', value: 'application/json' },
       { name: 'Content-Length', value: '11' },
     ],
-    response_headers: [],
+    response_header_list: [],
     request_size: 11,
     response_size: 0,
-    remote_addr: '127.0.0.1',
-    started_at: '2025-01-31T14:03:07.123Z',
+    remote_addr: '203.0.113.7:53211',
+    timestamp: '2025-01-31T14:03:07.123Z',
     error: null,
     replay_of: null,
     request_body: b64('{"qty":1}  '),
@@ -45,6 +47,11 @@ function detail(extra: Partial<CapturedRequestDetail> = {}): CapturedRequestDeta
     request_body_truncated: false,
     response_body_truncated: false,
     ...extra,
+  };
+  return {
+    ...fields,
+    request_headers: headerObject(fields.request_header_list),
+    response_headers: headerObject(fields.response_header_list),
   };
 }
 
@@ -114,7 +121,7 @@ describe('replayInputFrom', () => {
       ...draft,
       headers: [...draft.headers, { name: ' X-Debug ', value: '1' }, { name: '', value: 'ignored' }],
     });
-    expect(input.headers).toEqual([...original.request_headers, { name: 'X-Debug', value: '1' }]);
+    expect(input.headers).toEqual([...original.request_header_list, { name: 'X-Debug', value: '1' }]);
     expect(input.body).toBeUndefined();
   });
 
@@ -129,7 +136,7 @@ describe('replayInputFrom', () => {
   });
 
   it('adds Content-Length for a new body when the original had none, and sends an emptied body as null', () => {
-    const original = detail({ method: 'GET', request_headers: [], request_body: null });
+    const original = detail({ method: 'GET', request_header_list: [], request_body: null });
     const added = replayInputFrom(original, { ...draftFrom(original), body: 'hi' });
     expect(added.headers).toEqual([{ name: 'Content-Length', value: '2' }]);
     const emptied = replayInputFrom(detail(), { ...draftFrom(detail()), body: '' });
@@ -208,7 +215,7 @@ describe('traffic formats', () => {
       'server-error',
       'error',
     ]);
-    expect(statusLabel({ status_code: null })).toBe('error');
+    expect(statusLabel({ status_code: 502 })).toBe('502');
     expect(statusLabel({ status_code: 204 })).toBe('204');
   });
 
@@ -223,6 +230,8 @@ describe('traffic formats', () => {
       '2 min 5 s',
       '—',
     ]);
+    // Whole milliseconds, as captured requests carry them, are written without decimals.
+    expect([0, 7, 42, 999, 1000].map(formatDuration)).toEqual(['0 ms', '7 ms', '42 ms', '999 ms', '1.00 s']);
   });
 
   it('writes the time of day to the millisecond, and headers as lines', () => {

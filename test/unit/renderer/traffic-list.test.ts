@@ -1,7 +1,7 @@
 // The live list: the first page, live batches merged once per frame (newest on top, never twice, held
 // behind the "N new" pill while the user looks further down), and older pages below.
 import { describe, expect, it } from 'vitest';
-import type { CapturedRequest } from '../../../src/shared/api/tunnels.js';
+import { type CapturedRequest, headerObject } from '../../../src/shared/api/tunnels.js';
 import {
   EMPTY_LIST,
   addFromMirror,
@@ -16,7 +16,9 @@ import {
 let serial = 0;
 function request(extra: Partial<CapturedRequest> = {}): CapturedRequest {
   serial += 1;
-  return {
+  const fields: CapturedRequest = {
+    request_headers: {},
+    response_headers: {},
     id: `req_${String(serial).padStart(11, '0')}`,
     tunnel_id: 'tun_00000001',
     method: 'GET',
@@ -25,15 +27,20 @@ function request(extra: Partial<CapturedRequest> = {}): CapturedRequest {
     http_version: 'HTTP/1.1',
     status_code: 200,
     duration_ms: 5,
-    request_headers: [],
-    response_headers: [],
+    request_header_list: [],
+    response_header_list: [],
     request_size: 0,
     response_size: 2,
-    remote_addr: '127.0.0.1',
-    started_at: new Date(1_700_000_000_000 + serial).toISOString(),
+    remote_addr: '203.0.113.7:53211',
+    timestamp: new Date(1_700_000_000_000 + serial).toISOString(),
     error: null,
     replay_of: null,
     ...extra,
+  };
+  return {
+    ...fields,
+    request_headers: headerObject(fields.request_header_list),
+    response_headers: headerObject(fields.response_header_list),
   };
 }
 

@@ -31,7 +31,7 @@ export function draftFrom(original: CapturedRequestDetail): ReplayDraft {
   return {
     method: original.method,
     path: original.path,
-    headers: original.request_headers.map((h) => ({ name: h.name, value: h.value })),
+    headers: original.request_header_list.map((h) => ({ name: h.name, value: h.value })),
     body: binary ? '' : decodeUtf8(bytes).text,
     bodyEditable: !binary,
     bodyNote: binary
@@ -88,7 +88,7 @@ export function replayInputFrom(original: CapturedRequestDetail, draft: ReplayDr
     if (at !== -1) headers = headers.map((h, i) => (i === at ? { name: h.name, value: length } : h));
     else if (bytes.length > 0) headers = [...headers, { name: 'Content-Length', value: length }];
   }
-  if (!sameHeaders(headers, original.request_headers)) input.headers = headers;
+  if (!sameHeaders(headers, original.request_header_list)) input.headers = headers;
   return input;
 }
 

@@ -3,7 +3,7 @@
 // to live exchanges as they arrive. The matcher knows everything a CapturedRequest carries; full-text
 // search (`q`) also looks into bodies, which live events do not carry, so a live exchange that passes
 // every other filter while `q` is set is answered `ask-mirror`: the store then asks the Mirror.
-import type { CapturedRequest, HeaderList } from '../../../shared/api/tunnels.js';
+import type { CapturedRequest, HeaderObject } from '../../../shared/api/tunnels.js';
 import type { TrafficQuery } from '../../../shared/bridge.js';
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx', 'error'] as const;
@@ -119,7 +119,6 @@ export function matchTraffic(request: CapturedRequest, query: TrafficQuery): Liv
   if (query.header && !headerMatches(request, query.header)) return 'no-match';
   if (query.minDurationMs !== undefined || query.maxDurationMs !== undefined) {
     const duration = request.duration_ms;
-    if (duration === null) return 'no-match';
     if (query.minDurationMs !== undefined && duration < query.minDurationMs) return 'no-match';
     if (query.maxDurationMs !== undefined && duration > query.maxDurationMs) return 'no-match';
   }
@@ -138,8 +137,8 @@ function hasWord(text: string): boolean {
 }
 
 /**
- * `2xx`-style classes, exact codes, or `error`: no response, or a failure recorded with one (the
- * Mirror's meaning).
+ * `2xx`-style classes, exact codes, or `error`: no response from the app, or a failure recorded with
+ * one (the Mirror's meaning).
  */
 export function statusMatches(
   request: Pick<CapturedRequest, 'status_code' | 'error'>,
@@ -147,8 +146,8 @@ export function statusMatches(
 ): boolean {
   const wanted = status.trim().toLowerCase();
   const code = request.status_code;
-  if (wanted === 'error') return code === null || request.error !== null;
-  if (code === null) return false;
+  // The status of an exchange without a response from the app is the edge's (502…), and it has its error.
+  if (wanted === 'error') return request.error !== null;
   const cls = /^([1-5])xx$/.exec(wanted);
   if (cls) return Math.floor(code / 100) === Number(cls[1]);
   return /^\d{3}$/.test(wanted) && code === Number(wanted);
@@ -164,8 +163,11 @@ export function headerMatches(
 ): boolean {
   const { name, value } = parseHeaderFilter(filter);
   if (!name) return true;
-  const test = (headers: HeaderList) =>
-    headers.some((h) => h.name.toLowerCase() === name && (value === null || includesFolded(h.value, value)));
+  // The header objects have lower-case names and repeated values joined: one lookup per side.
+  const test = (headers: HeaderObject) => {
+    const found = Object.hasOwn(headers, name) ? headers[name] : undefined;
+    return found !== undefined && (value === null || includesFolded(found, value));
+  };
   return test(request.request_headers) || test(request.response_headers);
 }
 

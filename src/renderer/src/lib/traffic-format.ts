@@ -13,14 +13,33 @@ export function statusTone(code: number | null): StatusTone {
   return 'info';
 }
 
-/** The status code, or "error" for an exchange that got no response. */
+/** The status the public client got (the edge's own, such as 502, when the app did not answer). */
 export function statusLabel(request: Pick<CapturedRequest, 'status_code'>): string {
-  return request.status_code === null ? 'error' : String(request.status_code);
+  return String(request.status_code);
+}
+
+/**
+ * Whether no response came from the app: its status is then the one the edge or the tunnel client
+ * answered (502, 504) or 499 (the public client went away), and its error says why.
+ */
+export function withoutAppResponse(
+  request: Pick<CapturedRequest, 'error' | 'response_header_list'>,
+): boolean {
+  return request.error !== null && request.response_header_list.length === 0;
+}
+
+/** The tone of an exchange's status: `error` when the app never answered. */
+export function exchangeTone(
+  request: Pick<CapturedRequest, 'status_code' | 'error' | 'response_header_list'>,
+): StatusTone {
+  return withoutAppResponse(request) ? 'error' : statusTone(request.status_code);
 }
 
 /** `0.42 ms`, `12 ms`, `1.24 s`, `2 min 5 s`; an em dash when unknown. */
 export function formatDuration(ms: number | null): string {
   if (ms === null || !Number.isFinite(ms)) return '—';
+  // Captured durations are whole milliseconds (SPEC.md §2.4): no decimals they do not have.
+  if (Number.isInteger(ms) && ms < 1000) return `${ms} ms`;
   if (ms < 1) return `${ms.toFixed(2)} ms`;
   if (ms < 10) return `${ms.toFixed(1)} ms`;
   if (ms < 999.5) return `${Math.round(ms)} ms`;

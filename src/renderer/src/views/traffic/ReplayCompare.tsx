@@ -5,7 +5,7 @@ import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatBytes } from '../../lib/format';
 import { diffHeaders } from '../../lib/replay';
-import { formatDuration, statusLabel, statusTone } from '../../lib/traffic-format';
+import { exchangeTone, formatDuration, statusLabel } from '../../lib/traffic-format';
 import { routeHref } from '../../stores/navigation/store';
 import { useTrafficActions } from '../../stores/traffic/selectors';
 import type { ReplayState } from '../../stores/traffic/store';
@@ -94,7 +94,7 @@ export function ReplayCompare({
             <BodyView
               title="Original response"
               body={original.response_body}
-              headers={original.response_headers}
+              headers={original.response_header_list}
               truncated={original.response_body_truncated}
               size={original.response_size}
               testId="compare-original-body"
@@ -102,7 +102,7 @@ export function ReplayCompare({
             <BodyView
               title={`${label} response`}
               body={result.response_body}
-              headers={result.response_headers}
+              headers={result.response_header_list}
               truncated={result.response_body_truncated}
               size={result.response_size}
               testId="compare-replay-body"
@@ -127,11 +127,7 @@ function Side({
     <div className="compare-side" data-testid={testId}>
       <h4 className="compare-title">{title}</h4>
       <p className="compare-status">
-        <span
-          className="status-pill"
-          data-tone={statusTone(exchange.status_code)}
-          data-testid={`${testId}-status`}
-        >
+        <span className="status-pill" data-tone={exchangeTone(exchange)} data-testid={`${testId}-status`}>
           {statusLabel(exchange)}
         </span>
         <span>{formatDuration(exchange.duration_ms)}</span>
@@ -152,7 +148,7 @@ function HeadersDiff({
   original: CapturedRequestDetail;
   result: CapturedRequestDetail;
 }) {
-  const rows = diffHeaders(original.response_headers, result.response_headers);
+  const rows = diffHeaders(original.response_header_list, result.response_header_list);
   if (rows.length === 0) return null;
   return (
     <table className="kv-table diff-table" data-testid="compare-headers">

@@ -11,12 +11,13 @@ import { queryParams } from '../../lib/body-format';
 import { downloadText } from '../../lib/download';
 import { formatBytes, formatDate } from '../../lib/format';
 import {
+  exchangeTone,
   formatClock,
   formatDuration,
   harFileName,
   headersText,
   statusLabel,
-  statusTone,
+  withoutAppResponse,
 } from '../../lib/traffic-format';
 import { routeHref } from '../../stores/navigation/store';
 import {
@@ -91,7 +92,7 @@ export function RequestPane({
       });
   };
 
-  const tone = statusTone(summary.status_code);
+  const tone = exchangeTone(summary);
   return (
     <section
       className="request-pane"
@@ -115,7 +116,7 @@ export function RequestPane({
           </span>
           <span>{formatDuration(summary.duration_ms)}</span>
           <span>{formatBytes(summary.response_size)}</span>
-          <span className="muted">{formatClock(summary.started_at)}</span>
+          <span className="muted">{formatClock(summary.timestamp)}</span>
           {summary.replay_of ? (
             <a
               className="replay-of-link"
@@ -192,11 +193,11 @@ export function RequestPane({
             <Overview request={summary} />
             <Section
               title="Request headers"
-              count={summary.request_headers.length}
-              copy={headersText(summary.request_headers)}
+              count={summary.request_header_list.length}
+              copy={headersText(summary.request_header_list)}
               testId="request-headers"
             >
-              <HeadersTable headers={summary.request_headers} caption="Request headers" />
+              <HeadersTable headers={summary.request_header_list} caption="Request headers" />
             </Section>
             <QuerySection path={summary.path} />
             <Section title="Request body" testId="request-body-section">
@@ -205,19 +206,19 @@ export function RequestPane({
                 loading={loading}
                 side="request"
                 size={summary.request_size}
-                headers={summary.request_headers}
+                headers={summary.request_header_list}
               />
             </Section>
             <Section
               title="Response headers"
-              count={summary.response_headers.length}
-              copy={headersText(summary.response_headers)}
+              count={summary.response_header_list.length}
+              copy={headersText(summary.response_header_list)}
               testId="response-headers"
             >
-              {summary.status_code === null ? (
+              {withoutAppResponse(summary) ? (
                 <p className="body-empty muted">No response{summary.error ? `: ${summary.error}` : ''}</p>
               ) : (
-                <HeadersTable headers={summary.response_headers} caption="Response headers" />
+                <HeadersTable headers={summary.response_header_list} caption="Response headers" />
               )}
             </Section>
             <Section title="Response body" testId="response-body-section">
@@ -226,7 +227,7 @@ export function RequestPane({
                 loading={loading}
                 side="response"
                 size={summary.response_size}
-                headers={summary.response_headers}
+                headers={summary.response_header_list}
               />
             </Section>
           </>
@@ -282,10 +283,7 @@ function BodySlot({
 }
 
 function Overview({ request }: { request: CapturedRequest }) {
-  const finished =
-    request.duration_ms === null
-      ? null
-      : new Date(new Date(request.started_at).getTime() + request.duration_ms).toISOString();
+  const finished = new Date(new Date(request.timestamp).getTime() + request.duration_ms).toISOString();
   return (
     <Section title="Overview" testId="request-overview">
       <dl className="pane-overview">
@@ -301,7 +299,7 @@ function Overview({ request }: { request: CapturedRequest }) {
           />
         </Item>
         <Item label="Status">
-          <span className="status-pill" data-tone={statusTone(request.status_code)}>
+          <span className="status-pill" data-tone={exchangeTone(request)}>
             {statusLabel(request)}
           </span>
           {request.error ? (
@@ -312,21 +310,19 @@ function Overview({ request }: { request: CapturedRequest }) {
           ) : null}
         </Item>
         <Item label="Started">
-          {formatDate(request.started_at)} · <span className="mono">{formatClock(request.started_at)}</span>
+          {formatDate(request.timestamp)} · <span className="mono">{formatClock(request.timestamp)}</span>
         </Item>
         <Item label="Finished">
-          {finished ? (
-            <span className="mono">{formatClock(finished)}</span>
-          ) : (
-            <span className="muted">—</span>
-          )}
+          <span className="mono">{formatClock(finished)}</span>
         </Item>
         <Item label="Duration">{formatDuration(request.duration_ms)}</Item>
         <Item label="Sizes">
           Request {formatBytes(request.request_size)} · response {formatBytes(request.response_size)}
         </Item>
         <Item label="From">
-          <span className="mono">{request.remote_addr ?? '—'}</span>
+          <span className="mono" data-testid="request-remote-addr">
+            {request.remote_addr}
+          </span>
           <span className="muted"> · {request.http_version}</span>
         </Item>
         <Item label="Tunnel">

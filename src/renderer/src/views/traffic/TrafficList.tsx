@@ -19,7 +19,13 @@ import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatBytes, plural } from '../../lib/format';
 import { queryKey } from '../../lib/traffic-filter';
-import { formatClock, formatDuration, statusLabel, statusTone } from '../../lib/traffic-format';
+import {
+  exchangeTone,
+  formatClock,
+  formatDuration,
+  statusLabel,
+  withoutAppResponse,
+} from '../../lib/traffic-format';
 import { moveIndex, needsMore, scrollToReveal, virtualWindow } from '../../lib/virtual-window';
 import { useTrafficActions, useTrafficFilter, useTrafficList } from '../../stores/traffic/selectors';
 
@@ -280,7 +286,7 @@ const Row = memo(function Row({
   selected: boolean;
   onSelect: (id: string) => void;
 }) {
-  const tone = statusTone(request.status_code);
+  const tone = exchangeTone(request);
   return (
     <div
       id={rowDomId(request.id)}
@@ -293,8 +299,8 @@ const Row = memo(function Row({
       data-testid="traffic-row"
       data-id={request.id}
     >
-      <span role="gridcell" className="cell-time" title={request.started_at}>
-        {formatClock(request.started_at)}
+      <span role="gridcell" className="cell-time" title={request.timestamp}>
+        {formatClock(request.timestamp)}
       </span>
       <span role="gridcell" className="cell-method" data-method={request.method}>
         {request.method}
@@ -315,7 +321,7 @@ const Row = memo(function Row({
         {formatDuration(request.duration_ms)}
       </span>
       <span role="gridcell" className="cell-size">
-        {request.status_code === null ? '—' : formatBytes(request.response_size)}
+        {withoutAppResponse(request) ? '—' : formatBytes(request.response_size)}
       </span>
     </div>
   );
