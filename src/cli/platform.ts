@@ -322,7 +322,7 @@ export function platformCommand(io: Io): Command {
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
       io.out(
-        `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ' (auto)' : ''}`,
+        `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}`,
       );
       for (const note of running.runtimeNotes) io.out(`             ${note}`);
       io.out(
