@@ -6,6 +6,7 @@ import { Account, UsageEntry } from '../../src/shared/api/account.js';
 import { EmailBatchResult, EmailVerification } from '../../src/shared/api/email.js';
 import { type FakeDns, type FakeSmtp, type Zone, startDns, startSmtp } from '../helpers/mail.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { EMAIL_RESULT, expectSpec } from '../helpers/spec-contract.js';
 
 let dns: FakeDns;
 let smtp: FakeSmtp;
@@ -147,28 +148,12 @@ describe('POST /email/verify', () => {
 
 describe('the result, field by field as SPEC.md §2.5 has it', () => {
   /** SPEC.md §2.5's table: every field and its JSON type. */
-  const SPEC_FIELDS = {
-    email: 'string',
-    normalized: 'string',
-    domain: 'string',
-    score: 'string',
-    reason: 'string',
-    syntax_valid: 'boolean',
-    has_mx: 'boolean',
-    disposable: 'boolean',
-    role_based: 'boolean',
-    free_provider: 'boolean',
-    suggestion: 'string',
-    mailbox_checked: 'boolean',
-    catch_all: 'boolean',
-  } as const;
-  /** What may follow them (API.md §6: extra fields may follow), none repeating a SPEC field. */
+  /** What may follow the SPEC fields (API.md §6: extra fields may follow), none repeating one of them. */
   const EXTRAS = ['confidence', 'mx_records', 'smtp', 'cost_usd', 'checked_at'];
 
   function expectSpecShape(result: Record<string, unknown>) {
-    for (const [field, type] of Object.entries(SPEC_FIELDS)) expect(typeof result[field], field).toBe(type);
-    expect(['valid', 'risky', 'invalid', 'unknown']).toContain(result.score);
-    expect(Object.keys(result).sort()).toEqual([...Object.keys(SPEC_FIELDS), ...EXTRAS].sort());
+    expectSpec(result, EMAIL_RESULT, 'the email result');
+    expect(Object.keys(result).sort()).toEqual([...Object.keys(EMAIL_RESULT), ...EXTRAS].sort());
   }
 
   it.each([
