@@ -12,6 +12,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
     pool: 'forks',
+    // Memory assertions (a tenant's flood must not grow the platform) collect garbage first.
+    execArgv: ['--expose-gc'],
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results/vitest.json' },
   },
