@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { detectCgroups } from '../../src/server/runtime/cgroups.js';
 import { MAX_LINE_BYTES } from '../../src/server/runtime/lines.js';
+import { freePort } from '../../src/server/runtime/process.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
   archiveOf,
@@ -251,13 +252,14 @@ __attribute__((constructor)) static void mark(void) {
 
   it('refuses a service port of the platform or of another project with 422', async () => {
     const api = Number(new URL(tp.api).port);
+    const taken = await freePort(); // a fixed port could be any connection's ephemeral port
     const own = await createProject(tp, {
       name: 'Ported',
       subdomain: 'ported',
       deploy_source: 'upload',
-      build_config: { services: [{ name: 'web', port: 38_111, start_cmd: 'node server.js' }] },
+      build_config: { services: [{ name: 'web', port: taken, start_cmd: 'node server.js' }] },
     });
-    expect(own.build_config.services[0]?.port).toBe(38_111);
+    expect(own.build_config.services[0]?.port).toBe(taken);
     const project = await createProject(attacker, {
       name: 'Thief',
       subdomain: 'thief',
@@ -266,7 +268,7 @@ __attribute__((constructor)) static void mark(void) {
     for (const [port, message] of [
       [tp.edgePort, /in use on this machine/],
       [api, /in use on this machine/],
-      [38_111, /declared by another project/],
+      [taken, /declared by another project/],
     ] as const) {
       const answer = await call<{ code: string; errors: Array<{ path: string; message: string }> }>(
         `${tp.api}/projects/${project.id}/build-config`,
