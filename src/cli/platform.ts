@@ -49,6 +49,7 @@ interface PlatformOptions {
   sandboxMemoryMib: number;
   sandboxPids: number;
   sandboxCpus: number;
+  keepReleases: number;
   limitTunnels: number;
   limitProjects: number;
   limitBuilds: number;
@@ -126,6 +127,15 @@ export function platformCommand(io: Io): Command {
         .default(1)
         .argParser(parseCeiling(1_024, true))
         .env('WHARF_SANDBOX_CPUS'),
+    )
+    .addOption(
+      new Option(
+        '--keep-releases <n>',
+        "how many of a project's releases that served keep their image or files for a rollback",
+      )
+        .default(5)
+        .argParser(parseCount(1_000))
+        .env('WHARF_KEEP_RELEASES'),
     )
     .addOption(
       new Option('--git-host-url <url>', 'where git_host_repo "owner/repo" is cloned from')
@@ -285,6 +295,7 @@ export function platformCommand(io: Io): Command {
             options.aiProvider && options.aiBaseUrl ? { [options.aiProvider]: options.aiBaseUrl } : {},
           postgresUrl: process.env.WHARF_POSTGRES_URL || null,
         },
+        keepReleases: options.keepReleases,
         sandbox: {
           uidBase: options.sandboxUidBase,
           memoryMiB: options.sandboxMemoryMib,

@@ -125,6 +125,8 @@ export interface PlatformConfig {
   restartLimit: number;
   /** The first restart's delay; each next one doubles, up to 30 s. */
   restartBackoffMs: number;
+  /** How many of a project's releases that served keep their image or files for a rollback. */
+  keepReleases: number;
   /** DNS servers (`host` or `host:port`) for domain verification and email checks; null: the system's. */
   dnsServers: string[] | null;
   /** How long one DNS query may take. */
@@ -200,6 +202,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     workerGraceMs: partial.workerGraceMs ?? 2_000,
     restartLimit: partial.restartLimit ?? 5,
     restartBackoffMs: partial.restartBackoffMs ?? 1_000,
+    keepReleases: partial.keepReleases ?? 5,
     dnsServers: partial.dnsServers ?? null,
     dnsTimeoutMs: partial.dnsTimeoutMs ?? 5_000,
     cnameTarget: partial.cnameTarget ?? `cname.${partial.baseDomain ?? 'localhost'}`,

@@ -17,6 +17,8 @@ import {
   LogLine,
   LogsQuery,
   Project,
+  Release,
+  RollbackRequest,
   ProjectDetail,
   UpdateProjectRequest,
   Upload,
@@ -142,6 +144,40 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     },
     handler: async (request, reply) =>
       reply.code(202).send(await runtime.deploy(request.caller.accountId, request.params.id)),
+  });
+
+  app.get('/projects/:id/releases', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'The project’s releases, newest first: every deploy, what it ran and how it ended',
+      description:
+        'The newest releases that served (5 by default, `--keep-releases`) keep their image or files: ' +
+        '`rollback_available` says which POST /rollback can bring back.',
+      tags,
+      params: IdParams,
+      response: { 200: z.array(Release) },
+    },
+    handler: async (request) => runtime.listReleases(request.caller.accountId, request.params.id),
+  });
+
+  app.post('/projects/:id/rollback', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Start a kept release again, without a build (answers at once; status `building`)',
+      description:
+        'The release runs with its own image or files and the env vars it was deployed with, which become ' +
+        'the project’s env vars again. Like a redeploy it is zero-downtime, and if it fails the current ' +
+        'version keeps serving. 404 for a release of another project; 409 conflict for the current release, ' +
+        'one that never served, or one no longer kept.',
+      tags,
+      params: IdParams,
+      body: RollbackRequest,
+      response: { 202: Project },
+    },
+    handler: async (request, reply) =>
+      reply
+        .code(202)
+        .send(await runtime.rollback(request.caller.accountId, request.params.id, request.body.release_id)),
   });
 
   app.post('/projects/:id/stop', {

@@ -26,10 +26,14 @@ import type { CommandDriver } from './drivers/host.js';
 import { type ProcessExit, type RunningProcess, freePort, waitForPort } from './process.js';
 import { portIsFree } from './ports.js';
 import { maskUrlsIn, refusedRepoTarget, refusedRepoUrl } from '../projects/repo-url.js';
-import { SourceError, cloneRepository, extractUpload } from './sources.js';
+import { ReleaseStore } from './releases.js';
+import { SourceError, cloneRepository, extractUpload, headCommit } from './sources.js';
 
-/** What a deploy produced and what a restart needs to run it again; stored as JSON with the project. */
-export interface Release {
+/**
+ * What a deploy produced and what a restart or a rollback needs to run it again without a build: stored
+ * as JSON with the project (the serving one) and with each release.
+ */
+export interface ReleasePlan {
   id: string;
   dir: string;
   services: ReleaseService[];
@@ -64,7 +68,7 @@ interface LiveService {
 }
 
 interface Instance {
-  release: Release;
+  release: ReleasePlan;
   services: LiveService[];
   retiring: boolean;
 }
@@ -222,6 +226,7 @@ class ProjectLog {
 export class Runtime {
   private readonly states = new Map<string, ProjectState>();
   private closed = false;
+  readonly releases: ReleaseStore;
 
   constructor(
     private readonly db: Store,
@@ -229,7 +234,9 @@ export class Runtime {
     private readonly projects: ProjectService,
     private readonly logs: LogStore,
     private readonly driver: CommandDriver,
-  ) {}
+  ) {
+    this.releases = new ReleaseStore(db);
+  }
 
   /** How tenant code runs here: `sandbox` or `process`. */
   get kind(): CommandDriver['kind'] {
@@ -262,8 +269,59 @@ export class Runtime {
         );
       }
     }
+    const build = await this.beginBuild(projectId, 'a newer deploy started');
+    void this.runDeploy(this.state(projectId), build, row);
+    return this.projects.get(accountId, projectId);
+  }
+
+  /** The project's releases, newest first. */
+  async listReleases(accountId: string, projectId: string) {
+    const row = await this.projects.row(accountId, projectId);
+    return this.releases.list(projectId, this.servingId(row));
+  }
+
+  /**
+   * Starts a kept release again without a build (its image or files, its env vars, which become the
+   * project's again), like a deploy: the project is `building` until it serves, and the current
+   * version keeps serving until then, or if it fails.
+   */
+  async rollback(accountId: string, projectId: string, releaseId: string) {
+    const row = await this.projects.row(accountId, projectId);
+    const target = await this.releases.row(projectId, releaseId);
+    if (!target) throw new ApiError('not_found', `release ${releaseId} was not found in this project`);
+    const current = this.servingId(row);
+    if (target.id === current) {
+      throw new ApiError('conflict', `release ${releaseId} is the one serving the project already`);
+    }
+    if (target.status !== 'running' && target.status !== 'retired') {
+      throw new ApiError(
+        'conflict',
+        `release ${releaseId} never served (its deploy ${target.status === 'building' ? 'is still running' : target.status}): roll back to one that did`,
+      );
+    }
+    if (target.kept !== 1 || target.plan === null) {
+      throw new ApiError(
+        'conflict',
+        `release ${releaseId} is no longer kept (the platform keeps the last ${this.config.keepReleases} releases that served)`,
+      );
+    }
+    const unsafe = await this.unsafeForAccounts();
+    if (unsafe) throw new ApiError('unavailable', unsafe);
+    await this.projects.setEnvVars(
+      accountId,
+      projectId,
+      JSON.parse(target.env_vars) as Record<string, string>,
+    );
+    const build = await this.beginBuild(projectId, 'a rollback started');
+    const plan = JSON.parse(target.plan) as ReleasePlan;
+    void this.runRollback(this.state(projectId), build, row, plan);
+    return this.projects.get(accountId, projectId);
+  }
+
+  /** Cancels whatever deploy runs and marks the project `building` for a new one. */
+  private async beginBuild(projectId: string, reason: string): Promise<Build> {
     const state = this.state(projectId);
-    state.build?.cancel('a newer deploy started');
+    state.build?.cancel(reason);
     const build = new Build();
     state.build = build;
     state.crashes = 0;
@@ -272,8 +330,11 @@ export class Runtime {
       last_deploy_at: new Date().toISOString(),
       last_deploy_error: null,
     });
-    void this.runDeploy(state, build, row);
-    return this.projects.get(accountId, projectId);
+    return build;
+  }
+
+  private servingId(row: ProjectsTable): string | null {
+    return row.release ? (JSON.parse(row.release) as ReleasePlan).id : null;
   }
 
   /** Cancels any deploy, stops every process of the project and frees its ports. */
@@ -282,6 +343,7 @@ export class Runtime {
     const state = this.state(projectId);
     await this.halt(state, 'the project was stopped');
     await this.projects.setRuntimeState(projectId, { status: 'stopped', release: null });
+    await this.releases.retireAll(projectId);
     state.log.system('stopped');
     await state.log.flush();
     return this.projects.get(accountId, projectId);
@@ -308,6 +370,8 @@ export class Runtime {
    */
   async restore(options: { except?: ReadonlySet<string> } = {}): Promise<void> {
     killOrphans(join(this.config.dataDir, 'apps'));
+    // Deploys the last stop interrupted never finish; their projects deploy anew below.
+    await this.releases.cancelUnfinished('the platform stopped during this deploy');
     const rows = await this.db
       .selectFrom('projects')
       .selectAll()
@@ -335,7 +399,7 @@ export class Runtime {
         state.build?.cancel('the platform is shutting down');
         const current = state.current;
         state.current = null;
-        if (current) await this.stopInstance(current, { drain: false, removeDir: false });
+        if (current) await this.stopInstance(current, { drain: false });
         await state.log.flush();
       }),
     );
@@ -414,73 +478,124 @@ export class Runtime {
     state.build = null;
     const current = state.current;
     state.current = null;
-    if (current) await this.stopInstance(current, { drain: false, removeDir: true });
+    if (current) await this.stopInstance(current, { drain: false });
   }
 
   private async runDeploy(state: ProjectState, build: Build, row: ProjectsTable): Promise<void> {
-    try {
-      await this.runDeployOnce(state, build, row);
-    } finally {
-      build.end();
-    }
-  }
-
-  private async runDeployOnce(state: ProjectState, build: Build, row: ProjectsTable): Promise<void> {
-    const { log } = state;
-    const started = Date.now();
     const releaseId = newId('rel');
     const dir = join(this.appDir(row.id), releaseId);
-    log.system(`deploy ${releaseId} started (source: ${describeSource(row, this.config)})`);
+    const env = JSON.parse(row.env_vars) as Record<string, string>;
+    const source = describeSource(row, this.config);
+    await this.attempt(state, build, row, {
+      releaseId,
+      begin: `deploy ${releaseId} started (source: ${source})`,
+      record: { source, envVars: env },
+      plan: async () => {
+        await this.fetchSource(row, dir, build, state.log);
+        build.check();
+        const commit = row.deploy_source === 'git' ? await headCommit(dir) : null;
+        const home = join(this.appDir(row.id), 'home');
+        mkdirSync(home, { recursive: true });
+        await this.driver.prepare(row.id, [dir, home]);
+        const plan = await this.prepare(row, releaseId, dir, build, state.log);
+        await this.releases.built(releaseId, { plan: JSON.stringify(plan), image: null, commit });
+        return plan;
+      },
+      discard: () => rmSync(dir, { recursive: true, force: true }),
+    });
+  }
+
+  private async runRollback(state: ProjectState, build: Build, row: ProjectsTable, plan: ReleasePlan) {
+    await this.attempt(state, build, row, {
+      releaseId: plan.id,
+      begin: `rollback to release ${plan.id} started: no build, its files and env vars as they were`,
+      record: null,
+      plan: async () => {
+        if (!isDirectory(plan.dir)) throw new DeployError(`the files of release ${plan.id} are gone`);
+        await this.driver.prepare(row.id, []);
+        return plan;
+      },
+      discard: () => undefined,
+    });
+  }
+
+  /**
+   * One deploy or rollback: plan the release, start it beside the serving one, switch the edge once it
+   * is healthy, then retire the old one. A failure leaves whatever served serving.
+   */
+  private async attempt(
+    state: ProjectState,
+    build: Build,
+    row: ProjectsTable,
+    how: {
+      releaseId: string;
+      begin: string;
+      /** A new release row (a deploy), or null to start a recorded one again (a rollback). */
+      record: { source: string; envVars: Record<string, string> } | null;
+      plan(): Promise<ReleasePlan>;
+      /** Deletes what a failed or cancelled attempt produced. */
+      discard(): void;
+    },
+  ): Promise<void> {
+    const { log } = state;
+    const { releaseId } = how;
+    const started = Date.now();
+    log.system(how.begin);
     let instance: Instance | null = null;
     try {
-      await this.fetchSource(row, dir, build, log);
-      build.check();
-      const home = join(this.appDir(row.id), 'home');
-      mkdirSync(home, { recursive: true });
-      await this.driver.prepare(row.id, [dir, home]);
-      const release = await this.prepare(row, releaseId, dir, build, log);
+      if (how.record) await this.releases.begin({ id: releaseId, projectId: row.id, ...how.record });
+      const plan = await how.plan();
       build.check();
       const previous = state.current;
-      if (previous && release.services.some((s) => s.fixedPort !== null)) {
+      if (previous && plan.services.some((s) => s.fixedPort !== null)) {
         log.system(
           'a service has a fixed port, so the running version stops before the new one starts (no zero-downtime switch)',
         );
         state.current = null;
-        await this.stopInstance(previous, { drain: true, removeDir: true });
+        await this.stopInstance(previous, { drain: true });
       }
-      instance = await this.startInstance(state, release, build);
+      instance = await this.startInstance(state, plan, build);
       build.check();
       state.current = instance;
       state.build = null;
       this.supervise(state, instance);
       // The log says so before the status does: whoever sees `running` finds the whole log.
-      log.system(`running at ${this.projects.toProject(row).url} (deployed in ${seconds(started)})`);
+      log.system(
+        `running at ${this.projects.toProject(row).url} (${how.record ? 'deployed' : 'rolled back'} in ${seconds(started)})`,
+      );
       await log.flush();
+      if (how.record) await this.releases.end(releaseId, { status: 'running' });
+      await this.releases.serving(row.id, releaseId);
       await this.projects.setRuntimeState(row.id, {
         status: 'running',
-        release: JSON.stringify(release),
+        release: JSON.stringify(plan),
         last_deploy_error: null,
       });
-      if (previous && state.current === instance) {
-        await this.stopInstance(previous, { drain: true, removeDir: true });
-      }
+      if (previous && state.current === instance) await this.stopInstance(previous, { drain: true });
+      await this.pruneReleases(row.id, releaseId);
     } catch (error) {
-      if (instance && state.current !== instance) {
-        await this.stopInstance(instance, { drain: false, removeDir: false });
+      if (instance && state.current !== instance) await this.stopInstance(instance, { drain: false });
+      const cancelled = error instanceof CancelledError || build.cancelled;
+      if (how.record) {
+        how.discard();
+        await this.releases
+          .end(releaseId, {
+            status: cancelled ? 'cancelled' : 'failed',
+            error: cancelled ? (build.cancelled ?? (error as Error).message) : describeError(error),
+          })
+          .catch(() => undefined); // the project (and its releases) was deleted meanwhile
       }
-      rmSync(dir, { recursive: true, force: true });
-      if (error instanceof CancelledError || build.cancelled) {
-        log.system(`deploy ${releaseId} cancelled: ${build.cancelled ?? (error as Error).message}`);
+      if (cancelled) {
+        log.system(
+          `${how.record ? 'deploy' : 'rollback to'} ${releaseId} cancelled: ${build.cancelled ?? (error as Error).message}`,
+        );
         await log.flush();
         return;
       }
-      const message =
-        error instanceof DeployError || error instanceof ApiError
-          ? error.message
-          : `internal error: ${(error as Error).message}`;
+      const message = describeError(error);
       state.build = null;
       const serving = state.current !== null;
-      log.system(`deploy failed: ${message}`);
+      log.system(`${how.record ? 'deploy' : 'rollback'} failed: ${message}`);
       if (serving) log.system('the previous version keeps serving');
       await log.flush();
       await this.projects.setRuntimeState(row.id, {
@@ -489,6 +604,16 @@ export class Runtime {
           ? `the new version failed (${message}); the previous version keeps serving`
           : message,
       });
+    } finally {
+      build.end();
+    }
+  }
+
+  /** Deletes the files of releases beyond the newest `keepReleases` that served. */
+  private async pruneReleases(projectId: string, currentId: string): Promise<void> {
+    const dropped = await this.releases.prune(projectId, this.config.keepReleases, currentId);
+    for (const release of dropped) {
+      rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
     }
   }
 
@@ -542,7 +667,7 @@ export class Runtime {
     dir: string,
     build: Build,
     log: ProjectLog,
-  ): Promise<Release> {
+  ): Promise<ReleasePlan> {
     const env = JSON.parse(row.env_vars) as Record<string, string>;
     if (row.deploy_source === 'image') {
       return {
@@ -712,7 +837,7 @@ export class Runtime {
   }
 
   /** Starts every service of a release and waits until all are healthy. */
-  private async startInstance(state: ProjectState, release: Release, build: Build | null) {
+  private async startInstance(state: ProjectState, release: ReleasePlan, build: Build | null) {
     const instance: Instance = {
       release,
       services: release.services.map((spec) => ({
@@ -739,7 +864,7 @@ export class Runtime {
         }),
       );
     } catch (error) {
-      await this.stopInstance(instance, { drain: false, removeDir: false });
+      await this.stopInstance(instance, { drain: false });
       throw error;
     }
     return instance;
@@ -847,7 +972,7 @@ export class Runtime {
         );
         state.current = null;
         void (async () => {
-          await this.stopInstance(instance, { drain: false, removeDir: false });
+          await this.stopInstance(instance, { drain: false });
           await state.log.flush();
           await this.projects.setRuntimeState(state.id, {
             status: 'failed',
@@ -888,8 +1013,11 @@ export class Runtime {
     state.timers.add(timer);
   }
 
-  /** Stops an instance's processes: after its in-flight requests when draining. */
-  private async stopInstance(instance: Instance, options: { drain: boolean; removeDir: boolean }) {
+  /**
+   * Stops an instance's processes: after its in-flight requests when draining. Its files stay for a
+   * rollback until pruneReleases removes them.
+   */
+  private async stopInstance(instance: Instance, options: { drain: boolean }) {
     instance.retiring = true;
     if (options.drain) {
       const deadline = Date.now() + DRAIN_TIMEOUT_MS;
@@ -904,18 +1032,17 @@ export class Runtime {
         live.agent.destroy();
       }),
     );
-    if (options.removeDir) rmSync(instance.release.dir, { recursive: true, force: true });
   }
 
   private async restoreOne(row: ProjectsTable): Promise<void> {
     const state = this.state(row.id);
-    const release = row.release ? (JSON.parse(row.release) as Release) : null;
+    const release = row.release ? (JSON.parse(row.release) as ReleasePlan) : null;
     if (row.status === 'running' && release && isDirectory(release.dir)) {
       state.log.system(`platform restarted: starting release ${release.id} again`);
       try {
         const instance = await this.startInstance(state, release, null);
         if (this.closed) {
-          await this.stopInstance(instance, { drain: false, removeDir: false });
+          await this.stopInstance(instance, { drain: false });
           return;
         }
         state.current = instance;
@@ -985,6 +1112,12 @@ function describeSource(row: ProjectsTable, config: PlatformConfig): string {
     default:
       return `image ${row.image}`;
   }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof DeployError || error instanceof ApiError
+    ? error.message
+    : `internal error: ${(error as Error).message}`;
 }
 
 function describeExit(exit: ProcessExit): string {

@@ -279,3 +279,28 @@ function resolvePhysically(from: string, target: string, hops: number): string {
   }
   return current;
 }
+
+/** The commit a clone checked out, or null (not a git checkout, or git could not tell). */
+export async function headCommit(dir: string): Promise<string | null> {
+  const child = spawn('git', ['-C', dir, 'rev-parse', '--verify', 'HEAD'], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: '/nonexistent',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CEILING_DIRECTORIES: dirname(dir),
+    },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    if (out.length < 200) out += chunk;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('close', resolve);
+    child.once('error', () => resolve(null));
+  });
+  clearTimeout(timer);
+  const sha = out.trim();
+  return code === 0 && /^[0-9a-f]{40,64}$/.test(sha) ? sha : null;
+}

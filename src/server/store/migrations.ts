@@ -301,6 +301,32 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0012_releases': {
+    async up(db: Kysely<unknown>) {
+      // Every deploy of a project, what it ran (the runtime's plan, the image, the env vars) and how it
+      // ended: the history behind GET /projects/:id/releases and what a rollback starts again.
+      await db.schema
+        .createTable('releases')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('commit', 'text')
+        .addColumn('image', 'text')
+        .addColumn('env_vars', 'text', (c) => c.notNull())
+        .addColumn('plan', 'text')
+        .addColumn('kept', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('error', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('finished_at', 'text')
+        .execute();
+      await db.schema
+        .createIndex('releases_by_project')
+        .on('releases')
+        .columns(['project_id', 'created_at'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

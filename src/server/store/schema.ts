@@ -187,6 +187,27 @@ export interface Database {
   app_databases: AppDatabasesTable;
   sandbox_users: SandboxUsersTable;
   idempotency_keys: IdempotencyKeysTable;
+  releases: ReleasesTable;
+}
+
+/** One deploy of a project (runtime/releases.ts). */
+export interface ReleasesTable {
+  id: string;
+  project_id: string;
+  /** building | running | failed | cancelled | retired */
+  status: string;
+  source: string;
+  commit: string | null;
+  image: string | null;
+  /** JSON: the env vars it was deployed with. */
+  env_vars: string;
+  /** JSON of the runtime's ReleasePlan once built, else null. */
+  plan: string | null;
+  /** 1 while its image or release folder is kept (a rollback can start it), else 0. */
+  kept: number;
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
 }
 
 /** A request named by an `Idempotency-Key`: reserved while it runs, then its stored answer. */

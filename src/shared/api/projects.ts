@@ -324,3 +324,40 @@ export const Upload = z
   })
   .meta({ id: 'Upload' });
 export type Upload = z.infer<typeof Upload>;
+
+export const RELEASE_STATUSES = ['building', 'running', 'failed', 'cancelled', 'retired'] as const;
+export const ReleaseStatus = z.enum(RELEASE_STATUSES);
+export type ReleaseStatus = z.infer<typeof ReleaseStatus>;
+
+/** API.md §4: one deploy of a project, kept so that a click can bring it back without a build. */
+export const Release = z
+  .object({
+    id: idOf('rel'),
+    project_id: idOf('prj'),
+    status: ReleaseStatus.meta({
+      description:
+        '`building` while its deploy runs; `running` while it serves; `retired` once a newer release or a stop replaced it; `failed` or `cancelled` when it never served',
+    }),
+    current: z.boolean().meta({ description: 'Whether this release serves the project now' }),
+    rollback_available: z.boolean().meta({
+      description:
+        'Whether POST /rollback can bring it back: it served before, is not the current one, and its image or files are still kept',
+    }),
+    source: z.string().meta({ description: 'Where its code came from (repository credentials masked)' }),
+    commit: z.string().nullable().meta({ description: 'The git commit deployed, for git sources' }),
+    image: z.string().nullable().meta({
+      description:
+        'The image it runs: `wharf/<project>:<release>` built by the container runtime, or an image source; null for host runtimes',
+    }),
+    env_vars: z.record(z.string(), z.string()).meta({ description: 'The env vars it was deployed with' }),
+    error: z.string().nullable(),
+    created_at: Timestamp,
+    finished_at: Timestamp.nullable().meta({
+      description: 'When its deploy ended (running, failed or cancelled)',
+    }),
+  })
+  .meta({ id: 'Release' });
+export type Release = z.infer<typeof Release>;
+
+export const RollbackRequest = z.object({ release_id: idOf('rel') }).meta({ id: 'RollbackRequest' });
+export type RollbackRequest = z.infer<typeof RollbackRequest>;
