@@ -1,6 +1,7 @@
-// How the project commands (`projects`, `deploy`, `logs`, `stop`) reach a platform: the one the Engine
-// uses (settings.json in WHARF_HOME), or the one given with --platform / --api-key. A local platform is
-// never started here: it would die with this process, taking the app's platform with it.
+// How the project commands (`projects`, `deploy`, `logs`, `stop`, `releases`, `rollback`) reach a
+// platform: the one the Engine uses (settings.json in WHARF_HOME), or the one given with --platform /
+// --api-key. A local platform is never started here: it would die with this process, taking the app's
+// platform with it.
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { PlatformClient } from '../core/api-client/platform-client.js';

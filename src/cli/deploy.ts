@@ -1,6 +1,7 @@
 // `wharf deploy <project> [--follow]`: starts a deploy; with --follow it prints the deploy's log lines
 // while it watches the project's status, and exits 0 once the project runs the new version, 1 when the
-// deploy failed (also when a redeploy failed while the previous version keeps serving).
+// deploy failed (also when a redeploy failed while the previous version keeps serving). `wharf rollback
+// --follow` follows a rollback the same way (followDeploy).
 import { Command } from 'commander';
 import type { PlatformClient } from '../core/api-client/platform-client.js';
 import type { LogLine, Project } from '../shared/api/index.js';
@@ -66,6 +67,8 @@ export function phaseAfter(line: LogLine, current: Phase): Phase {
 export class Progress {
   private shown = false;
   private timer: NodeJS.Timeout | null = null;
+  /** What the line says is happening: `Deploying`, or `Rolling back` for a rollback. */
+  verb = 'Deploying';
 
   constructor(
     private readonly terminal: Terminal,
@@ -83,7 +86,7 @@ export class Progress {
   }
 
   text(): string {
-    return `Deploying ${this.name}: ${this.phase} (${Math.floor((this.now() - this.started) / 1000)} s)`;
+    return `${this.verb} ${this.name}: ${this.phase} (${Math.floor((this.now() - this.started) / 1000)} s)`;
   }
 
   render(): void {
@@ -136,6 +139,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 async function waitForOutcome(
   client: PlatformClient,
   projectId: string,
+  noun: string,
   signal: AbortSignal,
 ): Promise<{ project: Project; outcome: Outcome & { done: true } } | null> {
   let etag: string | null = null;
@@ -145,7 +149,7 @@ async function waitForOutcome(
     if (!list.notModified) {
       etag = list.etag;
       project = list.projects.find((p) => p.id === projectId) ?? null;
-      if (!project) throw new Error('the project was deleted during the deploy');
+      if (!project) throw new Error(`the project was deleted during the ${noun}`);
       const outcome = outcomeOf(project);
       if (outcome.done) return { project, outcome };
     }
@@ -161,18 +165,38 @@ export function urlLines(project: Project): string[] {
   return lines;
 }
 
-async function followDeploy(
+/** What --follow watches: a deploy, or a rollback (no build: a kept release only starts again). */
+export interface FollowedWork {
+  /** How messages name it: `deploy`, `rollback`. */
+  noun: string;
+  /** The progress line's verb: `Deploying`, `Rolling back`. */
+  verb: string;
+  /** The phase it begins in. */
+  phase: Phase;
+}
+
+export function deployWork(project: Project): FollowedWork {
+  return { noun: 'deploy', verb: 'Deploying', phase: initialPhase(project) };
+}
+
+/**
+ * Prints the log lines of the deploy (or rollback) `started` began while it waits for the outcome;
+ * returns once the project runs it, throws when it failed, exits 130 on Ctrl+C (the work goes on).
+ */
+export async function followDeploy(
   client: PlatformClient,
   project: Project,
-  deployed: Project,
+  started: Project,
   startedAt: number,
   io: Io,
   terminal: Terminal,
+  work: FollowedWork = deployWork(project),
 ): Promise<void> {
   const since = new Date(
-    (deployed.last_deploy_at ? Date.parse(deployed.last_deploy_at) : startedAt) - 1,
+    (started.last_deploy_at ? Date.parse(started.last_deploy_at) : startedAt) - 1,
   ).toISOString();
-  const progress = new Progress(terminal, project.name, initialPhase(project), startedAt);
+  const progress = new Progress(terminal, project.name, work.phase, startedAt);
+  progress.verb = work.verb;
   const controller = new AbortController();
   const release = abortOnSignals(controller);
   const logs = new AbortController();
@@ -193,7 +217,7 @@ async function followDeploy(
     () => undefined,
     (error: unknown) => {
       progress.clear();
-      io.err(`wharf: ${(error as Error).message}; still waiting for the deploy to finish`);
+      io.err(`wharf: ${(error as Error).message}; still waiting for the ${work.noun} to finish`);
       progress.render();
     },
   );
@@ -201,7 +225,7 @@ async function followDeploy(
   progress.start();
   let result;
   try {
-    result = await waitForOutcome(client, project.id, controller.signal);
+    result = await waitForOutcome(client, project.id, work.noun, controller.signal);
     if (result) {
       // The last lines (`running at …`, the failing command's output) may still be on their way.
       const over = Date.now();
@@ -222,11 +246,11 @@ async function followDeploy(
   }
 
   if (!result) {
-    io.err(`Stopped following; the deploy goes on (wharf logs ${project.subdomain} -f to follow it).`);
+    io.err(`Stopped following; the ${work.noun} goes on (wharf logs ${project.subdomain} -f to follow it).`);
     throw new CommandExit(130);
   }
   if (!result.outcome.ok)
-    throw new Error(`the deploy of ${describe(project)} failed: ${result.outcome.reason}`);
+    throw new Error(`the ${work.noun} of ${describe(project)} failed: ${result.outcome.reason}`);
   for (const line of urlLines(result.project)) io.out(line);
 }
 

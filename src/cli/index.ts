@@ -12,6 +12,8 @@ import { loginCommand } from './login.js';
 import { logsCommand } from './logs.js';
 import { platformCommand } from './platform.js';
 import { projectsCommand } from './projects.js';
+import { releasesCommand } from './releases.js';
+import { rollbackCommand } from './rollback.js';
 import { stopCommand } from './stop.js';
 import { wharfPackage } from './package-root.js';
 
@@ -36,6 +38,8 @@ export function buildProgram(io: Io = processIo): Command {
   program.addCommand(deployCommand(io));
   program.addCommand(logsCommand(io));
   program.addCommand(stopCommand(io));
+  program.addCommand(releasesCommand(io));
+  program.addCommand(rollbackCommand(io));
   program.addCommand(httpCommand(io));
   program.addCommand(emailCommand(io));
   // Every (sub)command throws instead of exiting, so main() decides the exit code.

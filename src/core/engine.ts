@@ -310,6 +310,15 @@ export class Engine implements Bridge {
       const id = requireId(input);
       return this.write((client) => client.stop(id));
     },
+    'projects.releases': async (input) => {
+      const id = requireId(input);
+      return this.live((client) => client.releases(id));
+    },
+    'projects.rollback': async (input) => {
+      const id = requireId(input);
+      const releaseId = requireString(input, 'release_id', 'a release id');
+      return this.write((client) => client.rollback(id, releaseId));
+    },
     'projects.logs': async (input) => {
       const id = requireId(input);
       const { since, limit } = input;

@@ -9,6 +9,7 @@ import type {
   EnvVars,
   Project,
   LogLine,
+  Release,
   Upload,
   BuildConfigInput,
   CapturedRequest,
@@ -247,6 +248,13 @@ export interface BridgeRequests {
   'projects.delete': { input: { id: string }; output: { id: string; deleted: true } };
   'projects.deploy': { input: { id: string }; output: Project };
   'projects.stop': { input: { id: string }; output: Project };
+  /** The project's releases, newest first: every deploy, what it ran, how it ended. */
+  'projects.releases': { input: { id: string }; output: Release[] };
+  /**
+   * Starts a kept release again without a build; the answer is the project, now `building`, with the
+   * release's env vars as its own. The deploy-finished event tells how it ended.
+   */
+  'projects.rollback': { input: { id: string; release_id: string }; output: Project };
   'projects.logs': { input: LogsInput; output: LogLine[] };
   /** Starts (or joins) following a project's logs: `project-logs` events until `logs.unfollow`. */
   'logs.follow': { input: { id: string }; output: LogFollow };
@@ -317,6 +325,8 @@ export const BRIDGE_OPERATIONS = [
   'projects.delete',
   'projects.deploy',
   'projects.stop',
+  'projects.releases',
+  'projects.rollback',
   'projects.logs',
   'logs.follow',
   'logs.unfollow',

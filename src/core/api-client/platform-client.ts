@@ -29,6 +29,7 @@ import {
   Problem,
   Project,
   ProjectDetail,
+  Release,
   Upload,
   type BuildConfigInput,
 } from '../../shared/api/index.js';
@@ -55,6 +56,7 @@ export interface LogsQuery {
 
 const ProjectList = z.array(Project);
 const LogLines = z.array(LogLine);
+const ReleaseList = z.array(Release);
 const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });
 const DomainList = z.array(Domain);
 const UsageList = z.array(UsageEntry);
@@ -129,6 +131,21 @@ export class PlatformClient {
 
   stop(id: string): Promise<Project> {
     return this.json('POST', `/projects/${encodeURIComponent(id)}/stop`, Project);
+  }
+
+  /** The project's releases, newest first: every deploy, what it ran and how it ended. */
+  releases(id: string): Promise<Release[]> {
+    return this.json('GET', `/projects/${encodeURIComponent(id)}/releases`, ReleaseList);
+  }
+
+  /**
+   * Starts a kept release again without a build: the platform answers 202 with the project, now
+   * `building`, and the release's env vars become the project's.
+   */
+  rollback(id: string, releaseId: string): Promise<Project> {
+    return this.json('POST', `/projects/${encodeURIComponent(id)}/rollback`, Project, {
+      release_id: releaseId,
+    });
   }
 
   /** The project's log lines, oldest first. */

@@ -1,12 +1,13 @@
 // Selectors of the projects store.
 import { useShallow } from 'zustand/react/shallow';
-import type { ActionState, DetailState, UploadState } from './store';
+import type { ActionState, DetailState, ReleasesState, UploadState } from './store';
 import { useProjectsStore } from './store';
 
 type State = ReturnType<typeof useProjectsStore.getState>;
 
 const EMPTY_DETAIL: DetailState = { view: null, loading: false, error: null };
 const IDLE_ACTION: ActionState = { pending: null, error: null, failed: null };
+const NO_RELEASES: ReleasesState = { releases: null, loading: false, error: null };
 
 export const selectProjectList = (state: State) => ({
   list: state.list,
@@ -33,6 +34,14 @@ export const selectAction =
   (state: State): ActionState =>
     state.actions[id] ?? IDLE_ACTION;
 
+export const selectReleases =
+  (id: string) =>
+  (state: State): ReleasesState =>
+    state.releases[id] ?? NO_RELEASES;
+
+/** The release the project is being rolled back to, or null. */
+export const selectRollback = (id: string) => (state: State) => state.rollbacks[id] ?? null;
+
 export const selectProjectActions = (state: State) => ({
   loadList: state.loadList,
   loadDetail: state.loadDetail,
@@ -45,6 +54,8 @@ export const selectProjectActions = (state: State) => ({
   deploy: state.deploy,
   stop: state.stop,
   clearActionError: state.clearActionError,
+  loadReleases: state.loadReleases,
+  rollback: state.rollback,
 });
 
 export const useProjectList = () => useProjectsStore(useShallow(selectProjectList));
@@ -53,3 +64,5 @@ export const useProject = (id: string) => useProjectsStore(selectProject(id));
 export const useUpload = (id: string) => useProjectsStore(selectUpload(id));
 export const useProjectAction = (id: string) => useProjectsStore(selectAction(id));
 export const useProjectActions = () => useProjectsStore(useShallow(selectProjectActions));
+export const useReleases = (id: string) => useProjectsStore(selectReleases(id));
+export const useRollback = (id: string) => useProjectsStore(selectRollback(id));

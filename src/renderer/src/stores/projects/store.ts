@@ -1,13 +1,15 @@
 // Projects: the list (live or from the Engine's cache, replaced by the `projects` event), the detail of
 // each opened project, the writes (create, env vars, build config, delete), archive uploads with their
-// progress, and deploy / stop with the error of the last attempt. Writes answer with a BridgeResult so
-// the form that made them can place 422 errors.
+// progress, deploy / stop with the error of the last attempt, and each opened project's releases with
+// the rollback to one of them. Writes answer with a BridgeResult so the form or dialog that made them
+// can show what went wrong.
 import { create } from 'zustand';
 import type {
   BuildConfigInput,
   CreateProjectRequest,
   EnvVars,
   Project,
+  Release,
   Upload,
 } from '../../../../shared/api/projects.js';
 import type { BridgeErrorShape, BridgeResult, ProjectList, ProjectView } from '../../../../shared/bridge.js';
@@ -22,12 +24,19 @@ export interface DetailState {
   error: BridgeErrorShape | null;
 }
 
-/** A deploy or stop request in flight, and why the last one was refused. */
+/** A deploy, stop or rollback request in flight, and why the last deploy or stop was refused. */
 export interface ActionState {
-  pending: 'deploy' | 'stop' | null;
+  pending: 'deploy' | 'stop' | 'rollback' | null;
   error: BridgeErrorShape | null;
   /** Which request `error` answered. */
   failed: 'deploy' | 'stop' | null;
+}
+
+/** A project's releases, loaded while its page is open. */
+export interface ReleasesState {
+  releases: Release[] | null;
+  loading: boolean;
+  error: BridgeErrorShape | null;
 }
 
 export type UploadPhase = 'reading' | 'sending' | 'processing' | 'done' | 'failed';
@@ -49,6 +58,9 @@ interface ProjectsState {
   details: Readonly<Record<string, DetailState>>;
   uploads: Readonly<Record<string, UploadState>>;
   actions: Readonly<Record<string, ActionState>>;
+  releases: Readonly<Record<string, ReleasesState>>;
+  /** The release each project is being rolled back to, until its deploy-finished event. */
+  rollbacks: Readonly<Record<string, string>>;
   loadList(): Promise<void>;
   loadDetail(id: string): Promise<void>;
   /** Creates the project; with a file (upload projects), then uploads it in the background. */
@@ -61,6 +73,9 @@ interface ProjectsState {
   deploy(id: string): Promise<BridgeResult<Project>>;
   stop(id: string): Promise<BridgeResult<Project>>;
   clearActionError(id: string): void;
+  loadReleases(id: string): Promise<void>;
+  /** Starts `releaseId` again; the project turns `building` and its releases load again. */
+  rollback(id: string, releaseId: string): Promise<BridgeResult<Project>>;
   /** Follows the `projects` and `deploy-finished` events; returns the unsubscribe. */
   subscribe(): () => void;
 }
@@ -119,6 +134,26 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
       },
     }));
 
+  const setReleases = (id: string, patch: Partial<ReleasesState>) =>
+    set((state) => ({
+      releases: {
+        ...state.releases,
+        [id]: { releases: null, loading: false, error: null, ...state.releases[id], ...patch },
+      },
+    }));
+
+  /** Loads a project's releases again, if its page loaded them before. */
+  const refreshReleases = (id: string) => {
+    if (get().releases[id]) void get().loadReleases(id);
+  };
+
+  const forgetRollback = (id: string) =>
+    set((state) => {
+      if (!(id in state.rollbacks)) return {};
+      const { [id]: _done, ...rollbacks } = state.rollbacks;
+      return { rollbacks };
+    });
+
   const act = async (id: string, kind: 'deploy' | 'stop'): Promise<BridgeResult<Project>> => {
     setAction(id, { pending: kind, error: null, failed: null });
     const outcome = await attempt(() =>
@@ -127,6 +162,9 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     if (outcome.ok) {
       remember(outcome.value);
       setAction(id, { pending: null });
+      // A deploy is a new release (building); a stop retires the one that served.
+      forgetRollback(id);
+      refreshReleases(id);
     } else setAction(id, { pending: null, error: outcome.error, failed: kind });
     return outcome;
   };
@@ -138,6 +176,8 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     details: {},
     uploads: {},
     actions: {},
+    releases: {},
+    rollbacks: {},
 
     async loadList() {
       set({ listLoading: true });
@@ -236,10 +276,12 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
           const { [id]: _detail, ...details } = state.details;
           const { [id]: _upload, ...uploads } = state.uploads;
           const { [id]: _action, ...actions } = state.actions;
+          const { [id]: _releases, ...releases } = state.releases;
+          const { [id]: _rollback, ...rollbacks } = state.rollbacks;
           const list = state.list
             ? { ...state.list, projects: state.list.projects.filter((p) => p.id !== id) }
             : null;
-          return { list, details, uploads, actions };
+          return { list, details, uploads, actions, releases, rollbacks };
         });
       }
       return outcome;
@@ -252,11 +294,38 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
       setAction(id, { error: null, failed: null });
     },
 
+    async loadReleases(id) {
+      setReleases(id, { loading: true });
+      try {
+        setReleases(id, { releases: await bridge.invoke('projects.releases', { id }), error: null });
+      } catch (error) {
+        setReleases(id, { error: toErrorShape(error) });
+      } finally {
+        setReleases(id, { loading: false });
+      }
+    },
+
+    async rollback(id, releaseId) {
+      setAction(id, { pending: 'rollback', error: null, failed: null });
+      const outcome = await attempt(() => bridge.invoke('projects.rollback', { id, release_id: releaseId }));
+      setAction(id, { pending: null });
+      if (outcome.ok) {
+        remember(outcome.value);
+        set((state) => ({ rollbacks: { ...state.rollbacks, [id]: releaseId } }));
+      }
+      // Refused or not, the list may have moved on since it was shown (a deploy, a pruned release).
+      void get().loadReleases(id);
+      return outcome;
+    },
+
     subscribe() {
       // The event's copy of the project is the one that ended the deploy: show it at once.
       const offFinished = bridge.on('deploy-finished', ({ project }) => {
         if (get().list?.projects.some((p) => p.id === project.id) || get().details[project.id])
           remember(project);
+        // The release that serves now (or the one that failed) changed.
+        forgetRollback(project.id);
+        refreshReleases(project.id);
       });
       const offList = bridge.on('projects', (list) => {
         set((state) => {

@@ -1,17 +1,18 @@
 // Deploying a project: the Deploy (or Redeploy) and Stop buttons of the page header, and below it what
-// the deploy is doing: building (with a spinner), refused (an upload project without an archive is
-// pointed to the upload control), or failed with the platform's reason.
+// the deploy is doing: building (with a spinner; a rollback names its release), refused (an upload
+// project without an archive is pointed to the upload control), or failed with the platform's reason.
 import type { Project } from '../../../../shared/api/projects.js';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatWhen } from '../../lib/format';
-import { useProjectAction, useProjectActions } from '../../stores/projects/selectors';
+import { useProjectAction, useProjectActions, useRollback } from '../../stores/projects/selectors';
 
 /** Where the Archive card's file input is (UploadPanel), for "Choose an archive". */
 export const UPLOAD_SECTION_ID = 'project-archive';
 
 export function DeployButtons({ project }: { project: Project }) {
   const action = useProjectAction(project.id);
+  const rollingBackTo = useRollback(project.id);
   const { deploy, stop } = useProjectActions();
   const building = project.status === 'building';
   const canStop = project.status === 'running' || building;
@@ -19,7 +20,9 @@ export function DeployButtons({ project }: { project: Project }) {
     action.pending === 'deploy'
       ? 'Starting…'
       : building
-        ? 'Deploying…'
+        ? rollingBackTo
+          ? 'Rolling back…'
+          : 'Deploying…'
         : project.last_deploy_at === null
           ? 'Deploy'
           : 'Redeploy';
@@ -56,6 +59,7 @@ export function DeployButtons({ project }: { project: Project }) {
 
 export function DeployStatus({ project }: { project: Project }) {
   const action = useProjectAction(project.id);
+  const rollingBackTo = useRollback(project.id);
   const { clearActionError } = useProjectActions();
 
   return (
@@ -64,7 +68,13 @@ export function DeployStatus({ project }: { project: Project }) {
         <div className="deploy-status" id="deploy-status" role="status" data-testid="deploy-status">
           <Icon name="spinner" className="spin deploy-status-icon" />
           <p>
-            <strong>Building and starting {project.name}</strong>
+            {rollingBackTo ? (
+              <strong>
+                Rolling {project.name} back to release <span className="mono">{rollingBackTo}</span>
+              </strong>
+            ) : (
+              <strong>Building and starting {project.name}</strong>
+            )}
             <span className="muted">
               {' '}
               · started {formatWhen(project.last_deploy_at)} · the logs below follow along

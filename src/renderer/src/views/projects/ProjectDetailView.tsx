@@ -1,6 +1,6 @@
-// One project: deploy and stop it, where it runs (URL and service URLs), its source, its live logs, and
-// its settings: archive (upload projects), environment variables, build configuration, and deletion;
-// on a project the AI builder made, an instruction box to edit it with AI.
+// One project: deploy and stop it, where it runs (URL and service URLs), its source, its live logs, its
+// releases with rollback, and its settings: archive (upload projects), environment variables, build
+// configuration, and deletion; on a project the AI builder made, an instruction box to edit it with AI.
 import { useEffect, type ReactNode } from 'react';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
@@ -16,6 +16,7 @@ import { DeleteProject } from './DeleteProject';
 import { DeployButtons, DeployStatus } from './DeployControls';
 import { EnvVarsEditor } from './EnvVarsEditor';
 import { LogsPanel } from './LogsPanel';
+import { ReleasesPanel } from './ReleasesPanel';
 import { describeSource } from './source';
 import { UploadPanel } from './UploadPanel';
 
@@ -129,6 +130,7 @@ export function ProjectDetailView({ id }: { id: string }) {
       </section>
 
       <LogsPanel project={project} offline={cached || online === false} />
+      {cached ? null : <ReleasesPanel project={project} />}
       {isAiProject(project) ? <EditWithAi project={project} /> : null}
       {project.deploy_source === 'upload' ? <UploadPanel project={project} /> : null}
       <EnvVarsEditor key={`env-${project.id}`} project={project} />
