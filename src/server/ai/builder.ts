@@ -125,8 +125,8 @@ export class AiBuilder {
           })
           .execute();
       });
-      // The same status again: only so ProjectService forgets the account's cached list (repo_url moved).
-      await projects.setRuntimeState(created.id, { status: 'created' });
+      // repo_url moved: the account's cached list is stale.
+      projects.forgetList(accountId);
       await this.note(
         created.id,
         `Generated a ${req.generator} app: ${app.summary} (${describeEngine(engine)})`,

@@ -274,17 +274,29 @@ export class ProjectService {
    * What the runtime records about a project: its status, serving release and last deploy. Not an edit
    * by the user, so updated_at stays as it is.
    */
+  /** Drops the account's cached project list (after a change made outside this service). */
+  forgetList(accountId: string): void {
+    this.listCache.delete(accountId);
+  }
+
+  /**
+   * The runtime's side of a project (runtime/status.ts is the only caller): applied only while its
+   * status is one of `from`; false when it was not (or the project is gone).
+   */
   async setRuntimeState(
     id: string,
     patch: Partial<Pick<ProjectsTable, 'status' | 'release' | 'last_deploy_at' | 'last_deploy_error'>>,
-  ): Promise<void> {
+    from: readonly string[],
+  ): Promise<boolean> {
     const row = await this.db
       .updateTable('projects')
       .set(patch)
       .where('id', '=', id)
+      .where('status', 'in', [...from])
       .returning('account_id')
       .executeTakeFirst();
     if (row) this.listCache.delete(row.account_id);
+    return row !== undefined;
   }
 
   /** Registers cleanup to run each time a project is deleted, in the order registered. */
