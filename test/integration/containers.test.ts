@@ -2,18 +2,13 @@
 // on Podman's API): every kind of source built or pulled as an image and run as one container per
 // project, with limits; redeploys without a failed request; rollbacks without a build; a platform
 // restart that follows the running containers instead of rebuilding them.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, Release } from '../../src/shared/api/projects.js';
-import {
-  PLATFORM_LABEL,
-  PROJECT_LABEL,
-  buildImage,
-} from '../../src/server/runtime/drivers/docker.js';
+import { PLATFORM_LABEL, PROJECT_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
 import {
   archiveOf,
   createProject,
@@ -30,7 +25,7 @@ import {
   waitForLog,
   writeFiles,
 } from '../helpers/deploy.js';
-import { requireEngine, startRegistry, testImages } from '../helpers/engine.js';
+import { pushImage, requireEngine, startRegistry, testImages } from '../helpers/engine.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const reason = await requireEngine();
@@ -129,17 +124,25 @@ describe.skipIf(reason !== null)('the container runtime', () => {
 
   it('runs a Python app FROM the Python base, in a virtualenv', async () => {
     const project = await createProject(tp, { name: 'Py', subdomain: 'c-py', deploy_source: 'upload' });
-    const detail = await deployFiles(tp, project.id, {
-      'requirements.txt': '',
-      'app.py': [
-        'import http.server, os',
-        'class H(http.server.BaseHTTPRequestHandler):',
-        '    def do_GET(self):',
-        '        self.send_response(200); self.end_headers(); self.wfile.write(b"hello from python")',
-        'http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()',
-        '',
-      ].join('\n'),
-    });
+    await upload(
+      tp,
+      project.id,
+      archiveOf({
+        'requirements.txt': '',
+        'app.py': [
+          'import http.server, os',
+          'class H(http.server.BaseHTTPRequestHandler):',
+          '    def do_GET(self):',
+          '        self.send_response(200); self.end_headers(); self.wfile.write(b"hello from python")',
+          'http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()',
+          '',
+        ].join('\n'),
+      }),
+    );
+    await deploy(tp, project.id);
+    // A virtualenv and pip take a while on a small machine.
+    const detail = await waitFor(tp, project.id, settled, 150_000);
+    expect(detail.project.status, detail.logs.map((l) => l.line).join('\n')).toBe('running');
     expect(detail.logs.some((l) => l.line.includes(`FROM ${images.python}`))).toBe(true);
     expect((await viaEdge(tp.edgePort, 'c-py.localhost', '/')).body).toBe('hello from python');
   }, 240_000);
@@ -162,9 +165,15 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
       name: 'Multi',
       subdomain: 'c-multi',
       deploy_source: 'upload',
-      build_config: { services: [service('web', null), service('api', 5000), service('jobs', null, 'worker')] },
+      build_config: {
+        services: [service('web', null), service('api', 5000), service('jobs', null, 'worker')],
+      },
     });
-    await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'PUT', body: { env_vars: { SHARED: 'yes' } } });
+    await call(`${tp.api}/projects/${project.id}`, {
+      key: tp.key,
+      method: 'PUT',
+      body: { env_vars: { SHARED: 'yes' } },
+    });
     await deployFiles(tp, project.id, {
       'web/server.js': server,
       'api/server.js': server,
@@ -221,7 +230,10 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
     const rollbackLog = detail.logs.map((l) => l.line);
     const from = rollbackLog.findIndex((l) => l.startsWith(`rollback to release ${v1!.id}`));
     expect(from).toBeGreaterThanOrEqual(0);
-    expect(rollbackLog.slice(from).filter((l) => l.includes('Step 1/')), rollbackLog.slice(from).join('\n')).toEqual([]);
+    expect(
+      rollbackLog.slice(from).filter((l) => l.includes('Step 1/')),
+      rollbackLog.slice(from).join('\n'),
+    ).toEqual([]);
 
     // A third release: keepReleases is 2, so the oldest served one loses its image.
     await deployFiles(tp, project.id, plainNode('v3'));
@@ -229,7 +241,9 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
     // The old version drains, then releases beyond the kept ones lose their image.
     let oldest: Release | undefined;
     await until(
-      async () => (oldest = (await releasesOf(tp, project.id)).find((r) => r.id === v2!.id))?.rollback_available === false,
+      async () =>
+        (oldest = (await releasesOf(tp, project.id)).find((r) => r.id === v2!.id))?.rollback_available ===
+        false,
       'the third-newest release to lose its image',
       40_000,
       200,
@@ -262,7 +276,10 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
   it('fails a deploy whose image build fails, with the build’s output and the old version serving', async () => {
     const project = await createProject(tp, { name: 'Bad', subdomain: 'c-bad', deploy_source: 'upload' });
     await deployFiles(tp, project.id, plainNode('still here'));
-    const files = { ...plainNode('never'), Dockerfile: `FROM ${images.node}\nRUN echo "about to fail" && exit 7\n` };
+    const files = {
+      ...plainNode('never'),
+      Dockerfile: `FROM ${images.node}\nRUN echo "about to fail" && exit 7\n`,
+    };
     await upload(tp, project.id, archiveOf(files));
     await deploy(tp, project.id);
     const detail = await waitFor(tp, project.id, (p) => p.status !== 'building', 120_000);
@@ -276,8 +293,10 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
     expect(failed!.rollback_available).toBe(false);
   }, 180_000);
 
-  it('pulls an image source from a registry, with its progress in the log', async () => {
-    const registry = await startRegistry();
+  it('pulls an image source from a private registry with saved credentials, its progress in the log', async () => {
+    const password = 'registry-pw-5e4d3c2b1a';
+    const registry = await startRegistry({ user: 'robot', password });
+    const ref = `${registry.host}/tenant/app:1`;
     try {
       const context = mkdtempSync(join(root, 'img-'));
       // The smaller of the two bases: the push and the pull move all of its layers.
@@ -292,7 +311,6 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
         ].join('\n'),
         Dockerfile: `FROM ${images.python}\nCOPY app.py /srv/\nEXPOSE 7000\nENV PORT=7000\nCMD ["python3", "-u", "/srv/app.py"]\n`,
       });
-      const ref = `${registry.host}/tenant/app:1`;
       await buildImage(docker, {
         context,
         dockerfile: 'Dockerfile',
@@ -302,27 +320,41 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
         cpus: null,
         onLine: () => undefined,
       });
-      execFileSync('docker', ['push', ref], { stdio: 'pipe', timeout: 60_000 });
+      await pushImage(ref, { authconfig: registry.authconfig! });
       await docker.getImage(ref).remove({ force: true });
 
+      // Without the login, the pull fails and says so.
       const project = await createProject(tp, { name: 'Img', subdomain: 'c-image', image: ref });
+      await deploy(tp, project.id);
+      const refused = await waitFor(tp, project.id, settled, 60_000);
+      expect(refused.project.status).toBe('failed');
+      expect(refused.project.last_deploy_error).toMatch(new RegExp(`^could not pull ${ref}: `));
+
+      const saved = await call(`${tp.api}/projects/${project.id}/registry-credentials`, {
+        key: tp.key,
+        method: 'PUT',
+        body: { username: 'robot', password },
+      });
+      expect(saved.status).toBe(200);
       await deploy(tp, project.id);
       const detail = await waitFor(tp, project.id, settled, 120_000);
       expect(detail.project.status, detail.logs.map((l) => l.line).join('\n')).toBe('running');
       const lines = detail.logs.map((l) => l.line);
       expect(lines).toContain(`pulling ${ref}`);
+      expect(lines).toContain(`as robot at ${registry.host}`);
       expect(lines.some((l) => /Pull complete|Downloaded newer image/.test(l))).toBe(true);
+      expect(lines.join('\n')).not.toContain(password);
       expect((await viaEdge(tp.edgePort, 'c-image.localhost', '/')).body).toBe('from the registry /');
       const [release] = await releasesOf(tp, project.id);
       expect(release!.image).toBe(ref);
     } finally {
       await docker
-        .getImage(`${registry.host}/tenant/app:1`)
+        .getImage(ref)
         .remove({ force: true })
         .catch(() => undefined);
       await registry.close();
     }
-  }, 180_000);
+  }, 240_000);
 });
 
 describe.skipIf(reason !== null)('a platform restart with the container runtime', () => {

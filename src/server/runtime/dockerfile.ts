@@ -58,7 +58,10 @@ function runLine(command: string): string {
 
 /** A path in the source as it is inside the image. */
 export function inApp(dir: string): string {
-  const clean = dir.replace(/^\.\/?/, '').replace(/\/+$/, '');
+  const clean = dir
+    .replace(/^(\.\/)+/, '')
+    .replace(/^\.$/, '')
+    .replace(/\/+$/, '');
   return clean === '' ? '/app' : `/app/${clean}`;
 }
 
@@ -101,7 +104,8 @@ export function supervisorScript(services: SupervisedService[]): string {
     const script = [
       `cd ${shellQuote(service.cwd)}`,
       ...(exports.length > 0 ? [`export ${exports.join(' ')}`] : []),
-      `exec ${service.start}`,
+      // Its own shell: a start command may be several commands (`a; b`, `a && b`).
+      `exec /bin/sh -c ${shellQuote(service.start)}`,
     ].join(' && ');
     lines.push(`start ${shellQuote(service.label)} ${shellQuote(script)}`);
   }

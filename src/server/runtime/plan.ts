@@ -22,6 +22,7 @@ import {
   PLATFORM_LABEL,
   PROJECT_LABEL,
   RELEASE_LABEL,
+  type RegistryAuth,
   buildImage,
   imageExists,
   pullImage,
@@ -102,6 +103,8 @@ export interface PlannerDeps {
   docker(): Promise<Docker>;
   /** The label that marks this platform's containers and images. */
   platformId: string;
+  /** An image source's registry login, if one is saved. */
+  registryAuth(row: ProjectsTable): RegistryAuth | null;
 }
 
 export class Planner {
@@ -124,7 +127,9 @@ export class Planner {
     const image = row.image!;
     log.build(`pulling ${image}`);
     try {
-      await pullImage(docker, image, (line) => log.build(line));
+      const auth = this.deps.registryAuth(row);
+      if (auth) log.build(`as ${auth.username} at ${auth.serveraddress}`);
+      await pullImage(docker, image, (line) => log.build(line), auth ?? undefined);
     } catch (error) {
       // An image only this engine has (built or loaded here) needs no pull.
       if (!(await imageExists(docker, image))) {

@@ -78,6 +78,7 @@ export class Runtime {
       driver: commands,
       docker,
       platformId: this.platformId,
+      registryAuth: (row) => projects.registryAuth(row),
     });
     this.supervisor = new Supervisor({
       config,

@@ -323,7 +323,15 @@ export class Supervisor {
       const inside = live.spec.containerPort;
       if (typeof inside !== 'number') continue;
       const port = container.hostPorts.get(inside);
-      if (!port) throw new Error(`the engine published no port for ${inside}`);
+      if (!port) {
+        // A container that is gone at once has no ports: say why it went.
+        const exit = await Promise.race([container.exited, sleep(2_000).then(() => null)]);
+        throw new Error(
+          exit
+            ? `the container ${describeExit(exit)} before its app answered (its output is above)`
+            : `the engine published no port for ${inside}`,
+        );
+      }
       live.port = port;
     }
     const web = unit.services.filter((s) => s.port !== null);
