@@ -84,16 +84,16 @@ async function reasonFor(
   return missing.length ? `the engine at ${where} lacks ${missing.join(' and ')}; ${HOW}` : null;
 }
 
-/** Null when a Docker engine answers (3 s) and has the test images; otherwise a one-line reason. */
-export async function engineReason(timeoutMs = 3_000): Promise<string | null> {
+/** Null when a Docker engine answers (10 s: a busy machine is slow) and has the test images; otherwise a one-line reason. */
+export async function engineReason(timeoutMs = 10_000): Promise<string | null> {
   const images = testImages();
   if (!images) return `WHARF_TEST_NODE_IMAGE and WHARF_TEST_PYTHON_IMAGE are not set; ${HOW}`;
   const where = process.env.DOCKER_HOST ? `DOCKER_HOST=${process.env.DOCKER_HOST}` : '/var/run/docker.sock';
   return reasonFor(dockerClient(), where, [images.node, images.python], timeoutMs);
 }
 
-/** Null when Podman's API answers (3 s) and has the node test image; otherwise a one-line reason. */
-export async function podmanReason(timeoutMs = 3_000): Promise<string | null> {
+/** Null when Podman's API answers (10 s) and has the node test image; otherwise a one-line reason. */
+export async function podmanReason(timeoutMs = 10_000): Promise<string | null> {
   const images = testImages();
   const host = podmanHost();
   if (!images || !host) return `WHARF_TEST_PODMAN_HOST or WHARF_TEST_NODE_IMAGE is not set; ${HOW}`;
@@ -281,8 +281,13 @@ export async function startRegistry(auth?: RegistryAuth): Promise<TestRegistry> 
 // ---------------------------------------------------------------------------------------------
 // Thin wrappers over dockerode, for either engine (the Docker engine unless `docker` says otherwise)
 
-/** Label every container the helpers create, so a test can removeContainers() what it left. */
-export const TEST_LABEL = 'dev.wharf.test';
+const LABEL_KEY = 'dev.wharf.test';
+const LABEL_VALUE = `${process.pid}-${randomBytes(4).toString('hex')}`;
+/**
+ * The label of the containers dockerRun() creates: `dev.wharf.test=<id>`, with a fresh id in each test
+ * file (Vitest isolates their modules), so removeContainers() leaves other files' containers alone.
+ */
+export const TEST_LABEL = `${LABEL_KEY}=${LABEL_VALUE}`;
 
 type ProgressEvent = { status?: string; error?: string; errorDetail?: { message?: string } };
 
@@ -313,7 +318,8 @@ export async function pushImage(
   ref: string,
   { authconfig, docker = dockerClient() }: { authconfig?: AuthConfig; docker?: Docker } = {},
 ): Promise<void> {
-  await followProgress(docker, await docker.getImage(ref).push(authconfig ? { authconfig } : {}));
+  // Docker answers 400 to a push without an X-Registry-Auth header: send an empty one ({}), as the CLI does.
+  await followProgress(docker, await docker.getImage(ref).push({ authconfig: authconfig ?? {} }));
 }
 
 function splitRef(ref: string): { repo: string; tag: string } {
@@ -338,13 +344,7 @@ function tarOf(name: string, content: Buffer): Buffer {
   field(108, 8, '0000000\0');
   field(116, 8, '0000000\0');
   field(124, 12, `${content.length.toString(8).padStart(11, '0')}\0`);
-  field(
-    136,
-    12,
-    `${Math.floor(Date.now() / 1000)
-      .toString(8)
-      .padStart(11, '0')}\0`,
-  );
+  field(136, 12, '00000000000\0'); // mtime: the epoch
   field(148, 8, '        '); // the checksum counts its own field as spaces
   field(156, 1, '0');
   field(257, 6, 'ustar\0');
@@ -397,7 +397,7 @@ export async function removeImages(prefix: string, docker = dockerClient()): Pro
   return removed;
 }
 
-/** Force-removes the containers with this label (`key` or `key=value`); returns how many. */
+/** Force-removes the containers with this label (`key` or `key=value`; default: this process's). */
 export async function removeContainers(label = TEST_LABEL, docker = dockerClient()): Promise<number> {
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
   await Promise.all(
@@ -451,7 +451,7 @@ export async function dockerRun(
     Image: image,
     Cmd: cmd,
     Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
-    Labels: { [TEST_LABEL]: 'true' },
+    Labels: { [LABEL_KEY]: LABEL_VALUE },
     HostConfig: options.hostConfig ?? {},
   });
   try {

@@ -68,9 +68,11 @@ describe.skipIf(reason !== null)('the container runtime', () => {
     rmSync(root, { recursive: true, force: true });
   }, 60_000);
 
-  it('says it runs apps in containers', () => {
+  it('says it runs apps in containers', async () => {
     expect(tp.platform.runtime.kind).toBe('container');
     expect(tp.platform.runtimeNotes.join('\n')).toMatch(/apps run in containers on (Docker|Podman)/);
+    const info = await call<{ runtime: string }>(`${tp.api}/platform`, { key: tp.key });
+    expect(info.body.runtime).toBe('container');
   });
 
   it('builds an upload without a Dockerfile from detection, with limits, published on loopback only', async () => {
