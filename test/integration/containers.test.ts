@@ -251,7 +251,20 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
       200,
     );
     if (!oldest) throw new Error('release v2 is missing');
-    await expect(docker.getImage(oldest.image!).inspect()).rejects.toThrow();
+    const image = oldest.image!;
+    await until(
+      () =>
+        docker
+          .getImage(image)
+          .inspect()
+          .then(
+            () => false,
+            () => true,
+          ),
+      `the image ${image} to be removed`,
+      30_000,
+      200,
+    );
     const refused = await call(`${tp.api}/projects/${project.id}/rollback`, {
       key: tp.key,
       body: { release_id: oldest.id },

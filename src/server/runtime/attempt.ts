@@ -35,8 +35,11 @@ export interface AttemptDeps {
   /** The host runtimes' driver (null on the container runtime). */
   driver: CommandDriver | null;
   appDir(projectId: string): string;
-  /** Deletes the artifacts of releases beyond the kept ones. */
-  prune(projectId: string, currentId: string): Promise<void>;
+  /**
+   * Marks the releases beyond the kept ones as gone (no rollback can pick them any more) and returns
+   * what deletes their artifacts, to run once nothing serves from them.
+   */
+  prune(projectId: string, currentId: string): Promise<() => void>;
 }
 
 interface How {
@@ -47,13 +50,16 @@ interface How {
   plan(): Promise<ReleasePlan>;
   /** Deletes what a failed or cancelled deploy produced. */
   discard(): void;
+  /** Once the release serves (a rollback: its env vars become the project's again). */
+  served?(): Promise<void>;
 }
 
 /** A deploy: the source fetched into a new release folder, then planned and built. */
-export function deploy(deps: AttemptDeps, state: ProjectState, build: Build, row: ProjectsTable) {
+export async function deploy(deps: AttemptDeps, state: ProjectState, build: Build, row: ProjectsTable) {
   const releaseId = newId('rel');
   const dir = join(deps.appDir(row.id), releaseId);
-  const source = describeSource(row, deps.config);
+  const upload = row.deploy_source === 'upload' ? await latestUpload(deps.db, row.id) : undefined;
+  const source = upload ? `upload ${upload.id}` : describeSource(row, deps.config);
   return run(deps, state, build, row, {
     releaseId,
     begin: `deploy ${releaseId} started (source: ${source})`,
@@ -62,6 +68,8 @@ export function deploy(deps: AttemptDeps, state: ProjectState, build: Build, row
       await fetchSource(deps, row, dir, build, state.log);
       build.check();
       const commit = row.deploy_source === 'git' ? await headCommit(dir) : null;
+      // Known before the build: a release whose build fails still says what it built.
+      if (commit) await deps.releases.noteCommit(releaseId, commit);
       if (deps.driver) {
         const home = join(deps.appDir(row.id), 'home');
         mkdirSync(home, { recursive: true });
@@ -82,6 +90,7 @@ export function rollback(
   build: Build,
   row: ProjectsTable,
   plan: ReleasePlan,
+  served: () => Promise<void>,
 ) {
   return run(deps, state, build, row, {
     releaseId: plan.id,
@@ -95,6 +104,7 @@ export function rollback(
       return plan;
     },
     discard: () => undefined,
+    served,
   });
 }
 
@@ -128,9 +138,13 @@ async function run(deps: AttemptDeps, state: ProjectState, build: Build, row: Pr
     await log.flush();
     if (how.record) await deps.releases.end(releaseId, { status: 'running' });
     await deps.releases.serving(row.id, releaseId);
+    await how.served?.();
+    // Releases beyond the kept ones stop being rollback targets before the project says `running`;
+    // their files and images go once the old version has drained.
+    const deleteDropped = await deps.prune(row.id, releaseId);
     await transition(deps.projects, row.id, { type: 'served', release: JSON.stringify(plan) });
     if (previous && state.current === instance) await deps.supervisor.stop(previous, { drain: true });
-    await deps.prune(row.id, releaseId);
+    deleteDropped();
   } catch (error) {
     if (instance && state.current !== instance) await deps.supervisor.stop(instance, { drain: false });
     const cancelled = error instanceof CancelledError || build.cancelled !== null;

@@ -16,12 +16,13 @@ import type { PlatformConfig } from '../config.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Build } from './build.js';
 import { DeployError } from './build.js';
-import { type Detection, type Language, detect, staticRootAfterBuild } from './detect.js';
+import { type Detection, type Language, detect, readProcfile, staticRootAfterBuild } from './detect.js';
 import { type BuildStep, generateDockerfile, inApp, serviceLabel, supervisorScript } from './dockerfile.js';
 import {
   PLATFORM_LABEL,
   PROJECT_LABEL,
   RELEASE_LABEL,
+  type ImageJanitor,
   type RegistryAuth,
   buildImage,
   imageExists,
@@ -84,6 +85,7 @@ export function normalizePlan(plan: ReleasePlan): ReleasePlan {
 }
 
 const BUILD_STEP_TIMEOUT_MS = 20 * 60_000;
+const LOST_LAYER = /unknown parent image ID|unable to find image|No such image/i;
 const DEFAULT_CONTAINER_PORT = 3000;
 
 export interface PlanContext {
@@ -103,6 +105,8 @@ export interface PlannerDeps {
   docker(): Promise<Docker>;
   /** The label that marks this platform's containers and images. */
   platformId: string;
+  /** Removes images between builds, never during one. */
+  images: ImageJanitor;
   /** An image source's registry login, if one is saved. */
   registryAuth(row: ProjectsTable): RegistryAuth | null;
 }
@@ -204,7 +208,12 @@ export class Planner {
       const start = config.start_cmd ?? detection?.start ?? null;
       const path = detection?.venv ? [inApp('.venv/bin')] : [];
       const worker = config.start_cmd ? null : (detection?.worker ?? null);
-      if (start || ownDockerfile) {
+      // An image that only works (its Procfile names a `worker:` and no `web:`) serves no port.
+      const procfile = ownDockerfile && !start ? readProcfile(base) : {};
+      if (ownDockerfile && !start && procfile.worker && !procfile.web) {
+        log.build('the Procfile names a worker and no web process: the image’s command runs as a worker');
+        planned.push({ name: null, kind: 'worker', dir: '.', start: null, port: null, env, path });
+      } else if (start || ownDockerfile) {
         planned.push({ name: null, kind: 'web', dir: '.', start, port: config.port_override, env, path });
       } else if (!worker) {
         if (detection?.staticRoot && !buildCmd)
@@ -288,8 +297,8 @@ export class Planner {
     build.check();
     const started = Date.now();
     const { memoryMiB, cpus } = this.deps.config.sandbox;
-    try {
-      await buildImage(docker, {
+    const build1 = () =>
+      buildImage(docker, {
         context: base,
         dockerfile,
         tag,
@@ -302,6 +311,20 @@ export class Planner {
         cpus: cpus > 0 ? cpus : null,
         onLine: (line) => log.build(line),
         signal: build.signal,
+      });
+    try {
+      await this.deps.images.whileBuilding(async () => {
+        try {
+          await build1();
+        } catch (error) {
+          // Another client of the engine removed a cached layer this build was reusing: once more.
+          if (!LOST_LAYER.test((error as Error).message)) throw error;
+          build.check();
+          log.build(
+            'the engine lost a cached layer during the build (another image was removed): building again',
+          );
+          await build1();
+        }
       });
     } catch (error) {
       build.check();

@@ -25,12 +25,12 @@ import { type AttemptDeps, type ProjectState, deploy, latestUpload, rollback } f
 import { Build, DeployError } from './build.js';
 import type { ChosenDriver } from './drivers/choose.js';
 import {
+  ImageJanitor,
   PROJECT_LABEL,
   RELEASE_LABEL,
   connectDocker,
   listContainers,
   removeContainer,
-  removeImage,
   removeNetwork,
 } from './drivers/docker.js';
 import { Planner, type ReleasePlan, isDirectory, normalizePlan } from './plan.js';
@@ -52,6 +52,7 @@ export class Runtime {
   private readonly supervisor: Supervisor;
   private readonly attempts: AttemptDeps;
   private engine: Docker | null;
+  private readonly images: ImageJanitor;
 
   constructor(
     private readonly db: Store,
@@ -64,6 +65,7 @@ export class Runtime {
     this.engine = chosen.docker;
     this.platformId = createHash('sha256').update(realDir(config.dataDir)).digest('hex').slice(0, 16);
     const docker = () => this.docker();
+    this.images = new ImageJanitor(docker);
     const commands = chosen.driver ?? {
       kind: 'process' as const,
       prepare: async () => {},
@@ -78,6 +80,7 @@ export class Runtime {
       driver: commands,
       docker,
       platformId: this.platformId,
+      images: this.images,
       registryAuth: (row) => projects.registryAuth(row),
     });
     this.supervisor = new Supervisor({
@@ -173,14 +176,14 @@ export class Runtime {
     const limits = accountLimits(this.config);
     await limits.assertBuildSlot(this.db, accountId, projectId);
     try {
-      await this.projects.setEnvVars(
-        accountId,
-        projectId,
-        JSON.parse(target.env_vars) as Record<string, string>,
-      );
       const build = await this.beginBuild(projectId, 'a rollback started');
       const plan = normalizePlan(JSON.parse(target.plan) as ReleasePlan);
-      void rollback(this.attempts, this.state(projectId), build, row, plan);
+      // The env vars it was deployed with become the project's once it serves (a failed rollback
+      // leaves those of the version that keeps serving).
+      const env = JSON.parse(target.env_vars) as Record<string, string>;
+      void rollback(this.attempts, this.state(projectId), build, row, plan, async () => {
+        await this.projects.setEnvVars(accountId, projectId, env);
+      });
       return await this.projects.get(accountId, projectId);
     } finally {
       limits.releaseBuildSlot(projectId);
@@ -224,10 +227,9 @@ export class Runtime {
     const images = (await this.releases.keptOf(projectId)).map((r) => r.image);
     if (images.some((image) => image?.startsWith('wharf/')) || this.chosen.kind === 'container') {
       const docker = await this.docker().catch(() => null);
-      if (docker) {
-        for (const image of images) if (image?.startsWith('wharf/')) await removeImage(docker, image);
-        await removeNetwork(docker, `wharf-${projectId.toLowerCase()}`);
-      }
+      for (const image of images) if (image?.startsWith('wharf/')) this.images.remove(image);
+      await this.images.idle();
+      if (docker) await removeNetwork(docker, `wharf-${projectId.toLowerCase()}`);
     }
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
     this.chosen.driver?.forget(projectId);
@@ -276,6 +278,7 @@ export class Runtime {
         await state.log.flush();
       }),
     );
+    await this.images.idle();
   }
 
   /** The edge's question: where does a request for `service` (null: the main one) of a project go? */
@@ -338,16 +341,15 @@ export class Runtime {
     if (current) await this.supervisor.stop(current, { drain: false });
   }
 
-  /** Deletes the files and images of releases beyond the newest `keepReleases` that served. */
-  private async prune(projectId: string, currentId: string): Promise<void> {
+  /** Marks releases beyond the newest `keepReleases` that served as gone; returns what deletes them. */
+  private async prune(projectId: string, currentId: string): Promise<() => void> {
     const dropped = await this.releases.prune(projectId, this.config.keepReleases, currentId);
-    for (const release of dropped) {
-      rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
-      if (release.image?.startsWith('wharf/')) {
-        const docker = await this.docker().catch(() => null);
-        if (docker) await removeImage(docker, release.image);
+    return () => {
+      for (const release of dropped) {
+        rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
+        if (release.image?.startsWith('wharf/')) this.images.remove(release.image);
       }
-    }
+    };
   }
 
   /** Containers of this platform that belong to no serving release (a crash left them): removed. */

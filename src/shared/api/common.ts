@@ -65,8 +65,14 @@ export const PlatformInfo = z
       description:
         '`container`: an image per release on a Docker-compatible engine; `sandbox`: bubblewrap; `process`: plain processes (one account only)',
     }),
-    runtime_notes: z.array(z.string()).meta({ description: 'Why this runtime, and its limits, one line each' }),
-    keep_releases: z.number().int().positive().meta({ description: 'Releases kept for a rollback per project' }),
+    runtime_notes: z
+      .array(z.string())
+      .meta({ description: 'Why this runtime, and its limits, one line each' }),
+    keep_releases: z
+      .number()
+      .int()
+      .positive()
+      .meta({ description: 'Releases kept for a rollback per project' }),
   })
   .meta({ id: 'PlatformInfo' });
 export type PlatformInfo = z.infer<typeof PlatformInfo>;

@@ -18,6 +18,9 @@ export const PLATFORM_LABEL = 'dev.wharf.platform';
 export const PROJECT_LABEL = 'dev.wharf.project';
 export const RELEASE_LABEL = 'dev.wharf.release';
 
+// eslint-disable-next-line no-control-regex
+const ANSI_CODES = /\u001b\[[0-9;]*[A-Za-z]/g;
+
 /** A Docker client when an engine answers within `timeoutMs`, else why not (one line). */
 export async function connectDocker(
   env: NodeJS.ProcessEnv = process.env,
@@ -112,8 +115,9 @@ export async function buildImage(docker: Docker, options: BuildOptions): Promise
     ...(options.cpus ? { cpuperiod: 100_000, cpuquota: Math.round(options.cpus * 100_000) } : {}),
     ...(options.signal ? { abortSignal: options.signal } : {}),
   })) as Readable;
-  // The engine sends output in chunks of its own: rejoin them into lines.
-  const lines = new LineSplitter(options.onLine, 16 * 1024);
+  // The engine sends output in chunks of its own: rejoin them into lines, without the colour codes
+  // it wraps a failing step's output in.
+  const lines = new LineSplitter((line) => options.onLine(line.replace(ANSI_CODES, '')), 16 * 1024);
   await followJson(stream, (event) => {
     if (typeof event.stream === 'string') lines.push(event.stream);
     else if (event.status) options.onLine(event.id ? `${event.id}: ${event.status}` : event.status);
@@ -355,4 +359,52 @@ function answers(port: number): Promise<boolean> {
     req.once('error', () => resolve(false));
     req.end();
   });
+}
+
+/**
+ * Removes images, but never while one of this platform's builds runs: a build may be reusing a cached
+ * layer that the removal would delete under it ("unknown parent image ID"). Removals wait until the
+ * builds are done.
+ */
+export class ImageJanitor {
+  private builds = 0;
+  private readonly pending = new Set<string>();
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly docker: () => Promise<Docker>) {}
+
+  async whileBuilding<T>(build: () => Promise<T>): Promise<T> {
+    this.builds += 1;
+    try {
+      return await build();
+    } finally {
+      this.builds -= 1;
+      this.flush();
+    }
+  }
+
+  remove(image: string): void {
+    this.pending.add(image);
+    this.flush();
+  }
+
+  /** Resolves once no removal is waiting or running (for a platform shutting down). */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private flush(): void {
+    if (this.builds > 0 || this.flushing || this.pending.size === 0) return;
+    this.flushing = (async () => {
+      const docker = await this.docker().catch(() => null);
+      while (docker && this.builds === 0 && this.pending.size > 0) {
+        const [image] = this.pending;
+        this.pending.delete(image!);
+        await removeImage(docker, image!);
+      }
+    })().finally(() => {
+      this.flushing = null;
+      if (this.builds === 0 && this.pending.size > 0) this.flush();
+    });
+  }
 }
