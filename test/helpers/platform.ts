@@ -160,12 +160,21 @@ async function removeEngineObjects(platformId: string): Promise<void> {
   const { docker } = engine;
   const filters = { label: [`${PLATFORM_LABEL}=${platformId}`] };
   for (const c of await docker.listContainers({ all: true, filters })) {
-    await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   }
   for (const image of await docker.listImages({ filters })) {
-    await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   }
   for (const network of await docker.listNetworks({ filters })) {
-    await docker.getNetwork(network.Id).remove().catch(() => undefined);
+    await docker
+      .getNetwork(network.Id)
+      .remove()
+      .catch(() => undefined);
   }
 }

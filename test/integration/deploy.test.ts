@@ -511,7 +511,9 @@ describe('failed deploys', () => {
       expect(said[0]!.line).toMatch(
         /^deploy failed: no container engine answers at DOCKER_HOST=unix:\/\/.*no-engine\.sock \(.+\): image sources need a Docker-compatible engine$/,
       );
-      expect(done.last_deploy_error).toMatch(/^no container engine answers at DOCKER_HOST=.*image sources need/);
+      expect(done.last_deploy_error).toMatch(
+        /^no container engine answers at DOCKER_HOST=.*image sources need/,
+      );
     } finally {
       if (before === undefined) delete process.env.DOCKER_HOST;
       else process.env.DOCKER_HOST = before;

@@ -370,6 +370,7 @@ export const RegistryCredentialsRequest = z
       .string({ error: 'must be a string' })
       .min(1, 'must not be empty')
       .max(4096, 'must be at most 4096 characters')
+      // eslint-disable-next-line no-control-regex
       .refine((v) => !/[\u0000-\u001f]/.test(v), 'must not contain control characters'),
   })
   .meta({ id: 'RegistryCredentialsRequest' });
