@@ -132,12 +132,18 @@ export function platformCommand(io: Io): Command {
         .env('WHARF_SANDBOX_CPUS'),
     )
     .addOption(
-      new Option('--node-image <ref>', 'the base image of Dockerfiles written for Node apps (container runtime)')
+      new Option(
+        '--node-image <ref>',
+        'the base image of Dockerfiles written for Node apps (container runtime)',
+      )
         .default(DEFAULT_IMAGES.node)
         .env('WHARF_NODE_IMAGE'),
     )
     .addOption(
-      new Option('--python-image <ref>', 'the base image of Dockerfiles written for Python apps (container runtime)')
+      new Option(
+        '--python-image <ref>',
+        'the base image of Dockerfiles written for Python apps (container runtime)',
+      )
         .default(DEFAULT_IMAGES.python)
         .env('WHARF_PYTHON_IMAGE'),
     )
