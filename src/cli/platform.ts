@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import {
   DEFAULT_API_PORT,
   DEFAULT_EDGE_PORT,
+  DEFAULT_IMAGES,
   RUNTIME_KINDS,
   type RuntimeKind,
   resolveConfig,
@@ -50,6 +51,8 @@ interface PlatformOptions {
   sandboxPids: number;
   sandboxCpus: number;
   keepReleases: number;
+  nodeImage: string;
+  pythonImage: string;
   limitTunnels: number;
   limitProjects: number;
   limitBuilds: number;
@@ -98,7 +101,7 @@ export function platformCommand(io: Io): Command {
     .addOption(
       new Option(
         '--runtime <kind>',
-        'how deployed apps run: sandbox (bwrap, a user per project when run as root), process (as this user: one account only), or auto, the strongest available',
+        'how deployed apps run: container (an image per release on Docker or Podman at DOCKER_HOST or the default socket), sandbox (bwrap, a user per project when run as root), process (as this user: one account only), or auto, the strongest available',
       )
         .choices(RUNTIME_KINDS)
         .default('auto')
@@ -127,6 +130,22 @@ export function platformCommand(io: Io): Command {
         .default(1)
         .argParser(parseCeiling(1_024, true))
         .env('WHARF_SANDBOX_CPUS'),
+    )
+    .addOption(
+      new Option(
+        '--node-image <ref>',
+        'the base image of Dockerfiles written for Node apps (container runtime)',
+      )
+        .default(DEFAULT_IMAGES.node)
+        .env('WHARF_NODE_IMAGE'),
+    )
+    .addOption(
+      new Option(
+        '--python-image <ref>',
+        'the base image of Dockerfiles written for Python apps (container runtime)',
+      )
+        .default(DEFAULT_IMAGES.python)
+        .env('WHARF_PYTHON_IMAGE'),
     )
     .addOption(
       new Option(
@@ -296,6 +315,7 @@ export function platformCommand(io: Io): Command {
           postgresUrl: process.env.WHARF_POSTGRES_URL || null,
         },
         keepReleases: options.keepReleases,
+        images: { node: options.nodeImage, python: options.pythonImage },
         sandbox: {
           uidBase: options.sandboxUidBase,
           memoryMiB: options.sandboxMemoryMib,
@@ -333,7 +353,7 @@ export function platformCommand(io: Io): Command {
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       io.out(`  Data       ${config.dataDir}`);
       io.out(
-        `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}`,
+        `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
       );
       for (const note of running.runtimeNotes) io.out(`             ${note}`);
       io.out(

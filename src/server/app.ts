@@ -12,6 +12,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { LIMITS } from '../shared/api/projects.js';
+import { PlatformInfo } from '../shared/api/common.js';
 import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiAgentRoutes } from './ai/agent/routes.js';
@@ -89,8 +90,9 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const projects = new ProjectService(db, config, secret);
   await projects.sealStoredRepoCredentials();
   const logs = new LogStore(db);
-  const { driver, notes: runtimeNotes } = chooseDriver(config, db);
-  const runtime = new Runtime(db, config, projects, logs, driver);
+  const chosen = await chooseDriver(config, db);
+  const runtimeNotes = chosen.notes;
+  const runtime = new Runtime(db, config, projects, logs, chosen);
   const tunnels = new TunnelHub(config, db, auth);
   const edge = new Edge(config, db, runtime, tunnels);
   const ledger = new Ledger(db, config);
@@ -208,6 +210,20 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
         config: { scope: 'public' },
         schema: { summary: 'Liveness probe', tags: ['platform'] },
         handler: async () => ({ ok: true }),
+      });
+
+      api.get('/platform', {
+        config: { scope: 'any' },
+        schema: {
+          summary: 'How this platform runs apps: its runtime and what the operator should know about it',
+          tags: ['platform'],
+          response: { 200: PlatformInfo },
+        },
+        handler: async () => ({
+          runtime: runtime.kind,
+          runtime_notes: runtimeNotes,
+          keep_releases: config.keepReleases,
+        }),
       });
 
       await api.register(accountRoutes, { db, config, auth, ledger, dailyCap, aiKeys: engines.keys });

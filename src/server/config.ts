@@ -106,8 +106,15 @@ export interface PlatformConfig {
    * one person's machine only), or `auto`, the strongest one this machine has.
    */
   runtime: RuntimeKind;
-  /** The sandbox runtime's per-project users and resource ceilings. */
+  /** The sandbox runtime's per-project users and resource ceilings (the container runtime's too). */
   sandbox: SandboxConfig;
+  /** The base images of Dockerfiles the container runtime writes (`--node-image`, `--python-image`). */
+  images: { node: string; python: string };
+  /**
+   * Whether a platform shutting down stops its apps' containers too. Off: they keep serving while it
+   * is down, and the next start follows them again without a restart.
+   */
+  stopContainersOnExit: boolean;
   /** `git_host_repo` (`owner/repo`) is cloned from `<gitHostUrl>/owner/repo`. */
   gitHostUrl: string;
   /**
@@ -159,16 +166,20 @@ export interface SandboxConfig {
 
 /** What buildPlatform and resolveConfig take: any field, nested ones in part. */
 export type PlatformConfigInput = Partial<
-  Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox'>
+  Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox' | 'images'>
 > & {
   sandbox?: Partial<SandboxConfig>;
+  images?: Partial<PlatformConfig['images']>;
   email?: Partial<EmailConfig>;
   prices?: Partial<Prices>;
   ai?: Partial<AiConfig>;
   limits?: Partial<LimitsConfig>;
 };
 
-export const RUNTIME_KINDS = ['auto', 'sandbox', 'process'] as const;
+export const RUNTIME_KINDS = ['auto', 'container', 'sandbox', 'process'] as const;
+
+/** The official slim images: the defaults of --node-image and --python-image. */
+export const DEFAULT_IMAGES = { node: 'node:22-slim', python: 'python:3.12-slim' };
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
 /** Where a platform writes its local account's key: `<dataDir>/local-account.json`. */
@@ -196,6 +207,8 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     logger: partial.logger ?? false,
     runtime: partial.runtime ?? 'auto',
     sandbox: { uidBase: 200_000, memoryMiB: 2048, pids: 1024, cpus: 1, ...partial.sandbox },
+    images: { ...DEFAULT_IMAGES, ...partial.images },
+    stopContainersOnExit: partial.stopContainersOnExit ?? false,
     gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
     localRepos: partial.localRepos ?? true,
     healthTimeoutMs: partial.healthTimeoutMs ?? 60_000,

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { buildPlatform, type Platform } from '../../src/server/app.js';
+import { PLATFORM_LABEL, connectDocker } from '../../src/server/runtime/drivers/docker.js';
 import { createAccount } from '../../src/server/accounts/accounts.js';
 import type { PlatformConfigInput } from '../../src/server/config.js';
 import type { Scope } from '../../src/shared/api/account.js';
@@ -41,7 +42,14 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
-  const platform = await buildPlatform({ ...config, dataDir });
+  // Host processes in a sandbox unless a test asks for another runtime: `auto` would pick containers
+  // wherever an engine answers, and most tests are about the platform, not the runtime.
+  const platform = await buildPlatform({
+    runtime: 'sandbox',
+    stopContainersOnExit: true,
+    ...config,
+    dataDir,
+  });
   // The edge on a free port (or the one asked for): project URLs then carry it.
   await new Promise<void>((resolve, reject) => {
     platform.edge.server.once('error', reject);
@@ -73,6 +81,9 @@ export async function startPlatform(
     },
     async close() {
       await platform.app.close();
+      if (platform.runtime.kind === 'container' || config.runtime === 'container') {
+        await removeEngineObjects(platform.runtime.platformId);
+      }
       if (config.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -140,4 +151,30 @@ export interface ProblemBody {
   code: string;
   detail: string;
   errors?: Array<{ path: string; message: string }>;
+}
+
+/** Whatever a test platform left on the engine: containers, images, networks carrying its label. */
+async function removeEngineObjects(platformId: string): Promise<void> {
+  const engine = await connectDocker();
+  if (!('docker' in engine)) return;
+  const { docker } = engine;
+  const filters = { label: [`${PLATFORM_LABEL}=${platformId}`] };
+  for (const c of await docker.listContainers({ all: true, filters })) {
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+  for (const image of await docker.listImages({ filters })) {
+    await docker
+      .getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+  for (const network of await docker.listNetworks({ filters })) {
+    await docker
+      .getNetwork(network.Id)
+      .remove()
+      .catch(() => undefined);
+  }
 }

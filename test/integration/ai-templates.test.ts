@@ -28,6 +28,8 @@ import { type FakeAi, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 
 const root = mkdtempSync(join(tmpdir(), 'wharf-ai-templates-'));
+/** The apps here run as processes: their Dockerfiles' base images are only names. */
+const images = { node: 'node:22-slim', python: 'python:3.12-slim' };
 const running = new Set<RunningApp>();
 const servers = new Set<Server>();
 
@@ -45,7 +47,7 @@ interface RunningApp {
 
 let count = 0;
 async function offline(generator: Generator, prompt: string): Promise<{ app: GeneratedApp; dir: string }> {
-  const app = await generateApp({ generator, prompt, subdomain: 'demo', model: null });
+  const app = await generateApp({ generator, prompt, subdomain: 'demo', model: null, images });
   count += 1;
   const dir = join(root, `${generator}-${count}`);
   writeFiles(dir, app.files);
@@ -521,6 +523,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       prompt: 'an API',
       subdomain: 'demo',
       model: engine,
+      images,
       onUsage: async (u) => void usage.push(u),
     });
     expect(app).toEqual({
@@ -545,6 +548,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       prompt: 'a site',
       subdomain: 'demo',
       model: engine,
+      images,
       onUsage: async (u) => void usage.push(u),
     });
     expect(Object.keys(app.files)).toEqual(['Procfile', 'app.py']);
@@ -564,7 +568,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       { text: fenced({ ...appAnswer, files: [{ path: '/etc/x', content: '' }] }) },
     );
     await expect(
-      generateApp({ generator: 'web', prompt: 'x', subdomain: 'demo', model: engine }),
+      generateApp({ generator: 'web', prompt: 'x', subdomain: 'demo', model: engine, images }),
     ).rejects.toThrow(
       'the model (openai/gpt-test) did not give a valid file set in two tries: the file path "/etc/x" is absolute: paths must be relative to the project',
     );
@@ -577,6 +581,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       prompt: 'a landing page for tea',
       subdomain: 'demo',
       model: null,
+      images,
     });
     const content = {
       ...JSON.parse(offlineSite.files['content.json']!),
@@ -589,6 +594,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       prompt: 'a landing page for tea',
       subdomain: 'demo',
       model: engine,
+      images,
     });
     expect(JSON.parse(app.files['content.json']!)).toMatchObject({ title: 'Tea Time', kind: 'landing' });
     expect(app.files['index.html']).toContain('<h1>Tea Time</h1>');
@@ -607,7 +613,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
         summary: 's',
       }),
     });
-    const edited = await editApp({ files, instruction: 'print 2', model: engine });
+    const edited = await editApp({ files, instruction: 'print 2', model: engine, images });
     expect(edited).toEqual({
       files: { 'app.py': 'print(2)\n', 'new.py': '', Procfile: 'web: python app.py\n' },
       changed: ['app.py', 'new.py', 'old.py'],
@@ -625,6 +631,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       files,
       logTail: ['Traceback (most recent call last):', "ModuleNotFoundError: No module named 'flask'"],
       model: engine,
+      images,
       onUsage: async (u) => void usage.push(u),
     });
     expect(repaired.changed).toEqual(['requirements.txt']);

@@ -497,19 +497,28 @@ describe('failed deploys', () => {
     expect(logs.find((l) => l.line === 'boom')).toMatchObject({ stream: 'runtime', service: null });
   });
 
-  it.skipIf(existsSync('/var/run/docker.sock') || !!process.env.DOCKER_HOST)(
-    'an image source without a container runtime fails with one clear line',
-    async () => {
+  it('an image source without a container engine fails with one clear line', async () => {
+    // An engine may answer on this machine: point the platform at a socket nothing listens on.
+    const before = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = `unix://${join(tp.dataDir, 'no-engine.sock')}`;
+    try {
       const project = await createProject(tp, { name: 'Image', subdomain: 'img', image: 'nginx:1.27' });
       await deploy(tp, project.id);
       const { project: done, logs } = await waitFor(tp, project.id, settled);
       expect(done.status).toBe('failed');
-      const said = logs.filter((l) => /no container runtime is configured/.test(l.line));
+      const said = logs.filter((l) => /no container engine answers/.test(l.line));
       expect(said).toHaveLength(1);
-      expect(said[0]!.line).toMatch(/^deploy failed: no container runtime is configured: /);
-      expect(done.last_deploy_error).toMatch(/^no container runtime is configured: .*DOCKER_HOST/);
-    },
-  );
+      expect(said[0]!.line).toMatch(
+        /^deploy failed: no container engine answers at DOCKER_HOST=unix:\/\/.*no-engine\.sock \(.+\): image sources need a Docker-compatible engine$/,
+      );
+      expect(done.last_deploy_error).toMatch(
+        /^no container engine answers at DOCKER_HOST=.*image sources need/,
+      );
+    } finally {
+      if (before === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = before;
+    }
+  });
 });
 
 describe('health timeout', () => {

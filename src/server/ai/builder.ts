@@ -1,5 +1,6 @@
 // The AI builder of API.md §8: from a prompt to a deployed app. A build generates the app (with the
-// account's engine, or offline from our templates when there is none), commits it to the project's own
+// account's engine, or offline from our templates when there is none; either way with a Dockerfile FROM
+// the platform's base images, which the container runtime builds as it is), commits it to the project's own
 // repository at `<dataDir>/ai-repos/<projectId>`, creates a git project cloning it over file://, and
 // either answers `needs_setup` (secrets or a database to supply through `POST /ai/deploy`) or starts the
 // deploy loop of repair.ts in the background. Edits regenerate files through the model and go through
@@ -90,6 +91,7 @@ export class AiBuilder {
       prompt: req.prompt,
       subdomain: req.subdomain,
       model: engine,
+      images: config.images,
       onUsage: (usage) =>
         this.meter(accountId, engine, usage, `AI build (${req.generator}) of ${req.subdomain}`),
     });
@@ -125,8 +127,8 @@ export class AiBuilder {
           })
           .execute();
       });
-      // The same status again: only so ProjectService forgets the account's cached list (repo_url moved).
-      await projects.setRuntimeState(created.id, { status: 'created' });
+      // repo_url moved: the account's cached list is stale.
+      projects.forgetList(accountId);
       await this.note(
         created.id,
         `Generated a ${req.generator} app: ${app.summary} (${describeEngine(engine)})`,
@@ -196,6 +198,7 @@ export class AiBuilder {
         files: await repo.readHead(),
         instruction: req.instruction,
         model: engine,
+        images: config.images,
         onUsage: (usage) => this.meter(accountId, engine, usage, `AI edit of ${req.project_id}`),
       });
       await repo.commitFiles(edited.files, `Edit: ${summary}`);

@@ -1,13 +1,15 @@
 // The deploy loop of AI projects: deploy through the runtime, wait for the outcome, and on a failure
 // repair the app and try again. Deterministic fixes come first (a missing dependency or start script,
-// an app not listening on $PORT); otherwise the last log lines go to the model. Each repair is a commit
-// in the project's repository, at most 3 attempts in all, and the loop stops early when an attempt
-// fails with the same error as the one before (a fix that did not help will not help twice). What it
-// does is written to the project's log, where users and the agent read it.
+// an app not listening on $PORT, a Dockerfile FROM an image the engine cannot pull…); otherwise the
+// last log lines go to the model (for a failed image build, from the failing step's first line on).
+// Each repair is a commit in the project's repository, at most 3 attempts in all, and the loop stops
+// early when an attempt fails with the same error as the one before (a fix that did not help will not
+// help twice). What it does is written to the project's log, where users and the agent read it.
 //
 // Listeners (the agent's stream) get the project's log lines and status changes while a loop runs;
 // waitForOutcome resolves once the loop, or the one that replaced it, has ended.
 import type { LogLine, ProjectStatus } from '../../shared/api/projects.js';
+import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { LogStore } from '../projects/logs.js';
@@ -15,13 +17,18 @@ import type { ProjectService } from '../projects/projects.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { AiEngines, ResolvedEngine, TokenUsage } from './engines.js';
-import { deterministicFixes, repairApp } from './generators/index.js';
+import { IMAGE_BUILD_FAILED, buildStepOf, deterministicFixes, repairApp } from './generators/index.js';
 import type { AiRepo } from './git.js';
 
 /** Deploys in one loop, the first included: the generated (or edited) app and two repairs. */
 export const MAX_ATTEMPTS = 3;
-/** Log lines of a failed attempt handed to the fixes. */
+/** Log lines of a failed attempt handed to the fixes and the model. */
 export const LOG_TAIL_LINES = 60;
+/**
+ * A failed image build's tail reaches back to the failing step's `Step N/M : RUN …` line, so the
+ * command is shown with all it printed, up to this many lines.
+ */
+export const IMAGE_BUILD_TAIL_LINES = 200;
 const POLL_MS = 150;
 const CLOSE_WAIT_MS = 5_000;
 
@@ -39,6 +46,7 @@ export interface DeployJob {
 
 export interface DeployLoopsDeps {
   db: Store;
+  config: PlatformConfig;
   projects: ProjectService;
   runtime: Runtime;
   logs: LogStore;
@@ -176,7 +184,7 @@ export class DeployLoops {
         status = outcome.status;
         this.emit(projectId, { type: 'status', status });
         if (outcome.error === null || status === 'stopped' || !repo) return status;
-        const tail = await this.tail(projectId, since);
+        const tail = await this.tail(projectId, since, outcome.error);
         const signature = errorSignature(outcome.error, tail);
         if (signature === previous) {
           await this.note(
@@ -220,7 +228,8 @@ export class DeployLoops {
         const files = await repo.readHead();
         let next: Record<string, string>;
         let description: string;
-        const fixed = deterministicFixes(files, tail);
+        const { images } = this.deps.config;
+        const fixed = deterministicFixes(files, tail, images);
         if (fixed && fixed.fixes.length > 0) {
           next = fixed.files;
           description = fixed.fixes.join('; ');
@@ -234,6 +243,7 @@ export class DeployLoops {
             files,
             logTail: tail,
             model: engine,
+            images,
             onUsage: (usage) => this.meter(loop, usage, `AI repair of ${projectId}`),
           });
           next = repaired.files;
@@ -301,9 +311,15 @@ export class DeployLoops {
     return last?.seq ?? 0;
   }
 
-  private async tail(projectId: string, since: number): Promise<LogLine[]> {
-    const lines = await this.deps.logs.read(projectId, { limit: LOG_TAIL_LINES });
-    return lines.filter((l) => l.seq > since);
+  /** The attempt's last log lines (those after `since`); see IMAGE_BUILD_TAIL_LINES. */
+  private async tail(projectId: string, since: number, error: string): Promise<LogLine[]> {
+    const imageBuild = error.startsWith(IMAGE_BUILD_FAILED);
+    const limit = imageBuild ? IMAGE_BUILD_TAIL_LINES : LOG_TAIL_LINES;
+    const lines = (await this.deps.logs.read(projectId, { limit })).filter((l) => l.seq > since);
+    if (!imageBuild) return lines;
+    const step = lines.findLastIndex((l) => l.stream === 'build' && buildStepOf(l.line) !== null);
+    const from = step === -1 ? lines.length - LOG_TAIL_LINES : Math.min(step, lines.length - LOG_TAIL_LINES);
+    return lines.slice(Math.max(0, from));
   }
 }
 

@@ -21,6 +21,8 @@ import {
   normalizeBuildConfig,
   type Project,
   type ProjectStatus,
+  type RegistryCredentials,
+  type RegistryCredentialsRequest,
 } from '../../shared/api/projects.js';
 import { DNS_LABEL_MAX, RESERVED_SUBDOMAINS, serviceLabel } from '../../shared/dns-label.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
@@ -117,6 +119,64 @@ export class ProjectService {
       );
     }
     return unmaskRepoUrl(row.repo_url, userinfo);
+  }
+
+  /** Saves the login an image source is pulled with (sealed, bound to the project). */
+  async setRegistryCredentials(
+    accountId: string,
+    id: string,
+    body: RegistryCredentialsRequest,
+  ): Promise<RegistryCredentials> {
+    const row = await this.imageRow(accountId, id);
+    const sealed = sealAiKey(this.kek, registrySecretContext(id), JSON.stringify(body));
+    await this.db
+      .updateTable('projects')
+      .set({ registry_auth_secret: JSON.stringify(sealed), updated_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .execute();
+    return { registry: registryOf(row.image!), username: body.username };
+  }
+
+  async getRegistryCredentials(accountId: string, id: string): Promise<RegistryCredentials> {
+    const row = await this.imageRow(accountId, id);
+    const auth = this.registryAuth(row);
+    if (!auth) throw notFound('registry credentials for this project');
+    return { registry: registryOf(row.image!), username: auth.username };
+  }
+
+  async deleteRegistryCredentials(accountId: string, id: string): Promise<void> {
+    await this.imageRow(accountId, id);
+    await this.db.updateTable('projects').set({ registry_auth_secret: null }).where('id', '=', id).execute();
+  }
+
+  /** The login to pull an image source with, for the engine alone (never logged, stored or shown). */
+  registryAuth(
+    row: Pick<ProjectsTable, 'id' | 'image' | 'registry_auth_secret'>,
+  ): { username: string; password: string; serveraddress: string } | null {
+    if (row.registry_auth_secret === null || row.image === null) return null;
+    let login: RegistryCredentialsRequest;
+    try {
+      login = JSON.parse(
+        openAiKey(this.kek, registrySecretContext(row.id), JSON.parse(row.registry_auth_secret) as SealedKey),
+      ) as RegistryCredentialsRequest;
+    } catch {
+      throw new ApiError(
+        'unavailable',
+        'the registry credentials can no longer be decrypted (the server secret changed since they were saved): save them again',
+      );
+    }
+    return { ...login, serveraddress: registryAddress(registryOf(row.image)) };
+  }
+
+  private async imageRow(accountId: string, id: string): Promise<ProjectsTable> {
+    const row = await this.row(accountId, id);
+    if (row.deploy_source !== 'image' || row.image === null) {
+      throw new ApiError(
+        'conflict',
+        'registry credentials are for image sources only: this project builds its image',
+      );
+    }
+    return row;
   }
 
   private sealUserinfo(projectId: string, url: string): Pick<ProjectsTable, 'repo_url' | 'repo_url_secret'> {
@@ -223,6 +283,7 @@ export class ProjectService {
       last_deploy_at: null,
       release: null,
       last_deploy_error: null,
+      registry_auth_secret: null,
     };
     this.listCache.delete(accountId);
     await this.db.transaction().execute(async (trx) => {
@@ -274,17 +335,29 @@ export class ProjectService {
    * What the runtime records about a project: its status, serving release and last deploy. Not an edit
    * by the user, so updated_at stays as it is.
    */
+  /** Drops the account's cached project list (after a change made outside this service). */
+  forgetList(accountId: string): void {
+    this.listCache.delete(accountId);
+  }
+
+  /**
+   * The runtime's side of a project (runtime/status.ts is the only caller): applied only while its
+   * status is one of `from`; false when it was not (or the project is gone).
+   */
   async setRuntimeState(
     id: string,
     patch: Partial<Pick<ProjectsTable, 'status' | 'release' | 'last_deploy_at' | 'last_deploy_error'>>,
-  ): Promise<void> {
+    from: readonly string[],
+  ): Promise<boolean> {
     const row = await this.db
       .updateTable('projects')
       .set(patch)
       .where('id', '=', id)
+      .where('status', 'in', [...from])
       .returning('account_id')
       .executeTakeFirst();
     if (row) this.listCache.delete(row.account_id);
+    return row !== undefined;
   }
 
   /** Registers cleanup to run each time a project is deleted, in the order registered. */
@@ -375,6 +448,23 @@ export class ProjectService {
       );
     }
   }
+}
+
+/** The registry credentials' associated data: bound to the project like repo_url's. */
+function registrySecretContext(projectId: string): string {
+  return `registry:${projectId}`;
+}
+
+/** The registry of an image reference: its first part when that names a host, else Docker Hub. */
+export function registryOf(image: string): string {
+  const slash = image.indexOf('/');
+  const first = slash < 0 ? '' : image.slice(0, slash);
+  return first.includes('.') || first.includes(':') || first === 'localhost' ? first : 'docker.io';
+}
+
+/** What the engine expects as `serveraddress` for a registry (Docker Hub's is historical). */
+function registryAddress(registry: string): string {
+  return registry === 'docker.io' ? 'https://index.docker.io/v1/' : registry;
 }
 
 /** The associated data a repo_url's sealed userinfo is bound to: copied to another row, it fails. */

@@ -17,6 +17,8 @@ import {
   LogLine,
   LogsQuery,
   Project,
+  RegistryCredentials,
+  RegistryCredentialsRequest,
   Release,
   RollbackRequest,
   ProjectDetail,
@@ -115,6 +117,47 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     },
     handler: async (request) =>
       projects.setEnvVars(request.caller.accountId, request.params.id, request.body.env_vars),
+  });
+
+  app.put('/projects/:id/registry-credentials', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Save the login an image source is pulled with (a private registry)',
+      description:
+        'Stored encrypted with the server secret and used for the pull alone; the password is never shown ' +
+        'again. 409 conflict for a project that is not an image source.',
+      tags,
+      params: IdParams,
+      body: RegistryCredentialsRequest,
+      response: { 200: RegistryCredentials },
+    },
+    handler: async (request) =>
+      projects.setRegistryCredentials(request.caller.accountId, request.params.id, request.body),
+  });
+
+  app.get('/projects/:id/registry-credentials', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'The registry and user name an image source is pulled with (404 when none are saved)',
+      tags,
+      params: IdParams,
+      response: { 200: RegistryCredentials },
+    },
+    handler: async (request) => projects.getRegistryCredentials(request.caller.accountId, request.params.id),
+  });
+
+  app.delete('/projects/:id/registry-credentials', {
+    config: { scope: 'deploy' },
+    schema: {
+      summary: 'Forget the registry login: the image is pulled anonymously',
+      tags,
+      params: IdParams,
+      response: { 200: z.object({ deleted: z.literal(true) }) },
+    },
+    handler: async (request) => {
+      await projects.deleteRegistryCredentials(request.caller.accountId, request.params.id);
+      return { deleted: true as const };
+    },
   });
 
   app.put('/projects/:id/build-config', {

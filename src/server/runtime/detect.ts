@@ -187,7 +187,7 @@ function detectPython(dir: string, found: Detection): void {
   }
 }
 
-function readProcfile(dir: string): { web?: string; worker?: string } {
+export function readProcfile(dir: string): { web?: string; worker?: string } {
   const file = join(dir, 'Procfile');
   if (!isFile(file)) return {};
   const processes: { web?: string; worker?: string } = {};

@@ -48,6 +48,10 @@ export class ReleaseStore {
       .execute();
   }
 
+  async noteCommit(id: string, commit: string): Promise<void> {
+    await this.db.updateTable('releases').set({ commit }).where('id', '=', id).execute();
+  }
+
   /** What a release's build produced, known before it starts (so a failed start still names its image). */
   async built(id: string, built: { plan: string; image: string | null; commit: string | null }) {
     await this.db

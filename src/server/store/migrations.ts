@@ -327,6 +327,13 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0013_registry_credentials': {
+    async up(db: Kysely<unknown>) {
+      // An image source's registry login ({ username, password } as JSON), sealed with the server
+      // secret and bound to the project id (like repo_url_secret); null when the image is public.
+      await db.schema.alterTable('projects').addColumn('registry_auth_secret', 'text').execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -31,6 +31,8 @@ export interface ProjectsTable {
   repo_url: string | null;
   /** JSON of the userinfo sealed with AES-256-GCM (ai/keys.ts), bound to the project id; else null. */
   repo_url_secret: string | null;
+  /** An image source's registry login, sealed the same way; else null. */
+  registry_auth_secret: string | null;
   git_host_repo: string | null;
   branch: string | null;
   image: string | null;

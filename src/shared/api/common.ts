@@ -57,3 +57,22 @@ export const PlainText = (min: number, max: number) =>
 
 /** `:id` path parameters: any string; an id of the wrong shape is simply not found (404). */
 export const IdParams = z.object({ id: z.string() });
+
+/** GET /platform: how this platform runs apps (shown in the desktop app's Settings). */
+export const PlatformInfo = z
+  .object({
+    runtime: z.enum(['container', 'sandbox', 'process']).meta({
+      description:
+        '`container`: an image per release on a Docker-compatible engine; `sandbox`: bubblewrap; `process`: plain processes (one account only)',
+    }),
+    runtime_notes: z
+      .array(z.string())
+      .meta({ description: 'Why this runtime, and its limits, one line each' }),
+    keep_releases: z
+      .number()
+      .int()
+      .positive()
+      .meta({ description: 'Releases kept for a rollback per project' }),
+  })
+  .meta({ id: 'PlatformInfo' });
+export type PlatformInfo = z.infer<typeof PlatformInfo>;

@@ -361,3 +361,26 @@ export type Release = z.infer<typeof Release>;
 
 export const RollbackRequest = z.object({ release_id: idOf('rel') }).meta({ id: 'RollbackRequest' });
 export type RollbackRequest = z.infer<typeof RollbackRequest>;
+
+/** API.md §4: the login an image source is pulled with, from a private registry. */
+export const RegistryCredentialsRequest = z
+  .object({
+    username: PlainText(1, 256),
+    password: z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(4096, 'must be at most 4096 characters')
+      // eslint-disable-next-line no-control-regex
+      .refine((v) => !/[\u0000-\u001f]/.test(v), 'must not contain control characters'),
+  })
+  .meta({ id: 'RegistryCredentialsRequest' });
+export type RegistryCredentialsRequest = z.infer<typeof RegistryCredentialsRequest>;
+
+/** What is shown of saved registry credentials: never the password. */
+export const RegistryCredentials = z
+  .object({
+    registry: z.string().meta({ description: 'The registry the image is pulled from (from its reference)' }),
+    username: z.string(),
+  })
+  .meta({ id: 'RegistryCredentials' });
+export type RegistryCredentials = z.infer<typeof RegistryCredentials>;

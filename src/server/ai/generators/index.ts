@@ -6,6 +6,7 @@
 // PostgreSQL (see templates/database.ts).
 import { ApiError } from '../../errors.js';
 import { changedPaths, validateFileSet } from './files.js';
+import { IMAGE_BUILD_FAILED } from './fixes.js';
 import { changeFilesWithModel, generateCodeWithModel, generateSiteWithModel } from './model.js';
 import { readPrompt, wantsDatabase } from './prompt.js';
 import {
@@ -33,6 +34,7 @@ import type {
 
 export type {
   AppNeeds,
+  BaseImages,
   ChangedApp,
   EditContext,
   FileSet,
@@ -42,7 +44,7 @@ export type {
   RepairContext,
   UsageReporter,
 } from './types.js';
-export { deterministicFixes, type FixResult } from './fixes.js';
+export { IMAGE_BUILD_FAILED, buildStepOf, deterministicFixes, type FixResult } from './fixes.js';
 export { assertSafePath, validateFileSet, MAX_FILES, MAX_TOTAL_BYTES } from './files.js';
 export { SiteContent, readSiteContent } from './site/index.js';
 
@@ -51,34 +53,42 @@ const OFFLINE_EDIT_HELP =
 
 /** A new app's files from a prompt: the model's when one is given, else our templates'. */
 export async function generateApp(ctx: GenerateContext): Promise<GeneratedApp> {
-  const { generator, prompt, model } = ctx;
+  const { generator, prompt, model, images } = ctx;
   if (generator === 'portfolio' || generator === 'landing') {
-    if (!model)
-      return siteApp(contentFromPrompt(generator, readPrompt(prompt)), `from: "${oneLine(prompt)}"`);
+    if (!model) {
+      return siteApp(contentFromPrompt(generator, readPrompt(prompt)), `from: "${oneLine(prompt)}"`, images);
+    }
     const content = await generateSiteWithModel(model, generator, prompt, null, ctx.onUsage);
-    return siteApp(content, `with ${model.provider}/${model.modelId} from: "${oneLine(prompt)}"`);
+    return siteApp(content, `with ${model.provider}/${model.modelId} from: "${oneLine(prompt)}"`, images);
   }
   if (model) {
-    const generated = await generateCodeWithModel(model, generator, prompt, ctx.subdomain, ctx.onUsage);
+    const generated = await generateCodeWithModel(
+      model,
+      generator,
+      prompt,
+      ctx.subdomain,
+      images,
+      ctx.onUsage,
+    );
     return { ...generated, files: validateFileSet(generated.files) };
   }
   const facts = readPrompt(prompt);
   let app: GeneratedApp;
   switch (generator) {
     case 'web':
-      app = wantsDatabase(prompt) ? databaseApp(facts, 'web') : webApp(facts);
+      app = wantsDatabase(prompt) ? databaseApp(facts, 'web', images) : webApp(facts, images);
       break;
     case 'api':
-      app = wantsDatabase(prompt) ? databaseApp(facts, 'api') : apiApp(facts);
+      app = wantsDatabase(prompt) ? databaseApp(facts, 'api', images) : apiApp(facts, images);
       break;
     case 'messaging-bot':
-      app = messagingBotApp(facts);
+      app = messagingBotApp(facts, images);
       break;
     case 'community-bot':
-      app = communityBotApp(facts);
+      app = communityBotApp(facts, images);
       break;
     case 'worker':
-      app = workerApp(facts);
+      app = workerApp(facts, images);
       break;
   }
   return { ...app, files: validateFileSet(app.files) };
@@ -118,18 +128,34 @@ export async function editApp(ctx: EditContext): Promise<ChangedApp> {
     model,
     files,
     `Change the app as follows:\n\n${instruction}\n\nKeep it running on the platform's rules; change only what the instruction needs.`,
+    ctx.images,
     ctx.onUsage,
   );
   return withChanges(files, changed.files);
 }
 
-/** A failed app sent back to the model with its last log lines; returns the fixed set. */
+/** Colour and cursor codes, such as those Docker's builder wraps a step's error output in. */
+// eslint-disable-next-line no-control-regex
+const TERMINAL_CODES = /\u001b\[[\d;?]*[A-Za-z]/g;
+
+/**
+ * A failed app sent back to the model with its last log lines; returns the fixed set. When the image
+ * build failed (the container runtime builds the app's Dockerfile as it is), the model is told the
+ * failing step is one of the Dockerfile's, with its output in the log.
+ */
 export async function repairApp(ctx: RepairContext): Promise<ChangedApp> {
-  const log = ctx.logTail.slice(-200).join('\n');
+  const log = ctx.logTail
+    .slice(-200)
+    .map((line) => line.replace(TERMINAL_CODES, ''))
+    .join('\n');
+  const imageBuild = ctx.logTail.some((line) => line.includes(IMAGE_BUILD_FAILED))
+    ? `\n\nThe image build failed: the platform builds the app's Dockerfile as it is, and the log shows the failing step (its "Step N/M :" line, then what it printed). Fix the Dockerfile, or what that step runs.`
+    : '';
   const changed = await changeFilesWithModel(
     ctx.model,
     ctx.files,
-    `This app failed to build or to start on the platform. The last lines of its build and runtime log:\n\n\`\`\`\n${log}\n\`\`\`\n\nFind the cause and fix it. Change only what the fix needs.`,
+    `This app failed to build or to start on the platform. The last lines of its build and runtime log:\n\n\`\`\`\n${log}\n\`\`\`${imageBuild}\n\nFind the cause and fix it. Change only what the fix needs.`,
+    ctx.images,
     ctx.onUsage,
   );
   const result = withChanges(ctx.files, changed.files);

@@ -8,7 +8,7 @@ import type { Generator } from '../../../shared/api/ai.js';
 import type { ResolvedEngine } from '../engines.js';
 import { fileSetFromList, filesForPrompt, validateFileSet } from './files.js';
 import { SiteContent } from './site/content.js';
-import type { AppNeeds, FileSet, UsageReporter } from './types.js';
+import type { AppNeeds, BaseImages, FileSet, UsageReporter } from './types.js';
 
 const CALL_TIMEOUT_MS = 5 * 60_000;
 
@@ -43,15 +43,27 @@ export const EditAnswer = z
   })
   .refine((a) => a.files.length > 0 || a.deleted.length > 0, 'must change, add or delete at least one file');
 
-const RUNTIME_RULES = `The app runs on Wharf, a platform that builds and runs it from its files:
-- Use Python 3.12 or TypeScript/JavaScript on Node 20. Keep dependencies few.
+/**
+ * What every generated or changed app must follow. The Dockerfile is what the container runtime builds
+ * as it is, so it names the platform's own base images (the only ones it is sure to build from) and its
+ * CMD starts the app; the host runtimes read the Procfile or package.json instead.
+ */
+export function runtimeRules(images: BaseImages): string {
+  return `The app runs on Wharf, a platform that builds and runs it from its files:
+- Use Python 3 or TypeScript/JavaScript on Node.js, as the base images below have them. Keep dependencies few.
 - The start command: a \`Procfile\` with \`web: <command>\` (or \`worker: <command>\` for a process without a port), or for Node a package.json "start" script.
-- Python: dependencies in requirements.txt (installed into a virtualenv), e.g. Procfile \`web: python app.py\`.
+- Python: dependencies in requirements.txt (installed into a virtualenv), e.g. Procfile \`web: python3 app.py\`.
 - TypeScript: package.json has a "build" script that compiles to JavaScript (tsc, with typescript in devDependencies) and "start" runs the compiled JavaScript (e.g. node dist/index.js).
 - A web service listens on the port in the PORT environment variable, on 0.0.0.0, answers GET / and GET /health with 200, and prints one line when it starts. Never hard-code a port.
 - Secrets and settings come from environment variables; list every one the user must provide in needs.env (not PORT or DATABASE_URL, which the platform sets).
 - Data that must survive a restart goes in PostgreSQL through DATABASE_URL, with needs.database "postgres" (create the tables at start). Otherwise needs.database is null.
-- Include a Dockerfile and a README.md. Text files only; no lockfiles, no node_modules, no binaries; at most 200 files.`;
+- Include a Dockerfile that builds and runs the app on its own; the platform builds it as it is when it runs apps in containers:
+  - Every FROM line is exactly \`FROM ${images.node}\` for a Node app, or exactly \`FROM ${images.python}\` for a Python app (with \` AS <name>\` for a build stage): no other base image, since no other can be pulled.
+  - It copies the app into the image and installs its dependencies (Python: into a virtualenv, \`RUN python3 -m venv /app/.venv && /app/.venv/bin/pip install -r requirements.txt\` with \`ENV PATH=/app/.venv/bin:$PATH\`, since the image's Python may refuse packages installed system-wide), then runs the build if there is one.
+  - Its CMD starts the app (e.g. \`CMD ["node", "server.js"]\` or \`CMD ["python3", "app.py"]\`; the command is \`python3\`, never \`python\`), and a web service EXPOSEs its default port. The app still listens on the port in $PORT, which the platform sets when it starts the container.
+  - No secrets or env values in it: they reach the app as environment variables at run time.
+- Include a README.md. Text files only; no lockfiles, no node_modules, no binaries; at most 200 files.`;
+}
 
 const GOALS: Record<Exclude<Generator, 'portfolio' | 'landing'>, string> = {
   web: 'A small web application about the subject: an HTML page (server-rendered or static with a little JavaScript) and a JSON endpoint serving its data.',
@@ -61,7 +73,7 @@ const GOALS: Record<Exclude<Generator, 'portfolio' | 'landing'>, string> = {
   'community-bot':
     'A Discord bot on the interactions endpoint: POST /interactions verifies the Ed25519 signature (X-Signature-Ed25519, X-Signature-Timestamp) with DISCORD_PUBLIC_KEY and answers 401 when it is invalid, answers PING with {"type": 1} and handles its slash commands; at start it registers the commands with DISCORD_BOT_TOKEN (a failure is logged, not fatal). needs.env includes DISCORD_PUBLIC_KEY and DISCORD_BOT_TOKEN. It must start and answer /health without network access.',
   worker:
-    'A background worker: a long-running process without an HTTP port that does its job periodically (the first run at start) and prints one line to stdout for each thing it does. The Procfile has `worker: <command>`.',
+    'A background worker: a long-running process without an HTTP port that does its job periodically (the first run at start) and prints one line to stdout for each thing it does. The Procfile has `worker: <command>`. When PORT is set, it also answers GET / and GET /health with 200 on that port (a platform running its image checks it there).',
 };
 
 const FILES_FORMAT = `Answer with exactly one fenced JSON block and nothing else:
@@ -74,8 +86,11 @@ const EDIT_FORMAT = `Answer with exactly one fenced JSON block and nothing else,
 {"files": [{"path": "relative/path", "content": "the whole new file"}], "deleted": ["path/to/remove"], "summary": "one line saying what changed"}
 \`\`\``;
 
-export function codeSystemPrompt(generator: Exclude<Generator, 'portfolio' | 'landing'>): string {
-  return `You write complete, working apps. What to build: ${GOALS[generator]}\n\n${RUNTIME_RULES}\n\n${FILES_FORMAT}`;
+export function codeSystemPrompt(
+  generator: Exclude<Generator, 'portfolio' | 'landing'>,
+  images: BaseImages,
+): string {
+  return `You write complete, working apps. What to build: ${GOALS[generator]}\n\n${runtimeRules(images)}\n\n${FILES_FORMAT}`;
 }
 
 function siteSystemPrompt(kind: 'portfolio' | 'landing'): string {
@@ -170,11 +185,12 @@ export async function generateCodeWithModel(
   generator: Exclude<Generator, 'portfolio' | 'landing'>,
   prompt: string,
   subdomain: string,
+  images: BaseImages,
   onUsage: UsageReporter | undefined,
 ): Promise<ModelFiles> {
   return askForJson(
     engine,
-    codeSystemPrompt(generator),
+    codeSystemPrompt(generator, images),
     `The app will be served at the subdomain "${subdomain}". Build this:\n\n${prompt}`,
     (value) => {
       const answer = parseWith(GeneratedFilesAnswer)(value);
@@ -227,11 +243,12 @@ export async function changeFilesWithModel(
   engine: ResolvedEngine,
   files: FileSet,
   task: string,
+  images: BaseImages,
   onUsage: UsageReporter | undefined,
 ): Promise<{ files: FileSet; summary: string }> {
   return askForJson(
     engine,
-    `You change existing apps, precisely and completely: every file you return must be whole and working.\n\n${RUNTIME_RULES}\n\n${EDIT_FORMAT}`,
+    `You change existing apps, precisely and completely: every file you return must be whole and working.\n\n${runtimeRules(images)}\n\n${EDIT_FORMAT}`,
     `The app's files:\n\n${describeFiles(files)}\n\n${task}`,
     (value) => {
       const answer = parseWith(EditAnswer)(value);

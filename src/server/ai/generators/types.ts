@@ -23,6 +23,15 @@ export interface GeneratedApp {
   summary: string;
 }
 
+/**
+ * The base images of the Dockerfiles generated apps come with: the platform's `--node-image` and
+ * `--python-image`, the ones the container runtime can build FROM.
+ */
+export interface BaseImages {
+  node: string;
+  python: string;
+}
+
 /** Called after each model call with its token counts, so the caller can meter it. */
 export type UsageReporter = (usage: TokenUsage) => Promise<void>;
 
@@ -32,6 +41,7 @@ export interface GenerateContext {
   subdomain: string;
   /** null: offline mode, our own templates filled from the prompt. */
   model: ResolvedEngine | null;
+  images: BaseImages;
   onUsage?: UsageReporter;
 }
 
@@ -39,6 +49,7 @@ export interface EditContext {
   files: FileSet;
   instruction: string;
   model: ResolvedEngine | null;
+  images: BaseImages;
   onUsage?: UsageReporter;
 }
 
@@ -47,6 +58,7 @@ export interface RepairContext {
   /** The last lines of the build and runtime log of the failed attempt. */
   logTail: string[];
   model: ResolvedEngine;
+  images: BaseImages;
   onUsage?: UsageReporter;
 }
 

@@ -1,8 +1,11 @@
-// Which driver runs tenant code: `--runtime auto` (the default) takes the strongest this machine has
-// (the bwrap sandbox, else plain processes with a warning); `sandbox` and `process` are taken as asked.
+// Which runtime runs tenant code: `--runtime auto` (the default) takes the strongest this machine has
+// (containers when an engine answers, else the bwrap sandbox, else plain processes with a warning);
+// `container`, `sandbox` and `process` are taken as asked, and fail to start when impossible.
+import type Docker from 'dockerode';
 import { wharfHome, type PlatformConfig } from '../../config.js';
 import type { Store } from '../../store/open.js';
 import { detectCgroups } from '../cgroups.js';
+import { connectDocker, describeEngine } from './docker.js';
 import {
   type CommandDriver,
   ProcessDriver,
@@ -11,26 +14,57 @@ import {
   type SandboxUsers,
 } from './host.js';
 
+export type ChosenKind = 'container' | 'sandbox' | 'process';
+
 export interface ChosenDriver {
-  driver: CommandDriver;
+  kind: ChosenKind;
+  /** What runs commands on this machine (host runtimes); null for the container runtime. */
+  driver: CommandDriver | null;
+  /** The engine, for the container runtime. */
+  docker: Docker | null;
   /** What the operator should know about the choice (printed by `wharf platform`), one line each. */
   notes: string[];
 }
 
-export function chooseDriver(config: PlatformConfig, db: Store): ChosenDriver {
+export async function chooseDriver(config: PlatformConfig, db: Store): Promise<ChosenDriver> {
   if (config.runtime === 'process') {
     return {
+      kind: 'process',
       driver: new ProcessDriver(),
+      docker: null,
       notes: ['apps run as this platform’s own user: for one person’s machine only'],
     };
   }
+  const notes: string[] = [];
+  if (config.runtime === 'container' || config.runtime === 'auto') {
+    const engine = await connectDocker();
+    if ('docker' in engine) {
+      const what = await describeEngine(engine.docker).catch(() => 'a Docker-compatible engine');
+      return {
+        kind: 'container',
+        driver: null,
+        docker: engine.docker,
+        notes: [
+          `apps run in containers on ${what} at ${engine.where}${config.runtime === 'auto' ? ' (an engine answered)' : ''}`,
+        ],
+      };
+    }
+    if (config.runtime === 'container') {
+      throw new Error(`--runtime container: ${engine.reason}`);
+    }
+    notes.push(`no containers: ${engine.reason}`);
+  }
   try {
-    return sandboxDriver(config, db);
+    const chosen = sandboxDriver(config, db);
+    return { ...chosen, notes: [...notes, ...chosen.notes] };
   } catch (error) {
     if (config.runtime === 'sandbox' || !(error instanceof SandboxUnavailableError)) throw error;
     return {
+      kind: 'process',
       driver: new ProcessDriver(),
+      docker: null,
       notes: [
+        ...notes,
         `no sandbox: ${error.message}`,
         'apps run as this platform’s own user, so it serves one account only',
       ],
@@ -59,7 +93,7 @@ function sandboxDriver(config: PlatformConfig, db: Store): ChosenDriver {
     notes.push(
       'apps run as this platform’s user inside the sandbox (start it as root for a user per project)',
     );
-  return { driver, notes };
+  return { kind: 'sandbox', driver, docker: null, notes };
 }
 
 /** One uid per project, allocated in the store (the next after the highest ever given). */

@@ -1,6 +1,9 @@
 // Pieces every offline template shares: the Python HTTP prelude (standard library only, so an app runs
 // with no pip install and no network), literals that are safe to embed in Python and HTML, and the
-// Dockerfile, README and .gitignore of each kind of app.
+// Dockerfile, README and .gitignore of each kind of app. The Dockerfiles start FROM the platform's
+// configured base images, the ones its container runtime can build from, and work on the official
+// images as on Debian's (which have `python3` but no `python`).
+import type { BaseImages } from '../types.js';
 
 /** A Python (and JavaScript) string literal: JSON's escapes are valid in both languages. */
 export const lit = (value: string): string => JSON.stringify(value);
@@ -128,8 +131,12 @@ def serve(handler, name):
     server.server_close()
 `;
 
-export function pythonDockerfile(entry: string, web: boolean): string {
-  return `FROM python:3.12-slim
+/**
+ * A standard-library Python app: nothing to install. A web app EXPOSEs 8000, its default port; the
+ * platform sets PORT to the port it runs it on either way.
+ */
+export function pythonDockerfile(images: BaseImages, entry: string, web: boolean): string {
+  return `FROM ${images.python}
 WORKDIR /app
 COPY . .
 ENV PYTHONUNBUFFERED=1
@@ -145,12 +152,18 @@ export const PYTHON_GITIGNORE = `__pycache__/
 export const NODE_GITIGNORE = `node_modules/
 `;
 
-export function nodeDockerfile(entry: string): string {
-  return `FROM node:20-slim
+/**
+ * A Node app started with `node <entry>`. `install`: its package.json has dependencies, installed at
+ * build time (which needs the npm registry); an app without any runs no npm at all, so its image builds
+ * with no network.
+ */
+export function nodeDockerfile(images: BaseImages, entry: string, options: { install: boolean }): string {
+  const install = options.install
+    ? 'COPY package.json ./\nRUN npm install --omit=dev --no-audit --no-fund\n'
+    : '';
+  return `FROM ${images.node}
 WORKDIR /app
-COPY package.json ./
-RUN npm install --omit=dev
-COPY . .
+${install}COPY . .
 ENV PORT=8000
 EXPOSE 8000
 CMD ["node", "${entry}"]

@@ -5,10 +5,10 @@
 // DISCORD_BOT_TOKEN is set, and starts and serves /health with no network.
 import type { PromptFacts } from '../prompt.js';
 import { capitalize } from '../prompt.js';
-import type { GeneratedApp } from '../types.js';
+import type { BaseImages, GeneratedApp } from '../types.js';
 import { PYTHON_GITIGNORE, PYTHON_PRELUDE, lit, pythonDockerfile, readme } from './common.js';
 
-export function communityBotApp(facts: PromptFacts): GeneratedApp {
+export function communityBotApp(facts: PromptFacts, images: BaseImages): GeneratedApp {
   const topics = Object.fromEntries(
     facts.features.map((feature) => [
       feature.toLowerCase(),
@@ -21,7 +21,7 @@ export function communityBotApp(facts: PromptFacts): GeneratedApp {
       'ed25519.py': ED25519_PY,
       'topics.json': `${JSON.stringify(topics, null, 2)}\n`,
       Procfile: 'web: python3 app.py\n',
-      Dockerfile: pythonDockerfile('app.py', true),
+      Dockerfile: pythonDockerfile(images, 'app.py', true),
       '.gitignore': PYTHON_GITIGNORE,
       'README.md': readme({
         title: facts.title,

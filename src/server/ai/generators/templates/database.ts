@@ -5,10 +5,10 @@
 // start; `web` adds the HTML page and the form.
 import type { PromptFacts } from '../prompt.js';
 import { capitalize } from '../prompt.js';
-import type { GeneratedApp } from '../types.js';
+import type { BaseImages, GeneratedApp } from '../types.js';
 import { NODE_GITIGNORE, identifier, lit, nodeDockerfile, readme, slug } from './common.js';
 
-export function databaseApp(facts: PromptFacts, kind: 'web' | 'api'): GeneratedApp {
+export function databaseApp(facts: PromptFacts, kind: 'web' | 'api', images: BaseImages): GeneratedApp {
   const resource = identifier(facts.resource);
   const singular = identifier(facts.singular, 'item');
   const prefix = kind === 'web' ? `/api/${resource}` : `/${resource}`;
@@ -36,7 +36,7 @@ export function databaseApp(facts: PromptFacts, kind: 'web' | 'api'): GeneratedA
     files: {
       'package.json': `${JSON.stringify(pkg, null, 2)}\n`,
       'server.js': serverJs(facts, kind, resource, singular, prefix),
-      Dockerfile: nodeDockerfile('server.js'),
+      Dockerfile: nodeDockerfile(images, 'server.js', { install: true }),
       '.gitignore': NODE_GITIGNORE,
       'README.md': readme({
         title: facts.title,

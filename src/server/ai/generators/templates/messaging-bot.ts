@@ -4,10 +4,10 @@
 // /health with no network; replies need the token.
 import type { PromptFacts } from '../prompt.js';
 import { capitalize } from '../prompt.js';
-import type { GeneratedApp } from '../types.js';
+import type { BaseImages, GeneratedApp } from '../types.js';
 import { PYTHON_GITIGNORE, PYTHON_PRELUDE, lit, pythonDockerfile, readme } from './common.js';
 
-export function messagingBotApp(facts: PromptFacts): GeneratedApp {
+export function messagingBotApp(facts: PromptFacts, images: BaseImages): GeneratedApp {
   const topics = Object.fromEntries(
     facts.features.map((feature) => [
       feature.toLowerCase(),
@@ -19,7 +19,7 @@ export function messagingBotApp(facts: PromptFacts): GeneratedApp {
       'app.py': botPy(facts),
       'topics.json': `${JSON.stringify(topics, null, 2)}\n`,
       Procfile: 'web: python3 app.py\n',
-      Dockerfile: pythonDockerfile('app.py', true),
+      Dockerfile: pythonDockerfile(images, 'app.py', true),
       '.gitignore': PYTHON_GITIGNORE,
       'README.md': readme({
         title: facts.title,

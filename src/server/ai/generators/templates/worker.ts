@@ -4,16 +4,16 @@
 // no port; when PORT is set anyway (run as a web service), it also serves its status on / and /health.
 import type { PromptFacts } from '../prompt.js';
 import { capitalize } from '../prompt.js';
-import type { GeneratedApp } from '../types.js';
+import type { BaseImages, GeneratedApp } from '../types.js';
 import { PYTHON_GITIGNORE, PYTHON_PRELUDE, lit, pythonDockerfile, readme } from './common.js';
 
-export function workerApp(facts: PromptFacts): GeneratedApp {
+export function workerApp(facts: PromptFacts, images: BaseImages): GeneratedApp {
   const job = facts.urls.length ? `checks ${facts.urls.join(', ')}` : 'runs its task';
   return {
     files: {
       'worker.py': workerPy(facts),
       Procfile: 'worker: python3 worker.py\n',
-      Dockerfile: pythonDockerfile('worker.py', false),
+      Dockerfile: pythonDockerfile(images, 'worker.py', false),
       '.gitignore': PYTHON_GITIGNORE,
       'README.md': readme({
         title: facts.title,

@@ -1,0 +1,670 @@
+// The release plan: from a fetched source to what the supervisor starts, and what a restart or a
+// rollback starts again without a build (stored as JSON with the project and with each release).
+//
+// Host runtimes (sandbox, process) install and build in the release folder and start each service as
+// a process group. The container runtime builds one image per release (`wharf/<project>:<release>`)
+// from the source's own Dockerfile or one written from detection, and runs all of the project's
+// services in one container. Image sources run in a container on any runtime.
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createWriteStream, statSync } from 'node:fs';
+import type Docker from 'dockerode';
+import type { BuildConfig } from '../../shared/api/projects.js';
+import type { PlatformConfig } from '../config.js';
+import type { ProjectsTable } from '../store/schema.js';
+import type { Build } from './build.js';
+import { DeployError } from './build.js';
+import { type Detection, type Language, detect, readProcfile, staticRootAfterBuild } from './detect.js';
+import { type BuildStep, generateDockerfile, inApp, serviceLabel, supervisorScript } from './dockerfile.js';
+import {
+  PLATFORM_LABEL,
+  PROJECT_LABEL,
+  RELEASE_LABEL,
+  type ImageJanitor,
+  type RegistryAuth,
+  buildImage,
+  imageExists,
+  pullImage,
+} from './drivers/docker.js';
+import type { CommandDriver } from './drivers/host.js';
+import type { ProcessExit } from './process.js';
+import type { ProjectLog } from './project-log.js';
+import { extractUpload } from './sources.js';
+
+export interface ReleasePlan {
+  id: string;
+  /** The release folder on this machine: the source (host runtimes), static files. */
+  dir: string;
+  /** Processes on this machine, or one container. Plans stored before containers: host. */
+  runs?: 'host' | 'container';
+  /** Container plans: the image. */
+  image?: string | null;
+  /** Container plans: the command (null: the image's own) and its folder (null: the image's). */
+  cmd?: string[] | null;
+  workingDir?: string | null;
+  /** Container plans: the container's environment (a supervisor sets each service's own on top). */
+  env?: Record<string, string>;
+  services: ReleaseService[];
+}
+
+export interface ReleaseService {
+  /** Null for a project without `services` in its build config: one service, the app itself. */
+  name: string | null;
+  /** `image`: plans stored before containers, for an image source (now a container plan). */
+  kind: 'web' | 'worker' | 'static' | 'image';
+  /** Its folder: on this machine, or inside the container. */
+  cwd: string;
+  start: string | null;
+  /** For static sites: the folder served (on this machine). */
+  staticRoot: string | null;
+  image: string | null;
+  /** Host plans: the port the build config fixes, else null (a free one at each start). */
+  fixedPort: number | null;
+  /** Container plans: its port inside the container. */
+  containerPort?: number | null;
+  /** The project's env vars with the service's overrides, as they were at deploy time. */
+  env: Record<string, string>;
+  /** Folders put first on PATH (a Python virtualenv's bin/). */
+  path: string[];
+}
+
+/** Plans stored before containers ran an image source as a service of kind `image`. */
+export function normalizePlan(plan: ReleasePlan): ReleasePlan {
+  const legacy = plan.services.find((s) => s.kind === 'image');
+  if (!legacy || plan.runs === 'container') return plan;
+  return {
+    ...plan,
+    runs: 'container',
+    image: legacy.image,
+    cmd: null,
+    workingDir: null,
+    services: [{ ...legacy, kind: 'web', containerPort: legacy.containerPort ?? 3000 }],
+  };
+}
+
+const BUILD_STEP_TIMEOUT_MS = 20 * 60_000;
+const LOST_LAYER = /unknown parent image ID|unable to find image|No such image/i;
+const DEFAULT_CONTAINER_PORT = 3000;
+
+export interface PlanContext {
+  row: ProjectsTable;
+  releaseId: string;
+  dir: string;
+  build: Build;
+  log: ProjectLog;
+}
+
+export interface PlannerDeps {
+  config: PlatformConfig;
+  /** The runtime chosen: `container` builds images; the others install and build on the host. */
+  kind: 'container' | 'sandbox' | 'process';
+  driver: CommandDriver;
+  /** The engine, or a DeployError saying why there is none. */
+  docker(): Promise<Docker>;
+  /** The label that marks this platform's containers and images. */
+  platformId: string;
+  /** Removes images between builds, never during one. */
+  images: ImageJanitor;
+  /** An image source's registry login, if one is saved. */
+  registryAuth(row: ProjectsTable): RegistryAuth | null;
+}
+
+export class Planner {
+  constructor(private readonly deps: PlannerDeps) {}
+
+  /** The image tag of a release: `wharf/<project>:<release>`. */
+  static imageTag(projectId: string, releaseId: string): string {
+    return `wharf/${projectId.toLowerCase()}:${releaseId}`;
+  }
+
+  async plan(ctx: PlanContext): Promise<ReleasePlan> {
+    if (ctx.row.deploy_source === 'image') return this.imagePlan(ctx);
+    if (this.deps.kind === 'container') return this.containerPlan(ctx);
+    return this.hostPlan(ctx);
+  }
+
+  /** An image source: pulled (progress in the log), then run as it is. */
+  private async imagePlan({ row, releaseId, dir, build, log }: PlanContext): Promise<ReleasePlan> {
+    const docker = await this.deps.docker();
+    const image = row.image!;
+    log.build(`pulling ${image}`);
+    try {
+      const auth = this.deps.registryAuth(row);
+      if (auth) log.build(`as ${auth.username} at ${auth.serveraddress}`);
+      await pullImage(docker, image, (line) => log.build(line), auth ?? undefined);
+    } catch (error) {
+      // An image only this engine has (built or loaded here) needs no pull.
+      if (!(await imageExists(docker, image))) {
+        throw new DeployError(`could not pull ${image}: ${(error as Error).message}`);
+      }
+      log.build(`${image} is not in a registry this engine reaches; using the local image`);
+    }
+    build.check();
+    const config = JSON.parse(row.build_config) as BuildConfig;
+    const port = config.port_override ?? (await exposedPort(docker, image)) ?? DEFAULT_CONTAINER_PORT;
+    mkdirSync(dir, { recursive: true });
+    return {
+      id: releaseId,
+      dir,
+      runs: 'container',
+      image,
+      cmd: null,
+      workingDir: null,
+      env: { ...(JSON.parse(row.env_vars) as Record<string, string>), PORT: String(port) },
+      services: [
+        {
+          name: null,
+          kind: 'web',
+          cwd: '',
+          start: null,
+          staticRoot: null,
+          image,
+          fixedPort: null,
+          containerPort: port,
+          env: { ...(JSON.parse(row.env_vars) as Record<string, string>), PORT: String(port) },
+          path: [],
+        },
+      ],
+    };
+  }
+
+  /**
+   * The container runtime: the source's own Dockerfile (in root_dir), or one written from the build
+   * config and detection; then the image, then how its services run in one container.
+   */
+  private async containerPlan(ctx: PlanContext): Promise<ReleasePlan> {
+    const { row, releaseId, dir, build, log } = ctx;
+    const env = JSON.parse(row.env_vars) as Record<string, string>;
+    const config = JSON.parse(row.build_config) as BuildConfig;
+    const base = resolve(dir, config.root_dir);
+    assertDirectory(base, dir, 'root_dir');
+    const ownDockerfile = existsSync(join(base, 'Dockerfile'));
+
+    // What runs, where: the services of the build config, else the app (and a Procfile's worker).
+    interface Planned {
+      name: string | null;
+      kind: 'web' | 'worker';
+      dir: string;
+      start: string | null;
+      port: number | null;
+      env: Record<string, string>;
+      path: string[];
+    }
+    const planned: Planned[] = [];
+    const steps: BuildStep[] = [];
+    const languages: Language[] = [];
+    let staticSite: { root: string | null; afterBuild: boolean } | null = null;
+
+    if (config.services.length === 0) {
+      const detection: Detection | null =
+        ownDockerfile || (config.install_cmd && config.build_cmd && config.start_cmd) ? null : detect(base);
+      detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
+      if (detection) languages.push(detection.language);
+      const install = config.install_cmd ?? detection?.install ?? null;
+      const buildCmd = config.build_cmd ?? detection?.build ?? null;
+      steps.push({ dir: '.', install, build: buildCmd });
+      const start = config.start_cmd ?? detection?.start ?? null;
+      const path = detection?.venv ? [inApp('.venv/bin')] : [];
+      const worker = config.start_cmd ? null : (detection?.worker ?? null);
+      // An image that only works (its Procfile names a `worker:` and no `web:`) serves no port.
+      const procfile = ownDockerfile && !start ? readProcfile(base) : {};
+      if (ownDockerfile && !start && procfile.worker && !procfile.web) {
+        log.build('the Procfile names a worker and no web process: the image’s command runs as a worker');
+        planned.push({ name: null, kind: 'worker', dir: '.', start: null, port: null, env, path });
+      } else if (start || ownDockerfile) {
+        planned.push({ name: null, kind: 'web', dir: '.', start, port: config.port_override, env, path });
+      } else if (!worker) {
+        if (detection?.staticRoot && !buildCmd)
+          staticSite = { root: detection.staticRoot, afterBuild: false };
+        else if (buildCmd) staticSite = { root: null, afterBuild: true };
+        else {
+          throw new DeployError(
+            'no start command: set start_cmd in the build config, or add a Dockerfile, a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
+          );
+        }
+      }
+      if (worker)
+        planned.push({ name: 'worker', kind: 'worker', dir: '.', start: worker, port: null, env, path });
+    } else {
+      if (config.install_cmd || config.build_cmd) {
+        steps.push({ dir: '.', install: config.install_cmd, build: config.build_cmd });
+      }
+      const primary =
+        config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
+        config.services.find((s) => s.kind !== 'worker');
+      const prepared = new Set<string>(config.install_cmd || config.build_cmd ? ['.'] : []);
+      for (const service of config.services) {
+        const folder = service.root_dir ?? '.';
+        assertDirectory(resolve(base, folder), dir, `services.${service.name}.root_dir`);
+        const first = !prepared.has(folder);
+        prepared.add(folder);
+        const detection =
+          !ownDockerfile && first && (!service.install_cmd || !service.build_cmd)
+            ? detect(resolve(base, folder))
+            : null;
+        detection?.reasons
+          .filter((r) => !r.startsWith('start:'))
+          .forEach((reason) => log.build(`detected ${reason}`, service.name));
+        if (detection) languages.push(detection.language);
+        const install = service.install_cmd ?? detection?.install ?? null;
+        const buildCmd = service.build_cmd ?? detection?.build ?? null;
+        if (!ownDockerfile && (install || buildCmd)) steps.push({ dir: folder, install, build: buildCmd });
+        planned.push({
+          name: service.name,
+          kind: service.kind,
+          dir: folder,
+          start: service.start_cmd,
+          port:
+            service.kind === 'worker'
+              ? null
+              : (service.port ?? (service === primary ? config.port_override : null)),
+          env: { ...env, ...service.env_overrides },
+          path: detection?.venv ? [inApp(`${folder}/.venv/bin`)] : [],
+        });
+      }
+    }
+
+    // A static site that needs no build is served as it is: no image.
+    if (staticSite && !staticSite.afterBuild) {
+      log.build('a static site without a build: served by the edge from the release, no image needed');
+      return hostStatic(releaseId, dir, resolve(base, staticSite.root!), env);
+    }
+
+    const docker = await this.deps.docker();
+    const tag = Planner.imageTag(row.id, releaseId);
+    let dockerfile = 'Dockerfile';
+    if (ownDockerfile) {
+      log.build('building the image from the source’s own Dockerfile');
+    } else {
+      const language = languages.find((l) => l === 'node' || l === 'python') ?? 'node';
+      const from = language === 'python' ? this.deps.config.images.python : this.deps.config.images.node;
+      if (new Set(languages.filter((l) => l === 'node' || l === 'python')).size > 1) {
+        log.build(
+          `services of several languages: the image is built FROM ${from} (add a Dockerfile to choose)`,
+        );
+      }
+      dockerfile = '.wharf/Dockerfile';
+      mkdirSync(join(base, '.wharf'), { recursive: true });
+      writeFileSync(
+        join(base, dockerfile),
+        generateDockerfile({ base: from, steps, path: planned.flatMap((p) => p.path).slice(0, 1) }),
+      );
+      if (!existsSync(join(base, '.dockerignore'))) writeFileSync(join(base, '.dockerignore'), '.git\n');
+      log.build(`building the image FROM ${from} (a Dockerfile written from the build config and detection)`);
+    }
+    build.check();
+    const started = Date.now();
+    const { memoryMiB, cpus } = this.deps.config.sandbox;
+    const build1 = () =>
+      buildImage(docker, {
+        context: base,
+        dockerfile,
+        tag,
+        labels: {
+          [PLATFORM_LABEL]: this.deps.platformId,
+          [PROJECT_LABEL]: row.id,
+          [RELEASE_LABEL]: releaseId,
+        },
+        memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
+        cpus: cpus > 0 ? cpus : null,
+        onLine: (line) => log.build(line),
+        signal: build.signal,
+      });
+    try {
+      await this.deps.images.whileBuilding(async () => {
+        try {
+          await build1();
+        } catch (error) {
+          // Another client of the engine removed a cached layer this build was reusing: once more.
+          if (!LOST_LAYER.test((error as Error).message)) throw error;
+          build.check();
+          log.build(
+            'the engine lost a cached layer during the build (another image was removed): building again',
+          );
+          await build1();
+        }
+      });
+    } catch (error) {
+      build.check();
+      throw new DeployError(`image build failed: ${(error as Error).message}`);
+    }
+    build.check();
+    log.build(`image ${tag} built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    if (staticSite) {
+      const root = await this.copyBuiltSite(docker, tag, dir, log);
+      return hostStatic(releaseId, dir, root, env, tag);
+    }
+
+    // Ports inside the container: as declared, else from 3000 up, never one another service declared.
+    const declared = new Set(planned.map((p) => p.port).filter((p): p is number => p !== null));
+    const imagePort = ownDockerfile ? await exposedPort(docker, tag) : null;
+    let next = DEFAULT_CONTAINER_PORT;
+    const portOf = (p: Planned): number | null => {
+      if (p.kind === 'worker') return null;
+      if (p.port !== null) return p.port;
+      if (p.name === null && imagePort !== null) return imagePort;
+      while (declared.has(next)) next += 1;
+      declared.add(next);
+      return next;
+    };
+    const services: ReleaseService[] = planned.map((p) => {
+      const containerPort = portOf(p);
+      return {
+        name: p.name,
+        kind: p.kind,
+        cwd: inApp(p.dir),
+        start: p.start,
+        staticRoot: null,
+        image: tag,
+        fixedPort: null,
+        containerPort,
+        env: containerPort === null ? p.env : { ...p.env, PORT: String(containerPort) },
+        path: p.path,
+      };
+    });
+    const single = services.length === 1 ? services[0]! : null;
+    let cmd: string[] | null;
+    if (single) {
+      // One process: the image's own command (a Dockerfile without start_cmd), else the start command.
+      cmd = single.start ? ['/bin/sh', '-c', single.start] : null;
+    } else {
+      cmd = [
+        '/bin/sh',
+        '-c',
+        supervisorScript(
+          services.map((s) => ({
+            label: serviceLabel(s.name),
+            cwd: s.cwd,
+            start: s.start!,
+            env: serviceOnly(s.env, env),
+            path: s.path,
+          })),
+        ),
+      ];
+    }
+    return {
+      id: releaseId,
+      dir,
+      runs: 'container',
+      image: tag,
+      cmd,
+      workingDir: single && single.start && !ownDockerfile ? single.cwd : null,
+      env: single ? single.env : env,
+      services,
+    };
+  }
+
+  /** A site built inside the image: its files copied out to the release folder, where the edge serves them. */
+  private async copyBuiltSite(docker: Docker, tag: string, dir: string, log: ProjectLog): Promise<string> {
+    const container = await docker.createContainer({
+      Image: tag,
+      Cmd: ['true'],
+      Labels: { [PLATFORM_LABEL]: this.deps.platformId },
+    });
+    const archive = join(tmpdir(), `wharf-site-${container.id.slice(0, 12)}.tar`);
+    const out = join(dir, '.wharf-built');
+    try {
+      await pipeline(
+        (await container.getArchive({ path: '/app' })) as NodeJS.ReadableStream,
+        createWriteStream(archive),
+      );
+      // The same checks as an upload: no link may lead out of the release.
+      await extractUpload({ archive, dest: out, onLine: () => undefined });
+    } finally {
+      rmSync(archive, { force: true });
+      await container.remove({ force: true }).catch(() => undefined);
+    }
+    const root = staticRootAfterBuild(out);
+    if (!root) {
+      throw new DeployError(
+        'no start command, and the build wrote no index.html (in dist/, build/, out/ or public/): set start_cmd, or add a Dockerfile',
+      );
+    }
+    log.build(`detected static site: the build wrote ${root}/index.html; served by the edge`);
+    return resolve(out, root);
+  }
+
+  /** Host runtimes: install and build in the release folder; services started as processes later. */
+  private async hostPlan({ row, releaseId, dir, build, log }: PlanContext): Promise<ReleasePlan> {
+    const env = JSON.parse(row.env_vars) as Record<string, string>;
+    const config = JSON.parse(row.build_config) as BuildConfig;
+    const base = resolve(dir, config.root_dir);
+    assertDirectory(base, dir, 'root_dir');
+    const step = (label: 'install' | 'build', command: string | null, cwd: string, opts: StepOptions) =>
+      this.step(build, log, label, command, cwd, dir, { ...opts, projectId: row.id });
+
+    const services: ReleaseService[] = [];
+    if (config.services.length === 0) {
+      const detection = config.install_cmd && config.build_cmd && config.start_cmd ? null : detect(base);
+      detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
+      const install = config.install_cmd ?? detection?.install ?? null;
+      const buildCmd = config.build_cmd ?? detection?.build ?? null;
+      const path = detection?.venv ? [join(base, '.venv', 'bin')] : [];
+      await step('install', install, base, { env, path, service: null });
+      await step('build', buildCmd, base, { env, path, service: null });
+      const start = config.start_cmd ?? detection?.start ?? null;
+      let staticRoot = start ? null : (detection?.staticRoot ?? null);
+      if (!start && !staticRoot && buildCmd) {
+        staticRoot = staticRootAfterBuild(base);
+        if (staticRoot) log.build(`detected static site: the build wrote ${staticRoot}/index.html`);
+      }
+      // A Procfile's `worker:` process runs beside the web one (or alone: a project that only works).
+      const worker = config.start_cmd ? null : (detection?.worker ?? null);
+      if (!start && !staticRoot && worker) {
+        services.push(procfileWorker(base, worker, env, path));
+        return { id: releaseId, dir, runs: 'host', services };
+      }
+      if (!start && !staticRoot) {
+        throw new DeployError(
+          'no start command: set start_cmd in the build config, or add a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
+        );
+      }
+      services.push({
+        name: null,
+        kind: start ? 'web' : 'static',
+        cwd: base,
+        start,
+        staticRoot: staticRoot ? resolve(base, staticRoot) : null,
+        image: null,
+        fixedPort: start ? (config.port_override ?? null) : null,
+        env,
+        path,
+      });
+      if (worker) services.push(procfileWorker(base, worker, env, path));
+    } else {
+      // Top-level commands run once in root_dir; each service then installs and builds its own folder
+      // (detected once per folder when its commands are empty).
+      await step('install', config.install_cmd, base, { env, path: [], service: null });
+      await step('build', config.build_cmd, base, { env, path: [], service: null });
+      const prepared = new Set<string>();
+      if (config.install_cmd || config.build_cmd) prepared.add(base);
+      // The primary app (the one at the project's own subdomain) keeps the project's port_override
+      // when it declares no port of its own.
+      const primary =
+        config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
+        config.services.find((s) => s.kind !== 'worker');
+      for (const service of config.services) {
+        const cwd = service.root_dir ? resolve(base, service.root_dir) : base;
+        assertDirectory(cwd, dir, `services.${service.name}.root_dir`);
+        const serviceEnv = { ...env, ...service.env_overrides };
+        const first = !prepared.has(cwd);
+        prepared.add(cwd);
+        const detection = first && (!service.install_cmd || !service.build_cmd) ? detect(cwd) : null;
+        detection?.reasons
+          .filter((r) => !r.startsWith('start:'))
+          .forEach((reason) => log.build(`detected ${reason}`, service.name));
+        const path =
+          detection?.venv || (service.install_cmd === null && isVenv(cwd)) ? [join(cwd, '.venv', 'bin')] : [];
+        const opts = { env: serviceEnv, path, service: service.name };
+        await step('install', service.install_cmd ?? detection?.install ?? null, cwd, opts);
+        await step('build', service.build_cmd ?? detection?.build ?? null, cwd, opts);
+        services.push({
+          name: service.name,
+          kind: service.kind,
+          cwd,
+          start: service.start_cmd,
+          staticRoot: null,
+          image: null,
+          fixedPort: service.port ?? (service === primary ? (config.port_override ?? null) : null),
+          env: serviceEnv,
+          path,
+        });
+      }
+    }
+    return { id: releaseId, dir, runs: 'host', services };
+  }
+
+  /** Runs one install or build command to completion; non-zero exit fails the deploy. */
+  private async step(
+    build: Build,
+    log: ProjectLog,
+    label: 'install' | 'build',
+    command: string | null,
+    cwd: string,
+    dir: string,
+    options: StepOptions & { projectId: string },
+  ): Promise<void> {
+    if (!command) return;
+    build.check();
+    const started = Date.now();
+    const where = relative(dir, cwd) || '.';
+    log.build(`$ ${command}${where === '.' ? '' : `   (in ${where})`}`, options.service);
+    const process = this.deps.driver.run({
+      projectId: options.projectId,
+      command,
+      cwd,
+      env: hostEnv(dir, options.env, options.path, { CI: 'true' }),
+      workspace: join(dir, '..'),
+      onLine: (_stream, line) => log.build(line, options.service),
+    });
+    build.track(process);
+    const timer = setTimeout(() => void process.stop(2_000), BUILD_STEP_TIMEOUT_MS);
+    const exit = await process.exited;
+    clearTimeout(timer);
+    build.check();
+    if (exit.code !== 0) {
+      throw new DeployError(`${label} failed: \`${command}\` ${describeExit(exit)}`);
+    }
+    log.build(`${label} done in ${((Date.now() - started) / 1000).toFixed(1)} s`, options.service);
+  }
+}
+
+interface StepOptions {
+  env: Record<string, string>;
+  path: string[];
+  service: string | null;
+}
+
+function hostStatic(
+  releaseId: string,
+  dir: string,
+  root: string,
+  env: Record<string, string>,
+  image: string | null = null,
+): ReleasePlan {
+  return {
+    id: releaseId,
+    dir,
+    runs: 'host',
+    image,
+    services: [
+      {
+        name: null,
+        kind: 'static',
+        cwd: dir,
+        start: null,
+        staticRoot: root,
+        image: null,
+        fixedPort: null,
+        env,
+        path: [],
+      },
+    ],
+  };
+}
+
+/** The variables a service sets beyond the project's own (its overrides and PORT). */
+function serviceOnly(env: Record<string, string>, project: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([k, v]) => project[k] !== v));
+}
+
+/** The first port an image declares with EXPOSE, if any. */
+async function exposedPort(docker: Docker, image: string): Promise<number | null> {
+  try {
+    const info = await docker.getImage(image).inspect();
+    const first = Object.keys(info.Config?.ExposedPorts ?? {})
+      .filter((key) => key.endsWith('/tcp'))
+      .map((key) => Number(key.split('/')[0]))
+      .sort((a, b) => a - b)[0];
+    return first ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The environment of an app's command on this machine: a small base (never the platform's own
+ * variables), the project's env vars, then what the runtime sets.
+ */
+export function hostEnv(
+  releaseDir: string,
+  env: Record<string, string>,
+  path: string[],
+  extra: Record<string, string>,
+): Record<string, string> {
+  // The project's own home (caches, dotfiles), never the operator's.
+  const home = join(releaseDir, '..', 'home');
+  mkdirSync(home, { recursive: true });
+  const base: Record<string, string> = {
+    PATH: [...path, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'),
+    HOME: home,
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    HOST: '127.0.0.1',
+  };
+  return { ...base, ...env, ...extra, PATH: base.PATH! };
+}
+
+export function describeExit(exit: ProcessExit): string {
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+export function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function isVenv(dir: string): boolean {
+  return isDirectory(join(dir, '.venv', 'bin'));
+}
+
+function assertDirectory(path: string, releaseDir: string, field: string): void {
+  if (!isDirectory(path)) {
+    throw new DeployError(`${field} "${relative(releaseDir, path)}" is not a folder in the source`);
+  }
+}
+
+/** The `worker:` process of a Procfile, as a service of its own named `worker`. */
+function procfileWorker(
+  cwd: string,
+  start: string,
+  env: Record<string, string>,
+  path: string[],
+): ReleaseService {
+  return {
+    name: 'worker',
+    kind: 'worker',
+    cwd,
+    start,
+    staticRoot: null,
+    image: null,
+    fixedPort: null,
+    env,
+    path,
+  };
+}

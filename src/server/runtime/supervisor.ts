@@ -1,0 +1,477 @@
+// The supervisor: starts a release plan's services, tells the edge where each one is, restarts what
+// crashes (with backoff, up to a limit), drains and stops what is replaced.
+//
+// An instance is one release running. Its services run in units: on the host runtimes one process
+// group per service; on the container runtime one container for all of them. A unit that exits is a
+// crash of every service in it, restarted together.
+import { Agent } from 'node:http';
+import { relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import type { PlatformConfig } from '../config.js';
+import type { Build } from './build.js';
+import { DeployError } from './build.js';
+import { parseSupervisedLine, serviceLabel } from './dockerfile.js';
+import {
+  type ContainerUnit,
+  PLATFORM_LABEL,
+  PROJECT_LABEL,
+  RELEASE_LABEL,
+  attach,
+  ensureNetwork,
+  runContainer,
+  waitForHttp,
+} from './drivers/docker.js';
+import type { CommandDriver } from './drivers/host.js';
+import { type ReleasePlan, type ReleaseService, describeExit, hostEnv } from './plan.js';
+import { type RunningProcess, freePort, waitForPort } from './process.js';
+import { portIsFree } from './ports.js';
+import type { ProjectLog } from './project-log.js';
+
+export interface LiveService {
+  spec: ReleaseService;
+  /** Where the edge reaches it on 127.0.0.1 (a container's published port); null for workers. */
+  port: number | null;
+  up: boolean;
+  /** Requests the edge is proxying to it right now. */
+  inflight: number;
+  agent: Agent;
+}
+
+interface Unit {
+  services: LiveService[];
+  process: RunningProcess | null;
+}
+
+export interface Instance {
+  plan: ReleasePlan;
+  services: LiveService[];
+  units: Unit[];
+  retiring: boolean;
+}
+
+/** What the supervisor needs to know of a project while it runs. */
+export interface Supervised {
+  id: string;
+  log: ProjectLog;
+  current: Instance | null;
+  crashes: number;
+  timers: Set<NodeJS.Timeout>;
+}
+
+/** Where the edge sends a request for one host of a project. */
+export type EdgeTarget =
+  | { kind: 'proxy'; port: number; agent: Agent; done(): void }
+  | { kind: 'static'; root: string }
+  | { kind: 'down'; status: 502 | 503; reason: string }
+  | { kind: 'no-service'; reason: string };
+
+const DRAIN_TIMEOUT_MS = 30_000;
+const STABLE_AFTER_MS = 60_000;
+const MAX_BACKOFF_MS = 30_000;
+
+export interface SupervisorDeps {
+  config: PlatformConfig;
+  driver: CommandDriver;
+  docker(): Promise<Docker>;
+  platformId: string;
+  /** The serving instance went down for good: the runtime marks the project failed. */
+  wentDown(project: Supervised, error: string): Promise<void>;
+  closed(): boolean;
+}
+
+export class Supervisor {
+  constructor(private readonly deps: SupervisorDeps) {}
+
+  /** Starts every service of a plan and waits until all are healthy. */
+  async start(project: Supervised, plan: ReleasePlan, build: Build | null): Promise<Instance> {
+    const instance = newInstance(plan);
+    try {
+      for (const live of instance.services) {
+        if (live.spec.kind === 'static') {
+          project.log.system(
+            `serving ${relative(plan.dir, live.spec.staticRoot!) || '.'}/ as a static site`,
+            live.spec.name,
+          );
+        }
+      }
+      await Promise.all(instance.units.map((unit) => this.launch(project, instance, unit, build)));
+    } catch (error) {
+      await this.stop(instance, { drain: false });
+      throw error;
+    }
+    return instance;
+  }
+
+  /**
+   * After a platform restart: follows the release's container if it kept running (no restart, no
+   * build); null when there is none to follow, so the caller starts the plan anew.
+   */
+  async reattach(project: Supervised, plan: ReleasePlan): Promise<Instance | null> {
+    if (plan.runs !== 'container') return null;
+    const docker = await this.deps.docker();
+    const [found] = await docker.listContainers({
+      filters: {
+        label: [`${PLATFORM_LABEL}=${this.deps.platformId}`, `${RELEASE_LABEL}=${plan.id}`],
+        status: ['running'],
+      },
+    });
+    if (!found) return null;
+    const instance = newInstance(plan);
+    const unit = instance.units[0]!;
+    const container = await attach(
+      docker,
+      found.Id,
+      this.lineSink(project, plan),
+      Math.floor(Date.now() / 1000),
+    );
+    unit.process = container;
+    try {
+      await this.healthy(project, unit, container, 10_000);
+    } catch {
+      await container.stop(2_000);
+      return null;
+    }
+    for (const live of unit.services) live.up = true;
+    return instance;
+  }
+
+  /** Watches the units of the serving instance: a crash restarts the unit with backoff. */
+  supervise(project: Supervised, instance: Instance): void {
+    for (const unit of instance.units) {
+      if (unit.process) this.watch(project, instance, unit, unit.process);
+    }
+  }
+
+  /** Stops an instance's units: after its in-flight requests when draining. */
+  async stop(instance: Instance, options: { drain: boolean }): Promise<void> {
+    instance.retiring = true;
+    if (options.drain) {
+      const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+      while (instance.services.some((s) => s.inflight > 0) && Date.now() < deadline) await sleep(25);
+    }
+    for (const live of instance.services) live.up = false;
+    await Promise.all(
+      instance.units.map(async (unit) => {
+        const process = unit.process;
+        unit.process = null;
+        if (process) await process.stop();
+      }),
+    );
+    for (const live of instance.services) live.agent.destroy();
+  }
+
+  /**
+   * Platform shutdown: host processes stop; containers keep running, and the next start follows them
+   * again (unless the platform is told to stop them too).
+   */
+  async leave(instance: Instance): Promise<void> {
+    instance.retiring = true;
+    await Promise.all(
+      instance.units.map(async (unit) => {
+        const process = unit.process;
+        unit.process = null;
+        const container = process && 'hostPorts' in process;
+        if (process && (!container || this.deps.config.stopContainersOnExit)) await process.stop();
+        else if (process) (process as ContainerUnit).detach();
+      }),
+    );
+    for (const live of instance.services) live.agent.destroy();
+  }
+
+  /** The edge's question: where does a request for `service` (null: the main one) go? */
+  target(instance: Instance, service: string | null): EdgeTarget {
+    const live =
+      service === null
+        ? mainService(instance.services)
+        : instance.services.find((s) => s.spec.name === service);
+    if (!live) {
+      return {
+        kind: 'no-service',
+        reason: service === null ? 'the project has no web service' : `no service "${service}"`,
+      };
+    }
+    if (live.spec.kind === 'worker') return { kind: 'no-service', reason: `"${service}" is a worker` };
+    if (live.spec.kind === 'static') return { kind: 'static', root: live.spec.staticRoot! };
+    if (!live.up || live.port === null) {
+      return { kind: 'down', status: 502, reason: 'the app crashed and is being restarted' };
+    }
+    live.inflight += 1;
+    let done = false;
+    return {
+      kind: 'proxy',
+      port: live.port,
+      agent: live.agent,
+      done: () => {
+        if (!done) live.inflight -= 1;
+        done = true;
+      },
+    };
+  }
+
+  private async launch(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
+    if (instance.plan.runs === 'container') await this.launchContainer(project, instance, unit, build);
+    else await this.launchProcess(project, instance, unit, build);
+    for (const live of unit.services) live.up = true;
+  }
+
+  /** Host runtimes: one service as a process group, healthy once its own processes hold its port. */
+  private async launchProcess(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
+    const live = unit.services[0]!;
+    const { spec } = live;
+    const { log } = project;
+    const label = spec.name ?? 'the app';
+    const port = spec.kind === 'worker' ? null : (spec.fixedPort ?? (await freePort()));
+    // The network is shared: a declared port someone else holds would hand them this app's traffic.
+    if (spec.fixedPort !== null && !(await portIsFree(spec.fixedPort))) {
+      throw new DeployError(
+        `${spec.name ? `service ${spec.name}: ` : ''}port ${spec.fixedPort} is already in use on this machine (by another app or the platform): choose another port in the build config, or leave it to the platform`,
+      );
+    }
+    live.port = port;
+    const started = Date.now();
+    const env = hostEnv(instance.plan.dir, spec.env, spec.path, port === null ? {} : { PORT: String(port) });
+    log.system(`starting ${label}: ${spec.start}${port === null ? '' : ` (PORT=${port})`}`, spec.name);
+    await this.deps.driver.prepare(project.id, []);
+    const process = this.deps.driver.run({
+      projectId: project.id,
+      command: spec.start!,
+      cwd: spec.cwd,
+      env,
+      workspace: `${instance.plan.dir}/..`,
+      onLine: (_stream, line) => log.write('runtime', spec.name, line),
+    });
+    unit.process = process;
+    build?.track(process);
+    if (port === null) {
+      await this.workerGrace(project, label, spec.name, process);
+      return;
+    }
+    try {
+      await waitForPort(port, {
+        timeoutMs: this.deps.config.healthTimeoutMs,
+        exited: process.exited,
+        owner: process.pid,
+      });
+    } catch (error) {
+      build?.check();
+      throw new DeployError(`${spec.name ? `service ${spec.name}: ` : ''}${(error as Error).message}`);
+    }
+    log.system(`${label} is up on port ${port} (${seconds(started)})`, spec.name);
+  }
+
+  /** The container runtime (and image sources): one container on the project's network. */
+  private async launchContainer(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
+    const { plan } = instance;
+    const docker = await this.deps.docker();
+    const labels = {
+      [PLATFORM_LABEL]: this.deps.platformId,
+      [PROJECT_LABEL]: project.id,
+      [RELEASE_LABEL]: plan.id,
+    };
+    const network = `wharf-${project.id.toLowerCase()}`;
+    await ensureNetwork(docker, network, {
+      [PLATFORM_LABEL]: this.deps.platformId,
+      [PROJECT_LABEL]: project.id,
+    });
+    const { memoryMiB, pids, cpus } = this.deps.config.sandbox;
+    const ports = unit.services
+      .map((s) => s.spec.containerPort)
+      .filter((p): p is number => typeof p === 'number');
+    const started = Date.now();
+    project.log.system(
+      `starting a container of ${plan.image}${ports.length > 0 ? ` (port${ports.length > 1 ? 's' : ''} ${ports.join(', ')} inside)` : ''}`,
+    );
+    build?.check();
+    let container: ContainerUnit;
+    try {
+      container = await runContainer(
+        docker,
+        {
+          image: plan.image!,
+          // A restart after a crash makes a new container: the name stays unique.
+          name: `wharf-${project.id}-${plan.id}-${Date.now().toString(36)}`.toLowerCase(),
+          cmd: plan.cmd ?? null,
+          workingDir: plan.workingDir ?? null,
+          env: plan.env ?? unit.services[0]?.spec.env ?? {},
+          ports,
+          labels,
+          network,
+          memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
+          pids: pids > 0 ? pids : null,
+          cpus: cpus > 0 ? cpus : null,
+        },
+        this.lineSink(project, plan),
+      );
+    } catch (error) {
+      throw new DeployError(`the container did not start: ${(error as Error).message}`);
+    }
+    unit.process = container;
+    build?.track(container);
+    try {
+      await this.healthy(project, unit, container, this.deps.config.healthTimeoutMs);
+    } catch (error) {
+      build?.check();
+      throw new DeployError((error as Error).message);
+    }
+    project.log.system(`the container is up (${seconds(started)})`);
+  }
+
+  /** Every web service of a container answers HTTP on its published port; workers stay up. */
+  private async healthy(project: Supervised, unit: Unit, container: ContainerUnit, timeoutMs: number) {
+    for (const live of unit.services) {
+      const inside = live.spec.containerPort;
+      if (typeof inside !== 'number') continue;
+      const port = container.hostPorts.get(inside);
+      if (!port) {
+        // A container that is gone at once has no ports: say why it went.
+        const exit = await Promise.race([container.exited, sleep(2_000).then(() => null)]);
+        throw new Error(
+          exit
+            ? `the container ${describeExit(exit)} before its app answered (its output is above)`
+            : `the engine published no port for ${inside}`,
+        );
+      }
+      live.port = port;
+    }
+    const web = unit.services.filter((s) => s.port !== null);
+    if (web.length === 0) {
+      await this.workerGrace(project, 'the container', null, container);
+      return;
+    }
+    await Promise.all(
+      web.map(async (live) => {
+        try {
+          await waitForHttp(live.port!, { timeoutMs, exited: container.exited });
+        } catch (error) {
+          const name = live.spec.name ? `service ${live.spec.name}: ` : '';
+          throw new Error(
+            `${name}${(error as Error).message} (port ${live.spec.containerPort} inside, PORT is set to it)`,
+          );
+        }
+        project.log.system(
+          `${live.spec.name ?? 'the app'} answers on port ${live.spec.containerPort}`,
+          live.spec.name,
+        );
+      }),
+    );
+  }
+
+  private async workerGrace(
+    project: Supervised,
+    label: string,
+    service: string | null,
+    process: RunningProcess,
+  ) {
+    const grace = this.deps.config.workerGraceMs;
+    const exit = await Promise.race([process.exited, sleep(grace).then(() => null)]);
+    if (exit) throw new DeployError(`${label} ${describeExit(exit)} within its first ${grace / 1000} s`);
+    project.log.system(`${label} is up (a worker, alive after ${grace / 1000} s)`, service);
+  }
+
+  /** A container's output into the project log, each line under its service. */
+  private lineSink(project: Supervised, plan: ReleasePlan): (line: string) => void {
+    const byLabel = new Map(plan.services.map((s) => [serviceLabel(s.name), s.name]));
+    return (raw) => {
+      const { label, line, supervisor } = parseSupervisedLine(raw);
+      if (supervisor) project.log.system(line);
+      else project.log.write('runtime', label === null ? null : (byLabel.get(label) ?? null), line);
+    };
+  }
+
+  private watch(project: Supervised, instance: Instance, unit: Unit, process: RunningProcess) {
+    void process.exited.then((exit) => {
+      if (
+        instance.retiring ||
+        project.current !== instance ||
+        unit.process !== process ||
+        this.deps.closed()
+      ) {
+        return;
+      }
+      for (const live of unit.services) live.up = false;
+      unit.process = null;
+      // A crashed container is removed: its restart is a new one from the same image.
+      void process.stop(1_000);
+      const label =
+        instance.plan.runs === 'container' ? 'the container' : (unit.services[0]?.spec.name ?? 'the app');
+      const service = instance.plan.runs === 'container' ? null : (unit.services[0]?.spec.name ?? null);
+      project.crashes += 1;
+      const limit = this.deps.config.restartLimit;
+      if (project.crashes > limit) {
+        project.log.system(
+          `${label} ${describeExit(exit)}; it crashed ${limit + 1} times in a row, so it stays down`,
+          service,
+        );
+        project.current = null;
+        void (async () => {
+          await this.stop(instance, { drain: false });
+          await this.deps.wentDown(
+            project,
+            `${label} kept crashing (${limit + 1} times in a row): see the runtime logs`,
+          );
+        })();
+        return;
+      }
+      const delay = Math.min(this.deps.config.restartBackoffMs * 2 ** (project.crashes - 1), MAX_BACKOFF_MS);
+      project.log.system(
+        `${label} ${describeExit(exit)}; restarting in ${delay / 1000} s (attempt ${project.crashes} of ${limit})`,
+        service,
+      );
+      this.later(project, delay, async () => {
+        if (project.current !== instance || instance.retiring) return;
+        try {
+          await this.launch(project, instance, unit, null);
+          project.log.system(`${label} is back up`, service);
+          this.later(project, STABLE_AFTER_MS, async () => {
+            if (unit.services.every((s) => s.up)) project.crashes = 0;
+          });
+        } catch (error) {
+          project.log.system(`${label} did not come back: ${(error as Error).message}`, service);
+          // A start that timed out is stopped; its exit then counts as the next crash.
+          if (unit.process) void unit.process.stop(2_000);
+        }
+        if (unit.process) this.watch(project, instance, unit, unit.process);
+      });
+    });
+  }
+
+  private later(project: Supervised, ms: number, task: () => Promise<void>) {
+    const timer = setTimeout(() => {
+      project.timers.delete(timer);
+      void task();
+    }, ms);
+    timer.unref();
+    project.timers.add(timer);
+  }
+}
+
+function newInstance(plan: ReleasePlan): Instance {
+  const services: LiveService[] = plan.services.map((spec) => ({
+    spec,
+    port: null,
+    up: spec.kind === 'static',
+    inflight: 0,
+    agent: new Agent({ keepAlive: true, maxSockets: 256 }),
+  }));
+  const running = services.filter((s) => s.spec.kind !== 'static');
+  const units: Unit[] =
+    plan.runs === 'container'
+      ? running.length > 0
+        ? [{ services: running, process: null }]
+        : []
+      : running.map((live) => ({ services: [live], process: null }));
+  return { plan, services, units, retiring: false };
+}
+
+function mainService(services: LiveService[]): LiveService | undefined {
+  return (
+    services.find((s) => s.spec.name === null) ??
+    services.find((s) => s.spec.name === 'web' && s.spec.kind !== 'worker') ??
+    services.find((s) => s.spec.kind !== 'worker')
+  );
+}
+
+function seconds(since: number): string {
+  return `${((Date.now() - since) / 1000).toFixed(1)} s`;
+}
