@@ -143,13 +143,13 @@ describe('redeploys', () => {
       expect(after.length).toBeGreaterThan(20);
       expect(after.filter((a) => !a.body.startsWith('v2 '))).toEqual([]);
 
-      // The old process is stopped once its requests are done, and its release folder removed.
+      // The old process is stopped once its requests are done; its release folder stays for a rollback.
       const ports = startedPorts(await logLines(tp, project.id));
       expect(ports).toHaveLength(2);
       expect(ports[0]).toBe(v1Port);
       await until(async () => !(await accepts(v1Port!)), `v1's port ${v1Port} to close`);
       expect(await accepts(ports[1]!)).toBe(true);
-      await until(() => releases(tp.dataDir, project.id).length === 1, 'one release folder left');
+      expect(releases(tp.dataDir, project.id)).toHaveLength(2);
     } finally {
       loading = false;
       await Promise.all(clients);
@@ -269,7 +269,8 @@ describe('stop and delete', () => {
       async () => !(await accepts(ports.app)) && !(await accepts(ports.child)),
       'both ports to close',
     );
-    expect(releases(tp.dataDir, project.id)).toEqual([]);
+    // The release's files stay: a rollback (or a start) can bring it back without a build.
+    expect(releases(tp.dataDir, project.id)).toHaveLength(1);
     expect(await logLines(tp, project.id)).toContain('stopped');
 
     const page = await viaEdge(tp.edgePort, host, '/');

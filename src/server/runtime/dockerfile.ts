@@ -25,19 +25,28 @@ export function generateDockerfile(options: {
   steps: BuildStep[];
   /** Folders whose bin/ goes first on PATH (Python virtualenvs), inside /app. */
   path: string[];
+  /**
+   * Labels, set right after FROM: in one step, and on every layer after it, so that even a build
+   * cancelled halfway leaves nothing the platform cannot find again.
+   */
+  labels?: Record<string, string>;
 }): string {
   const lines = [
     '# Written by Wharf from the build config and what it detected in the source.',
     '# Add a Dockerfile to the source to build it your own way.',
     `FROM ${options.base}`,
-    'WORKDIR /app',
-    'COPY . /app',
   ];
+  const labels = Object.entries(options.labels ?? {});
+  if (labels.length > 0) lines.push(`LABEL ${labels.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ')}`);
+  lines.push('WORKDIR /app', 'COPY . /app');
+  let workdir = '/app';
   for (const step of options.steps) {
     const where = inApp(step.dir);
     for (const command of [step.install, step.build]) {
       if (!command) continue;
-      lines.push(`WORKDIR ${where}`, `RUN ${runLine(command)}`);
+      if (where !== workdir) lines.push(`WORKDIR ${where}`);
+      workdir = where;
+      lines.push(`RUN ${runLine(command)}`);
     }
   }
   if (options.path.length > 0) {
@@ -45,7 +54,8 @@ export function generateDockerfile(options: {
       `ENV PATH=${[...options.path, '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'].join(':')}`,
     );
   }
-  lines.push('WORKDIR /app', '');
+  if (workdir !== '/app') lines.push('WORKDIR /app');
+  lines.push('');
   return lines.join('\n');
 }
 

@@ -21,7 +21,6 @@ import { type BuildStep, generateDockerfile, inApp, serviceLabel, supervisorScri
 import {
   PLATFORM_LABEL,
   PROJECT_LABEL,
-  RELEASE_LABEL,
   type ImageJanitor,
   type RegistryAuth,
   buildImage,
@@ -274,6 +273,7 @@ export class Planner {
 
     const docker = await this.deps.docker();
     const tag = Planner.imageTag(row.id, releaseId);
+    const ownership = { [PLATFORM_LABEL]: this.deps.platformId, [PROJECT_LABEL]: row.id };
     let dockerfile = 'Dockerfile';
     if (ownDockerfile) {
       log.build('building the image from the source’s own Dockerfile');
@@ -289,7 +289,12 @@ export class Planner {
       mkdirSync(join(base, '.wharf'), { recursive: true });
       writeFileSync(
         join(base, dockerfile),
-        generateDockerfile({ base: from, steps, path: planned.flatMap((p) => p.path).slice(0, 1) }),
+        generateDockerfile({
+          base: from,
+          steps,
+          path: planned.flatMap((p) => p.path).slice(0, 1),
+          labels: ownership,
+        }),
       );
       if (!existsSync(join(base, '.dockerignore'))) writeFileSync(join(base, '.dockerignore'), '.git\n');
       log.build(`building the image FROM ${from} (a Dockerfile written from the build config and detection)`);
@@ -302,11 +307,9 @@ export class Planner {
         context: base,
         dockerfile,
         tag,
-        labels: {
-          [PLATFORM_LABEL]: this.deps.platformId,
-          [PROJECT_LABEL]: row.id,
-          [RELEASE_LABEL]: releaseId,
-        },
+        // Each label the engine adds is a build step of its own, after the source's: a generated
+        // Dockerfile has them first. The release is in the tag.
+        labels: ownDockerfile ? ownership : {},
         memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
         cpus: cpus > 0 ? cpus : null,
         onLine: (line) => log.build(line),

@@ -22,19 +22,33 @@ describe('generateDockerfile', () => {
         { dir: 'api', install: null, build: 'npm run build' },
       ],
       path: [],
+      labels: { 'dev.wharf.platform': 'p1', 'dev.wharf.project': 'prj_1' },
     });
     expect(text.split('\n')).toEqual([
       '# Written by Wharf from the build config and what it detected in the source.',
       '# Add a Dockerfile to the source to build it your own way.',
       'FROM node:22-slim',
+      'LABEL dev.wharf.platform="p1" dev.wharf.project="prj_1"',
       'WORKDIR /app',
       'COPY . /app',
-      'WORKDIR /app',
       'RUN CI=true npm ci',
       'WORKDIR /app/api',
       'RUN CI=true npm run build',
       'WORKDIR /app',
       '',
+    ]);
+  });
+
+  it('has no step that does nothing: a source without install or build is FROM, WORKDIR, COPY', () => {
+    const text = generateDockerfile({
+      base: 'node:22-slim',
+      steps: [{ dir: '.', install: null, build: null }],
+      path: [],
+    });
+    expect(text.split('\n').filter((l) => l && !l.startsWith('#'))).toEqual([
+      'FROM node:22-slim',
+      'WORKDIR /app',
+      'COPY . /app',
     ]);
   });
 

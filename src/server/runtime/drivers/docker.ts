@@ -338,7 +338,7 @@ export async function waitForHttp(
     if (Date.now() > deadline) {
       throw new Error(`nothing answered HTTP on its port within ${Math.round(options.timeoutMs / 1000)} s`);
     }
-    await delay(200);
+    await delay(50);
   }
 }
 
