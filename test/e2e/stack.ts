@@ -132,6 +132,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         String(platformPort),
         '--edge-port',
         '0',
+        // Host processes in a sandbox unless a test asks otherwise: `auto` would pick containers
+        // wherever an engine answers, and the screens do not depend on the runtime.
+        ...(options.platformArgs?.includes('--runtime') || options.platformEnv?.WHARF_RUNTIME
+          ? []
+          : ['--runtime', 'sandbox']),
         ...(options.platformArgs ?? []),
       ],
       /Press Ctrl\+C/,

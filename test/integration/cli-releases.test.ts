@@ -139,7 +139,7 @@ describe('wharf rollback', () => {
     expect(result.code, result.stderr + result.stdout).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(
-      new RegExp(`^Rolling back cli-back to ${two!.id} \\(deployed ${time}, the latest upload\\)$`),
+      new RegExp(`^Rolling back cli-back to ${two!.id} \\(deployed ${time}, upload upl_[A-Za-z0-9]+\\)$`),
     );
     expect(lines).toContainEqual(
       `rollback to release ${two!.id} started: no build, its files and env vars as they were`,
@@ -164,7 +164,7 @@ describe('wharf rollback', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(
       new RegExp(
-        `^Rolling back cli-named to ${one!.id} \\(deployed ${time}, the latest upload\\)… \\(wharf logs cli-named -f to follow\\)\\n$`,
+        `^Rolling back cli-named to ${one!.id} \\(deployed ${time}, upload upl_[A-Za-z0-9]+\\)… \\(wharf logs cli-named -f to follow\\)\\n$`,
       ),
     );
     const { project: done } = await waitFor(t, project.id, settled);

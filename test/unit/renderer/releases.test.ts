@@ -4,6 +4,10 @@ import { envChanges, sourceLabel } from '../../../src/renderer/src/views/project
 
 describe('sourceLabel', () => {
   it('reads an upload as an uploaded archive, and shows any other source as the platform wrote it', () => {
+    expect(sourceLabel('upload upl_0Vc0nD8w00vZGqTXUtg2')).toEqual({
+      text: 'Uploaded archive upl_0Vc0nD8w00vZGqTXUtg2',
+      mono: false,
+    });
     expect(sourceLabel('the latest upload')).toEqual({ text: 'An uploaded archive', mono: false });
     expect(sourceLabel('git https://***@github.com/acme/shop.git main')).toEqual({
       text: 'git https://***@github.com/acme/shop.git main',

@@ -2,10 +2,12 @@
 // would change in the env vars, as plain data the view only renders.
 
 /**
- * Where a release's code came from, for its row: the platform says `the latest upload` of the upload it
- * unpacked at the time, which reads wrong in a history.
+ * Where a release's code came from, for its row: `upload upl_…` reads as the archive it was (releases
+ * recorded before uploads were named say `the latest upload`).
  */
 export function sourceLabel(source: string): { text: string; mono: boolean } {
+  const upload = /^upload (upl_[A-Za-z0-9]+)$/.exec(source);
+  if (upload) return { text: `Uploaded archive ${upload[1]}`, mono: false };
   if (source === 'the latest upload') return { text: 'An uploaded archive', mono: false };
   return { text: source, mono: true };
 }
