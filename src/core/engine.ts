@@ -256,6 +256,7 @@ export class Engine implements Bridge {
       if (this.status.lastContactAt === null && this.status.problem === null) await this.refreshProjects();
       return this.status;
     },
+    'platform.info': async () => this.live((client) => client.platformInfo()),
     'account.get': async () => this.live((client) => client.account()),
     'projects.list': async () => this.listProjects(),
     'projects.get': async (input) => {

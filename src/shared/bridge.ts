@@ -31,6 +31,7 @@ import type {
   AiEngine,
   MaskedAiKey,
   PutAiKeyRequest,
+  PlatformInfo,
 } from './api/index.js';
 import type { ErrorCode, FieldError } from './errors.js';
 
@@ -238,6 +239,11 @@ export interface BridgeRequests {
     output: ConnectionTest;
   };
   'platform.status': { input: void; output: PlatformStatus };
+  /**
+   * How the platform of the saved settings runs apps (`GET /platform`): its runtime, why, and how many
+   * releases it keeps for a rollback. A platform older than that route answers `not_found` (404).
+   */
+  'platform.info': { input: void; output: PlatformInfo };
   'account.get': { input: void; output: Account };
   'projects.list': { input: void; output: ProjectList };
   'projects.get': { input: { id: string }; output: ProjectView };
@@ -315,6 +321,7 @@ export const BRIDGE_OPERATIONS = [
   'settings.update',
   'settings.testConnection',
   'platform.status',
+  'platform.info',
   'account.get',
   'projects.list',
   'projects.get',

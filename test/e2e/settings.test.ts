@@ -1,11 +1,17 @@
 // Settings in the desktop UI (browser mode): the local platform with its account and balance, the
-// connection test, a remote platform with a wrong key, a URL that is not http(s), and switching back.
-import type { Page } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
+// connection test, a remote platform with a wrong key, a URL that is not http(s), and switching back;
+// the Runtime card (how the platform runs apps) against the real platform, one that is down, one older
+// than GET /platform, and one running apps as plain processes.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BrowserContextOptions, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Account } from '../../src/shared/api/account.js';
-import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
+import type { PlatformInfo } from '../../src/shared/api/common.js';
+import { errorNextTo, platformApi, screenshot, useAppStack, type AppHarness } from './stack.js';
 
 let account: Account;
+let platformInfo: PlatformInfo;
 
 /** Well formed (wk_ and 32 letters and digits), but no platform knows it. */
 const WRONG_KEY = `wk_${'0123456789abcdefghijklmnopqrstuv'}`;
@@ -15,15 +21,27 @@ const ui = useAppStack({
     const response = await platformApi<Account>(stack, '/account');
     expect(response.status).toBe(200);
     account = response.body;
+    const info = await platformApi<PlatformInfo>(stack, '/platform');
+    expect(info.status).toBe(200);
+    platformInfo = info.body;
   },
 });
 
 /** Opens the app on its Settings screen, in en-US so amounts read as in Node. */
-async function openSettings(): Promise<Page> {
-  const page = await ui.open({ locale: 'en-US' });
+async function openSettings(options: BrowserContextOptions = {}, harness: AppHarness = ui): Promise<Page> {
+  const page = await harness.open({ locale: 'en-US', ...options });
   await page.getByTestId('nav-settings').click();
   await page.getByTestId('settings-form').waitFor();
   return page;
+}
+
+const RUNTIME_LABELS = { container: 'Containers', sandbox: 'Sandbox (bubblewrap)', process: 'Processes' };
+
+/** Waits for the Runtime card to name a runtime; its label. */
+async function runtimeLabel(app: Page): Promise<string> {
+  const label = app.getByTestId('runtime-label');
+  await label.waitFor();
+  return label.innerText();
 }
 
 const usd = (amount: number) =>
@@ -107,6 +125,12 @@ describe('settings', () => {
       .poll(() => app.getByTestId('account').innerText(), { timeout: 5_000 })
       .toMatch(/could not be loaded/);
     expect(await app.getByTestId('account-email').count()).toBe(0);
+    // The Runtime card asked the newly saved platform, which refused the key.
+    await expect
+      .poll(() => app.getByTestId('runtime-unavailable').innerText(), { timeout: 5_000 })
+      .toMatch(/The platform refused the API key/);
+    expect(await app.getByTestId('runtime-label').count()).toBe(0);
+    expect(await app.getByTestId('runtime').innerText()).toContain(`127.0.0.1:${ui.stack.platformPort}`);
     await screenshot(app, 'settings-remote-saved');
 
     await app.getByTestId('platform-local').check();
@@ -120,6 +144,139 @@ describe('settings', () => {
       .toBe('online');
     expect(await app.getByTestId('platform-indicator').innerText()).toContain('Local platform');
     expect(await app.getByTestId('problem-banner').count()).toBe(0);
+    expect(await runtimeLabel(app)).toBe(RUNTIME_LABELS[platformInfo.runtime]);
+    expect(await app.getByTestId('runtime-unavailable').count()).toBe(0);
     await screenshot(app, 'settings-back-to-local');
+  });
+
+  it('shows how the platform runs apps: the runtime, its notes and the releases kept', async () => {
+    for (const [name, options] of [
+      ['settings-runtime', {}],
+      ['settings-runtime-dark', { colorScheme: 'dark' }],
+      ['settings-runtime-800', { viewport: { width: 800, height: 600 } }],
+    ] as const) {
+      const app = await openSettings(options);
+      const card = app.getByTestId('runtime');
+      expect(await runtimeLabel(app)).toBe(RUNTIME_LABELS[platformInfo.runtime]);
+      expect(await app.getByTestId('runtime-label').getAttribute('data-runtime')).toBe(platformInfo.runtime);
+      expect(await app.getByTestId('runtime-keep').innerText()).toBe(
+        `${platformInfo.keep_releases} releases per project`,
+      );
+      expect(await app.getByTestId('runtime-note').allInnerTexts()).toEqual(platformInfo.runtime_notes);
+      expect(await app.getByTestId('runtime-warning').count()).toBe(
+        platformInfo.runtime === 'process' ? 1 : 0,
+      );
+      expect(await card.innerText()).toContain('How apps run on the local platform.');
+      // Nothing in the card runs past its edge, at any width.
+      expect(
+        await card.evaluate(
+          (element) =>
+            [...element.querySelectorAll('*')].filter((child) => child.scrollWidth > child.clientWidth + 1)
+              .length,
+        ),
+      ).toBe(0);
+      await screenshot(app, name, { show: card });
+      await app.context().close();
+    }
+  });
+
+  it('says when the platform cannot be reached, and shows the runtime again once it is back', async () => {
+    const app = await openSettings();
+    await runtimeLabel(app);
+    await ui.stack.stopPlatform();
+    try {
+      await app.getByTestId('runtime-refresh').click();
+      const unavailable = app.getByTestId('runtime-unavailable');
+      await expect
+        .poll(() => unavailable.innerText(), { timeout: 15_000 })
+        .toMatch(/The platform cannot be reached/);
+      expect(await unavailable.getAttribute('data-code')).toBe('offline');
+      expect(await app.getByTestId('runtime-loading').count()).toBe(0);
+      expect(await app.getByTestId('runtime-refresh').isEnabled()).toBe(true);
+      await screenshot(app, 'settings-runtime-offline', { show: unavailable });
+    } finally {
+      await ui.stack.startPlatform();
+    }
+    // Back online (the Engine notices by itself): the card asks again without a click.
+    await expect.poll(() => app.getByTestId('runtime-label').count(), { timeout: 20_000 }).toBe(1);
+    expect(await runtimeLabel(app)).toBe(RUNTIME_LABELS[platformInfo.runtime]);
+  });
+
+  describe('a platform older than GET /platform', () => {
+    let older: Server;
+    beforeAll(async () => {
+      // What an older Wharf answers for a route it does not have; it knows no other routes either.
+      older = createServer((request, response) => {
+        response.writeHead(404, { 'content-type': 'application/problem+json' });
+        response.end(
+          JSON.stringify({
+            type: 'https://wharf.dev/problems/not_found',
+            title: 'Not Found',
+            status: 404,
+            code: 'not_found',
+            detail: `no route for ${request.method} ${request.url?.split('?')[0]}`,
+          }),
+        );
+      });
+      await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve));
+    });
+    afterAll(async () => {
+      older.closeAllConnections();
+      await new Promise<void>((resolve) => older.close(() => resolve()));
+    });
+
+    it('says it does not tell how it runs apps, instead of failing', async () => {
+      const app = await openSettings();
+      await runtimeLabel(app);
+      const origin = `http://127.0.0.1:${(older.address() as AddressInfo).port}`;
+      await app.getByTestId('platform-remote').check();
+      await app.getByTestId('platform-url').fill(origin);
+      await app.getByTestId('api-key').fill(WRONG_KEY);
+      await app.getByTestId('save-settings').click();
+      await app.getByTestId('settings-saved').waitFor();
+      try {
+        const unavailable = app.getByTestId('runtime-unavailable');
+        await expect
+          .poll(() => unavailable.innerText(), { timeout: 5_000 })
+          .toMatch(/This platform does not say how it runs apps[\s\S]*older than this app/);
+        expect(await unavailable.getAttribute('data-code')).toBe('not_found');
+        expect(await app.getByTestId('runtime').innerText()).toContain(origin);
+        await screenshot(app, 'settings-runtime-older-platform', { show: unavailable });
+      } finally {
+        await app.getByTestId('platform-local').check();
+        await app.getByTestId('save-settings').click();
+        await app.getByTestId('settings-saved').waitFor();
+      }
+      expect(await runtimeLabel(app)).toBe(RUNTIME_LABELS[platformInfo.runtime]);
+    });
+  });
+});
+
+describe('settings on a platform that runs apps as plain processes', () => {
+  const processUi = useAppStack({ platformArgs: () => ['--runtime', 'process'] });
+
+  it('warns that apps run as the platform’s own user, and what to install', async () => {
+    const app = await openSettings({}, processUi);
+    expect(await runtimeLabel(app)).toBe('Processes');
+    const warning = app.getByTestId('runtime-warning');
+    const text = await warning.innerText();
+    expect(text).toMatch(/Apps run as the platform’s own user/);
+    expect(text).toMatch(/one account only/);
+    expect(text).toMatch(/Docker or Podman/);
+    expect(text).toMatch(/bubblewrap/);
+    expect(await app.getByTestId('runtime-note').allInnerTexts()).toContain(
+      'apps run as this platform’s own user: for one person’s machine only',
+    );
+    await screenshot(app, 'settings-runtime-process', { show: app.getByTestId('runtime') });
+    await app.context().close();
+
+    const dark = await openSettings(
+      { colorScheme: 'dark', viewport: { width: 800, height: 600 } },
+      processUi,
+    );
+    await dark.getByTestId('runtime-warning').waitFor();
+    await screenshot(dark, 'settings-runtime-process-dark-800', {
+      show: dark.getByTestId('runtime-warning'),
+    });
   });
 });

@@ -1,5 +1,7 @@
 // The Engine against a real platform: live data, the Mirror while offline, settings and secrets.
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +125,47 @@ describe('Engine with the local platform', () => {
       engine.invoke('projects.upload', { id: project.id, fileName: 'x', data: new Uint8Array() }),
     );
     expect(empty.code).toBe('validation_failed');
+  });
+
+  it('says how the platform runs apps (platform.info), as GET /platform does', async () => {
+    const engine = engineFor(platform);
+    const info = await engine.invoke('platform.info', undefined);
+    expect(info).toEqual({
+      runtime: 'sandbox',
+      runtime_notes: platform.platform.runtimeNotes,
+      keep_releases: platform.platform.config.keepReleases,
+    });
+  });
+
+  it('answers platform.info with not_found from a platform older than GET /platform', async () => {
+    // What an older Wharf answers for a route it does not have (its not-found handler).
+    const older = createServer((request, response) => {
+      response.writeHead(404, { 'content-type': 'application/problem+json' });
+      response.end(
+        JSON.stringify({
+          type: 'https://wharf.dev/problems/not_found',
+          title: 'Not Found',
+          status: 404,
+          code: 'not_found',
+          detail: `no route for ${request.method} ${request.url}`,
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve));
+    try {
+      const engine = engineFor(platform);
+      const origin = `http://127.0.0.1:${(older.address() as AddressInfo).port}`;
+      await engine.invoke('settings.update', { platform: origin, apiKey: `wk_${'a'.repeat(32)}` });
+      const error = await rejection(engine.invoke('platform.info', undefined));
+      expect(error).toMatchObject({ code: 'not_found', status: 404 });
+      expect(error.detail).toBe('no route for GET /api/v1/platform');
+
+      await new Promise<void>((resolve) => older.close(() => resolve()));
+      const gone = await rejection(engine.invoke('platform.info', undefined));
+      expect(gone.code).toBe('offline');
+    } finally {
+      older.close();
+    }
   });
 
   it('tells listeners about projects created elsewhere, by polling', async () => {

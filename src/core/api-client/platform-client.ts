@@ -26,6 +26,7 @@ import {
   type CreateProjectRequest,
   type EnvVars,
   LogLine,
+  PlatformInfo,
   Problem,
   Project,
   ProjectDetail,
@@ -86,6 +87,14 @@ export class PlatformClient {
 
   account(): Promise<Account> {
     return this.json('GET', '/account', Account);
+  }
+
+  /**
+   * How the platform runs apps: its runtime, why, and how many releases it keeps. Any key may ask; a
+   * platform older than the route answers 404.
+   */
+  platformInfo(): Promise<PlatformInfo> {
+    return this.json('GET', '/platform', PlatformInfo);
   }
 
   async listProjects(etag?: string | null): Promise<ConditionalList> {

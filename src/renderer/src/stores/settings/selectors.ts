@@ -12,6 +12,12 @@ export const selectAccount = (state: State) => ({
   loading: state.accountLoading,
 });
 
+export const selectRuntime = (state: State) => ({
+  info: state.runtime,
+  error: state.runtimeError,
+  loading: state.runtimeLoading,
+});
+
 export const selectConnectionTest = (state: State) => state.test;
 
 export const selectSettingsActions = (state: State) => ({
@@ -19,9 +25,11 @@ export const selectSettingsActions = (state: State) => ({
   save: state.save,
   testConnection: state.testConnection,
   loadAccount: state.loadAccount,
+  loadRuntime: state.loadRuntime,
 });
 
 export const useSettings = () => useSettingsStore(useShallow(selectSettings));
 export const useAccount = () => useSettingsStore(useShallow(selectAccount));
+export const useRuntime = () => useSettingsStore(useShallow(selectRuntime));
 export const useConnectionTest = () => useSettingsStore(selectConnectionTest);
 export const useSettingsActions = () => useSettingsStore(useShallow(selectSettingsActions));

@@ -1,7 +1,9 @@
 // Settings: which platform the Engine talks to and whether a key is saved (never the key itself),
-// the connection test, and the account (with its balance) of the saved settings.
+// the connection test, the account (with its balance) of the saved settings, and how that platform
+// runs apps (its runtime).
 import { create } from 'zustand';
 import type { Account } from '../../../../shared/api/account.js';
+import type { PlatformInfo } from '../../../../shared/api/common.js';
 import type {
   BridgeErrorShape,
   BridgeResult,
@@ -26,11 +28,23 @@ interface SettingsState {
   accountError: BridgeErrorShape | null;
   accountLoading: boolean;
   test: ConnectionTestState;
+  /** How the platform of the saved settings runs apps; null until it answered (or when it changed). */
+  runtime: PlatformInfo | null;
+  runtimeError: BridgeErrorShape | null;
+  runtimeLoading: boolean;
   load(): Promise<void>;
   save(update: SettingsUpdate): Promise<BridgeResult<SettingsView>>;
   testConnection(platform: string, apiKey?: string): Promise<void>;
   loadAccount(): Promise<void>;
+  /**
+   * Asks the platform how it runs apps. `reset` forgets what is shown first (the platform changed, so it
+   * belongs to another one). Only the latest call's answer is kept.
+   */
+  loadRuntime(options?: { reset?: boolean }): Promise<void>;
 }
+
+/** Numbers runtime loads, so an answer that arrives after a newer call's is dropped. */
+let runtimeLoads = 0;
 
 export const useSettingsStore = create<SettingsState>()((set, get) => ({
   view: null,
@@ -39,6 +53,9 @@ export const useSettingsStore = create<SettingsState>()((set, get) => ({
   accountError: null,
   accountLoading: false,
   test: { running: false, target: null, result: null },
+  runtime: null,
+  runtimeError: null,
+  runtimeLoading: false,
 
   async load() {
     try {
@@ -53,6 +70,7 @@ export const useSettingsStore = create<SettingsState>()((set, get) => ({
     if (outcome.ok) {
       set({ view: outcome.value, loadError: null, account: null, accountError: null });
       void get().loadAccount();
+      void get().loadRuntime({ reset: true });
     }
     return outcome;
   },
@@ -76,5 +94,19 @@ export const useSettingsStore = create<SettingsState>()((set, get) => ({
     } finally {
       set({ accountLoading: false });
     }
+  },
+
+  async loadRuntime(options = {}) {
+    const load = ++runtimeLoads;
+    set(
+      options.reset ? { runtime: null, runtimeError: null, runtimeLoading: true } : { runtimeLoading: true },
+    );
+    const outcome = await attempt(() => bridge.invoke('platform.info', undefined));
+    if (load !== runtimeLoads) return;
+    set(
+      outcome.ok
+        ? { runtime: outcome.value, runtimeError: null, runtimeLoading: false }
+        : { runtime: null, runtimeError: outcome.error, runtimeLoading: false },
+    );
   },
 }));

@@ -1,6 +1,6 @@
 // Settings: which platform to use (the embedded local one, or a remote URL with its API key), a
-// connection test, the account with its balance, and the account's own AI key. The API key is
-// write-only: the page only learns whether one is saved.
+// connection test, how that platform runs apps, the account with its balance, and the account's own AI
+// key. The API key is write-only: the page only learns whether one is saved.
 import { useEffect, useState, type FormEvent } from 'react';
 import type { SettingsUpdate } from '../../../../shared/bridge.js';
 import { TextField } from '../../components/Field';
@@ -11,6 +11,7 @@ import { useProjectActions } from '../../stores/projects/selectors';
 import { useConnectionTest, useSettings, useSettingsActions } from '../../stores/settings/selectors';
 import { AccountCard } from './AccountCard';
 import { AiKeyCard } from './AiKeyCard';
+import { RuntimeCard } from './RuntimeCard';
 
 type Mode = 'local' | 'remote';
 
@@ -262,6 +263,7 @@ export function SettingsView() {
         </footer>
       </form>
 
+      <RuntimeCard />
       <AccountCard />
       <AiKeyCard />
     </div>
