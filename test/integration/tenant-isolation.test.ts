@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { detectCgroups } from '../../src/server/runtime/cgroups.js';
 import { MAX_LINE_BYTES } from '../../src/server/runtime/lines.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
   archiveOf,
@@ -252,7 +251,7 @@ __attribute__((constructor)) static void mark(void) {
 
   it('refuses a service port of the platform or of another project with 422', async () => {
     const api = Number(new URL(tp.api).port);
-    const taken = await freePort(); // a fixed port could be any connection's ephemeral port
+    const taken = 62_111; // above the ephemeral range: no connection of another test holds it
     const own = await createProject(tp, {
       name: 'Ported',
       subdomain: 'ported',
