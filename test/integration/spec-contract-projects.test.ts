@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/server/runtime/process.js';
-import { archiveOf, gitRepo, nodeApp, viaEdge, waitFor } from '../helpers/deploy.js';
+import { archiveOf, gitRepo, nodeApp, until, viaEdge, waitFor } from '../helpers/deploy.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
   BUILD_CONFIG,
@@ -219,7 +219,15 @@ describe('§4.1: every project endpoint, with a deploy-scoped key', () => {
     const result = await api(`/projects/${id}/logs`);
     expect(result.status).toBe(200);
     expect(Array.isArray(result.body)).toBe(true);
-    expect(JSON.stringify(result.body)).toContain('listening on');
+    expect(JSON.stringify(result.body)).toContain('deploy rel_');
+    // The app's own line travels through its output pipe, which may arrive a moment after its port
+    // answered (on a busy machine): it is in the log soon after.
+    await until(
+      async () => JSON.stringify((await api(`/projects/${id}/logs`)).body).includes('listening on'),
+      'the app’s "listening on" line in GET /logs',
+      10_000,
+      100,
+    );
   });
 
   it('POST /projects/:id/stop stops it', async () => {
