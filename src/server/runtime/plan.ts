@@ -8,10 +8,11 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createWriteStream, statSync } from 'node:fs';
 import type Docker from 'dockerode';
-import type { BuildConfig } from '../../shared/api/projects.js';
+import { type BuildConfig, LIMITS } from '../../shared/api/projects.js';
 import type { PlatformConfig } from '../config.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Build } from './build.js';
@@ -86,6 +87,20 @@ export function normalizePlan(plan: ReleasePlan): ReleasePlan {
 const BUILD_STEP_TIMEOUT_MS = 20 * 60_000;
 const LOST_LAYER = /unknown parent image ID|unable to find image|No such image/i;
 const DEFAULT_CONTAINER_PORT = 3000;
+/** The tar of a built site (files and their headers), at most what an upload may unpack to. */
+const BUILT_SITE_MAX_BYTES = LIMITS.uploadUnpackedBytes + 16 * 1024 * 1024;
+
+/** Passes bytes through, failing with a DeployError once more than `max` went by. */
+export function capBytes(max: number, what: string): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > max) done(new DeployError(`${what} is larger than ${Math.floor(max / 1024 / 1024)} MiB`));
+      else done(null, chunk);
+    },
+  });
+}
 
 export interface PlanContext {
   row: ProjectsTable;
@@ -410,8 +425,10 @@ export class Planner {
     const archive = join(tmpdir(), `wharf-site-${container.id.slice(0, 12)}.tar`);
     const out = join(dir, '.wharf-built');
     try {
+      // The image is the tenant's: what it holds is copied out no bigger than an upload may unpack to.
       await pipeline(
         (await container.getArchive({ path: '/app' })) as NodeJS.ReadableStream,
+        capBytes(BUILT_SITE_MAX_BYTES, 'the built site'),
         createWriteStream(archive),
       );
       // The same checks as an upload: no link may lead out of the release.
