@@ -1,10 +1,11 @@
 // `wharf admin …`: operator commands that work on a platform's data dir directly, also while it runs:
-// create an account, credit one.
+// create an account, credit one, move one to another plan.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SCOPES, type Scope } from '../shared/api/account.js';
-import { resolveConfig, wharfHome } from '../server/config.js';
+import { type PlatformConfig, resolveConfig, wharfHome } from '../server/config.js';
+import { loadPlans, PLANS_FILE } from '../server/plans.js';
 import { UsageError, type Io } from './io.js';
 
 function parseScopes(value: string): Scope[] {
@@ -50,6 +51,27 @@ function parseAccountId(value: string): string {
   return id;
 }
 
+function plansOption(): Option {
+  return new Option(
+    '--plans <file>',
+    `the operator's plans, a JSON file (default: <data-dir>/${PLANS_FILE} when it exists, else the built-in free and pro)`,
+  ).env('WHARF_PLANS');
+}
+
+/** The platform's config as `wharf platform` would resolve it for this data dir and plans file. */
+function adminConfig(options: { dataDir?: string; plans?: string }): PlatformConfig {
+  const dataDir = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}).dataDir;
+  const plans = loadPlans(dataDir, options.plans === undefined ? undefined : resolve(options.plans));
+  return resolveConfig({
+    dataDir,
+    ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
+  });
+}
+
+function unknownPlan(plan: string, config: PlatformConfig): UsageError {
+  return new UsageError(`unknown plan "${plan}"; plans: ${Object.keys(config.plans).join(', ')}`);
+}
+
 function dataDirOption(): Option {
   return new Option(
     '--data-dir <dir>',
@@ -57,8 +79,17 @@ function dataDirOption(): Option {
   ).env('WHARF_DATA_DIR');
 }
 
+interface SetPlanOptions {
+  dataDir?: string;
+  plans?: string;
+  account: string;
+  plan: string;
+  json: boolean;
+}
+
 interface CreditOptions {
   dataDir?: string;
+  plans?: string;
   account: string;
   usd: number;
   json: boolean;
@@ -66,6 +97,7 @@ interface CreditOptions {
 
 interface CreateAccountOptions {
   dataDir?: string;
+  plans?: string;
   email: string;
   unverified: boolean;
   scopes: Scope[];
@@ -80,17 +112,16 @@ export function adminCommand(io: Io): Command {
     .command('create-account')
     .description('create an account and print its first API key (shown once)')
     .addOption(dataDirOption())
+    .addOption(plansOption())
     .requiredOption('--email <email>', "the account's email address", parseEmail)
     .option('--unverified', 'leave the email unverified (AI endpoints refuse such accounts)', false)
     .option('--scopes <list>', `scopes of the key: ${SCOPES.join(',')}`, parseScopes, ['full'] as Scope[])
     .option('--plan <plan>', 'billing plan (default: the platform default)')
     .option('--json', 'print { account_id, api_key } as JSON', false)
     .action(async (options: CreateAccountOptions) => {
-      const config = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {});
+      const config = adminConfig(options);
       const plan = options.plan ?? config.defaultPlan;
-      if (!(plan in config.plans)) {
-        throw new UsageError(`unknown plan "${plan}"; plans: ${Object.keys(config.plans).join(', ')}`);
-      }
+      if (!(plan in config.plans)) throw unknownPlan(plan, config);
       const [{ createAccount }, { ApiError }, { openStore }] = await Promise.all([
         import('../server/accounts/accounts.js'),
         import('../server/errors.js'),
@@ -125,11 +156,12 @@ export function adminCommand(io: Io): Command {
     .command('credit')
     .description("add a top-up to an account's balance (it carries over from month to month)")
     .addOption(dataDirOption())
+    .addOption(plansOption())
     .requiredOption('--account <id>', 'the account to credit (acc_…)', parseAccountId)
     .requiredOption('--usd <amount>', 'US dollars to add, e.g. 10 or 12.50', parseUsd)
     .option('--json', 'print { id, account_id, amount_usd, balance } as JSON', false)
     .action(async (options: CreditOptions) => {
-      const config = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {});
+      const config = adminConfig(options);
       const file = join(config.dataDir, 'platform.db');
       // Opening would create an empty database: a mistyped data dir should say so instead.
       if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
@@ -165,6 +197,53 @@ export function adminCommand(io: Io): Command {
       } catch (error) {
         if (error instanceof ApiError) throw new Error(error.detail);
         throw error;
+      } finally {
+        await db.destroy();
+      }
+    });
+
+  admin
+    .command('set-plan')
+    .description(
+      "move an account to another plan: its next monthly allowance, and its projects' memory, CPU and processes from their next start",
+    )
+    .addOption(dataDirOption())
+    .addOption(plansOption())
+    .requiredOption('--account <id>', 'the account (acc_…)', parseAccountId)
+    .requiredOption('--plan <plan>', 'the plan it moves to')
+    .option('--json', 'print { account_id, plan, previous_plan } as JSON', false)
+    .action(async (options: SetPlanOptions) => {
+      const config = adminConfig(options);
+      if (!(options.plan in config.plans)) throw unknownPlan(options.plan, config);
+      const file = join(config.dataDir, 'platform.db');
+      if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
+      const [{ openStore }, { describeLimits, planLimits }] = await Promise.all([
+        import('../server/store/open.js'),
+        import('../server/runtime/resources.js'),
+      ]);
+      const db = await openStore(file);
+      try {
+        const account = await db
+          .selectFrom('accounts')
+          .select('plan')
+          .where('id', '=', options.account)
+          .executeTakeFirst();
+        if (!account) throw new Error(`there is no account ${options.account} in ${config.dataDir}`);
+        await db
+          .updateTable('accounts')
+          .set({ plan: options.plan })
+          .where('id', '=', options.account)
+          .execute();
+        if (options.json) {
+          io.out(
+            JSON.stringify({ account_id: options.account, plan: options.plan, previous_plan: account.plan }),
+          );
+        } else {
+          io.out(`${options.account} is now on plan ${options.plan} (was ${account.plan})`);
+          io.out(
+            `  each project: ${describeLimits(planLimits(config, options.plan))}, from its next start (deploy, restart or rollback)`,
+          );
+        }
       } finally {
         await db.destroy();
       }

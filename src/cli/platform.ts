@@ -11,6 +11,8 @@ import {
   wharfHome,
 } from '../server/config.js';
 import { join } from 'node:path';
+import { loadPlans, PLANS_FILE } from '../server/plans.js';
+import { describeLimits, planLimits } from '../server/runtime/resources.js';
 import { AI_PROVIDERS, type AiProvider } from '../shared/api/account.js';
 import {
   parseCount,
@@ -26,6 +28,7 @@ import type { Io } from './io.js';
 
 interface PlatformOptions {
   dataDir?: string;
+  plans?: string;
   host: string;
   port: number;
   edgePort: number;
@@ -72,6 +75,12 @@ export function platformCommand(io: Io): Command {
         '--data-dir <dir>',
         `where its database, uploads and secret live (default: ${join(wharfHome(), 'platform')})`,
       ).env('WHARF_DATA_DIR'),
+    )
+    .addOption(
+      new Option(
+        '--plans <file>',
+        `the plans accounts can be on, a JSON file: { "default_plan", "plans": { name: { allowance_usd, memory_mib, cpus, pids } } } (default: <data-dir>/${PLANS_FILE} when it exists, else free and pro)`,
+      ).env('WHARF_PLANS'),
     )
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1').env('WHARF_HOST'))
     .addOption(
@@ -286,8 +295,11 @@ export function platformCommand(io: Io): Command {
     )
     .addOption(new Option('--log', 'log every request').default(false))
     .action(async (options: PlatformOptions) => {
+      const dataDir = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}).dataDir;
+      const plans = loadPlans(dataDir, options.plans === undefined ? undefined : resolve(options.plans));
       const config = resolveConfig({
-        ...(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}),
+        dataDir,
+        ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
         edgePort: options.edgePort,
         baseDomain: options.baseDomain,
         tunnelDomain: options.tunnelDomain,
@@ -356,6 +368,14 @@ export function platformCommand(io: Io): Command {
         `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
       );
       for (const note of running.runtimeNotes) io.out(`             ${note}`);
+      io.out(
+        `  Plans      ${plans ? `from ${plans.file}` : 'built in (free, pro)'}; new accounts: ${config.defaultPlan}`,
+      );
+      for (const [name, plan] of Object.entries(config.plans)) {
+        io.out(
+          `             ${name}: $${plan.allowance_usd} a month; each project ${describeLimits(planLimits(config, name))}`,
+        );
+      }
       io.out(
         `  AI         ${config.ai.provider ? `${config.ai.provider}${config.ai.model ? ` ${config.ai.model}` : ''}${config.ai.key ? '' : ' (WHARF_AI_KEY is not set)'}` : 'no included engine: own keys, else offline templates'}`,
       );

@@ -7,6 +7,12 @@ import type { AiProvider } from '../shared/api/account.js';
 export interface Plan {
   /** What the plan grants each calendar month (UTC), in US dollars. */
   allowance_usd: number;
+  /** Memory of one project's processes or container, in MiB (0: no limit); absent: `sandbox.memoryMiB`. */
+  memory_mib?: number;
+  /** CPU cores one project may use (0.5: half of one; 0: no limit); absent: `sandbox.cpus`. */
+  cpus?: number;
+  /** Processes and threads of one project at once (0: no limit); absent: `sandbox.pids`. */
+  pids?: number;
 }
 
 /** What metered work costs, in US dollars (the ledger keeps integer micro-dollars). */
@@ -106,7 +112,10 @@ export interface PlatformConfig {
    * one person's machine only), or `auto`, the strongest one this machine has.
    */
   runtime: RuntimeKind;
-  /** The sandbox runtime's per-project users and resource ceilings (the container runtime's too). */
+  /**
+   * The sandbox runtime's per-project users, and the resources of a project whose plan does not set
+   * its own (both the sandbox's and the container runtime's).
+   */
   sandbox: SandboxConfig;
   /** The base images of Dockerfiles the container runtime writes (`--node-image`, `--python-image`). */
   images: { node: string; python: string };
@@ -156,7 +165,7 @@ export interface PlatformConfig {
 export interface SandboxConfig {
   /** When the platform runs as root, each project runs as a uid of its own, from this one up. */
   uidBase: number;
-  /** Memory of one project's processes together, in MiB; 0: no limit. */
+  /** Memory of one project's processes together, in MiB; 0: no limit. A plan's `memory_mib` wins. */
   memoryMiB: number;
   /** Processes and threads of one project at once; 0: no limit. */
   pids: number;

@@ -26,6 +26,8 @@ export interface TestPlatform {
     scopes?: Scope[];
     verified?: boolean;
     email?: string;
+    /** The account's plan (default: free). */
+    plan?: string;
   }): Promise<{ accountId: string; key: string }>;
   close(): Promise<void>;
 }
@@ -74,7 +76,7 @@ export async function startPlatform(
       const created = await createAccount(platform.db, {
         email: options.email ?? `user${accounts}-${Date.now()}@example.com`,
         verified: options.verified ?? true,
-        plan: 'free',
+        plan: options.plan ?? 'free',
         scopes: options.scopes ?? ['full'],
       });
       return { accountId: created.accountId, key: created.key.key };

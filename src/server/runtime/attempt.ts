@@ -13,10 +13,12 @@ import type { Store } from '../store/open.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Build } from './build.js';
 import { CancelledError, DeployError } from './build.js';
+import type { ResourceLimits } from './cgroups.js';
 import type { CommandDriver } from './drivers/host.js';
 import { type Planner, type ReleasePlan, isDirectory } from './plan.js';
 import type { ProjectLog } from './project-log.js';
 import type { ReleaseStore } from './releases.js';
+import { type PlanResources, describeLimits } from './resources.js';
 import { SourceError, cloneRepository, extractUpload, headCommit } from './sources.js';
 import { transition } from './status.js';
 import type { Instance, Supervised, Supervisor } from './supervisor.js';
@@ -34,6 +36,10 @@ export interface AttemptDeps {
   supervisor: Supervisor;
   /** The host runtimes' driver (null on the container runtime). */
   driver: CommandDriver | null;
+  /** What each project may use, from its account's plan. */
+  resources: PlanResources;
+  /** Whether this runtime enforces those limits (containers, the sandbox with control groups). */
+  limitsApply: boolean;
   appDir(projectId: string): string;
   /**
    * Marks the releases beyond the kept ones as gone (no rollback can pick them any more) and returns
@@ -47,7 +53,8 @@ interface How {
   begin: string;
   /** A new release row (a deploy), or null to start a recorded one again (a rollback). */
   record: { source: string; envVars: Record<string, string> } | null;
-  plan(): Promise<ReleasePlan>;
+  /** `limits`: what the project may use, for the commands it prepares. */
+  plan(limits: ResourceLimits): Promise<ReleasePlan>;
   /** Deletes what a failed or cancelled deploy produced. */
   discard(): void;
   /** Once the release serves (a rollback: its env vars become the project's again). */
@@ -64,7 +71,7 @@ export async function deploy(deps: AttemptDeps, state: ProjectState, build: Buil
     releaseId,
     begin: `deploy ${releaseId} started (source: ${source})`,
     record: { source, envVars: JSON.parse(row.env_vars) as Record<string, string> },
-    plan: async () => {
+    plan: async (limits) => {
       await fetchSource(deps, row, dir, build, state.log);
       build.check();
       const commit = row.deploy_source === 'git' ? await headCommit(dir) : null;
@@ -73,7 +80,7 @@ export async function deploy(deps: AttemptDeps, state: ProjectState, build: Buil
       if (deps.driver) {
         const home = join(deps.appDir(row.id), 'home');
         mkdirSync(home, { recursive: true });
-        await deps.driver.prepare(row.id, [dir, home]);
+        await deps.driver.prepare(row.id, [dir, home], limits);
       }
       const plan = await deps.planner.plan({ row, releaseId, dir, build, log: state.log });
       await deps.releases.built(releaseId, { plan: JSON.stringify(plan), image: plan.image ?? null, commit });
@@ -96,11 +103,11 @@ export function rollback(
     releaseId: plan.id,
     begin: `rollback to release ${plan.id} started: no build, ${plan.runs === 'container' ? `its image ${plan.image}` : 'its files'} and env vars as they were`,
     record: null,
-    plan: async () => {
+    plan: async (limits) => {
       if (plan.runs !== 'container' && !isDirectory(plan.dir)) {
         throw new DeployError(`the files of release ${plan.id} are gone`);
       }
-      if (deps.driver) await deps.driver.prepare(row.id, []);
+      if (deps.driver) await deps.driver.prepare(row.id, [], limits);
       return plan;
     },
     discard: () => undefined,
@@ -116,7 +123,12 @@ async function run(deps: AttemptDeps, state: ProjectState, build: Build, row: Pr
   let instance: Instance | null = null;
   try {
     if (how.record) await deps.releases.begin({ id: releaseId, projectId: row.id, ...how.record });
-    const plan = await how.plan();
+    const resources = await deps.resources.forAccount(row.account_id);
+    // Image sources run as containers on every runtime.
+    if (deps.limitsApply || row.deploy_source === 'image') {
+      log.system(`resources of plan ${resources.plan}: ${describeLimits(resources.limits)}`);
+    }
+    const plan = await how.plan(resources.limits);
     build.check();
     const previous = state.current;
     if (previous && plan.services.some((s) => s.fixedPort !== null)) {

@@ -31,6 +31,7 @@ import {
 import type { CommandDriver } from './drivers/host.js';
 import type { ProcessExit } from './process.js';
 import type { ProjectLog } from './project-log.js';
+import type { PlanResources } from './resources.js';
 import { extractUpload } from './sources.js';
 
 export interface ReleasePlan {
@@ -123,6 +124,8 @@ export interface PlannerDeps {
   images: ImageJanitor;
   /** An image source's registry login, if one is saved. */
   registryAuth(row: ProjectsTable): RegistryAuth | null;
+  /** What a project may use, from its account's plan: its image builds get the same memory and CPU. */
+  resources: PlanResources;
 }
 
 export class Planner {
@@ -316,7 +319,7 @@ export class Planner {
     }
     build.check();
     const started = Date.now();
-    const { memoryMiB, cpus } = this.deps.config.sandbox;
+    const { limits } = await this.deps.resources.forAccount(row.account_id);
     const build1 = () =>
       buildImage(docker, {
         context: base,
@@ -325,8 +328,8 @@ export class Planner {
         // Each label the engine adds is a build step of its own, after the source's: a generated
         // Dockerfile has them first. The release is in the tag.
         labels: ownDockerfile ? ownership : {},
-        memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
-        cpus: cpus > 0 ? cpus : null,
+        memoryBytes: limits.memoryBytes,
+        cpus: limits.cpus,
         onLine: (line) => log.build(line),
         signal: build.signal,
       });

@@ -36,6 +36,7 @@ import {
 import { Planner, type ReleasePlan, isDirectory, normalizePlan } from './plan.js';
 import { ProjectLog } from './project-log.js';
 import { ReleaseStore } from './releases.js';
+import { PlanResources } from './resources.js';
 import { transition } from './status.js';
 import { type EdgeTarget, Supervisor } from './supervisor.js';
 
@@ -65,6 +66,7 @@ export class Runtime {
     this.engine = chosen.docker;
     this.platformId = createHash('sha256').update(realDir(config.dataDir)).digest('hex').slice(0, 16);
     const docker = () => this.docker();
+    const resources = new PlanResources(db, config);
     this.images = new ImageJanitor(docker);
     const commands = chosen.driver ?? {
       kind: 'process' as const,
@@ -82,12 +84,14 @@ export class Runtime {
       platformId: this.platformId,
       images: this.images,
       registryAuth: (row) => projects.registryAuth(row),
+      resources,
     });
     this.supervisor = new Supervisor({
       config,
       driver: commands,
       docker,
       platformId: this.platformId,
+      resources,
       closed: () => this.closed,
       wentDown: async (project, error) => {
         await project.log.flush();
@@ -103,6 +107,8 @@ export class Runtime {
       planner: this.planner,
       supervisor: this.supervisor,
       driver: chosen.driver,
+      resources,
+      limitsApply: chosen.limits,
       appDir: (id) => this.appDir(id),
       prune: (id, current) => this.prune(id, current),
     };

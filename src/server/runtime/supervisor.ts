@@ -27,6 +27,7 @@ import { type ReleasePlan, type ReleaseService, describeExit, hostEnv } from './
 import { type RunningProcess, freePort, waitForPort } from './process.js';
 import { portIsFree } from './ports.js';
 import type { ProjectLog } from './project-log.js';
+import type { PlanResources } from './resources.js';
 
 export interface LiveService {
   spec: ReleaseService;
@@ -75,6 +76,8 @@ export interface SupervisorDeps {
   driver: CommandDriver;
   docker(): Promise<Docker>;
   platformId: string;
+  /** What each project may use, from its account's plan (read at each start: a plan change applies). */
+  resources: PlanResources;
   /** The serving instance went down for good: the runtime marks the project failed. */
   wentDown(project: Supervised, error: string): Promise<void>;
   closed(): boolean;
@@ -232,7 +235,8 @@ export class Supervisor {
     const started = Date.now();
     const env = hostEnv(instance.plan.dir, spec.env, spec.path, port === null ? {} : { PORT: String(port) });
     log.system(`starting ${label}: ${spec.start}${port === null ? '' : ` (PORT=${port})`}`, spec.name);
-    await this.deps.driver.prepare(project.id, []);
+    const { limits } = await this.deps.resources.forProject(project.id);
+    await this.deps.driver.prepare(project.id, [], limits);
     const process = this.deps.driver.run({
       projectId: project.id,
       command: spec.start!,
@@ -274,7 +278,7 @@ export class Supervisor {
       [PLATFORM_LABEL]: this.deps.platformId,
       [PROJECT_LABEL]: project.id,
     });
-    const { memoryMiB, pids, cpus } = this.deps.config.sandbox;
+    const { limits } = await this.deps.resources.forProject(project.id);
     const ports = unit.services
       .map((s) => s.spec.containerPort)
       .filter((p): p is number => typeof p === 'number');
@@ -297,9 +301,9 @@ export class Supervisor {
           ports,
           labels,
           network,
-          memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
-          pids: pids > 0 ? pids : null,
-          cpus: cpus > 0 ? cpus : null,
+          memoryBytes: limits.memoryBytes,
+          pids: limits.pids,
+          cpus: limits.cpus,
         },
         this.lineSink(project, plan),
       );

@@ -24,6 +24,8 @@ export interface ChosenDriver {
   docker: Docker | null;
   /** What the operator should know about the choice (printed by `wharf platform`), one line each. */
   notes: string[];
+  /** Whether each project's plan limits (memory, CPU, processes) are enforced. */
+  limits: boolean;
 }
 
 export async function chooseDriver(config: PlatformConfig, db: Store): Promise<ChosenDriver> {
@@ -33,6 +35,7 @@ export async function chooseDriver(config: PlatformConfig, db: Store): Promise<C
       driver: new ProcessDriver(),
       docker: null,
       notes: ['apps run as this platform’s own user: for one person’s machine only'],
+      limits: false,
     };
   }
   const notes: string[] = [];
@@ -47,6 +50,7 @@ export async function chooseDriver(config: PlatformConfig, db: Store): Promise<C
         notes: [
           `apps run in containers on ${what} at ${engine.where}${config.runtime === 'auto' ? ' (an engine answered)' : ''}`,
         ],
+        limits: true,
       };
     }
     if (config.runtime === 'container') {
@@ -63,6 +67,7 @@ export async function chooseDriver(config: PlatformConfig, db: Store): Promise<C
       kind: 'process',
       driver: new ProcessDriver(),
       docker: null,
+      limits: false,
       notes: [
         ...notes,
         `no sandbox: ${error.message}`,
@@ -77,23 +82,17 @@ function sandboxDriver(config: PlatformConfig, db: Store): ChosenDriver {
   const root = process.getuid?.() === 0;
   const cgroups = detectCgroups();
   if ('reason' in cgroups) notes.push(`no memory, process or CPU limits per app: ${cgroups.reason}`);
-  const { memoryMiB, pids, cpus } = config.sandbox;
   const driver = new SandboxDriver({
     // The app must not read the platform's database and secret, nor the user's Wharf keys.
     hidden: [config.dataDir, wharfHome()],
     users: root ? new StoredSandboxUsers(db, config.sandbox.uidBase) : null,
     cgroups: 'reason' in cgroups ? null : cgroups,
-    limits: {
-      memoryBytes: memoryMiB > 0 ? memoryMiB * 1024 * 1024 : null,
-      pids: pids > 0 ? pids : null,
-      cpus: cpus > 0 ? cpus : null,
-    },
   });
   if (!root)
     notes.push(
       'apps run as this platform’s user inside the sandbox (start it as root for a user per project)',
     );
-  return { kind: 'sandbox', driver, docker: null, notes };
+  return { kind: 'sandbox', driver, docker: null, notes, limits: !('reason' in cgroups) };
 }
 
 /** One uid per project, allocated in the store (the next after the highest ever given). */

@@ -42,10 +42,11 @@ export interface RunSpec {
 export interface CommandDriver {
   readonly kind: Exclude<RuntimeKind, 'auto'>;
   /**
-   * Before a project's commands run: its user, its resource group, and its files handed to that user.
-   * Idempotent; `dirs` are folders the platform has just written (a new release, the project's home).
+   * Before a project's commands run: its user, its resource group (with `limits`, from its account's
+   * plan), and its files handed to that user. Idempotent; `dirs` are folders the platform has just
+   * written (a new release, the project's home); changed limits apply to the group at once.
    */
-  prepare(projectId: string, dirs: string[]): Promise<void>;
+  prepare(projectId: string, dirs: string[], limits: ResourceLimits): Promise<void>;
   run(spec: RunSpec): RunningProcess;
   /** After a project is deleted. */
   forget(projectId: string): void;
@@ -77,7 +78,6 @@ export interface SandboxOptions {
   users: SandboxUsers | null;
   /** Control groups for resource limits, or null where they cannot be used. */
   cgroups: Cgroups | null;
-  limits: ResourceLimits;
   bwrap?: string;
 }
 
@@ -93,7 +93,7 @@ export class SandboxDriver implements CommandDriver {
   readonly kind = 'sandbox';
   private readonly bwrap: string;
   private readonly uids = new Map<string, number>();
-  private readonly groups = new Map<string, string[]>();
+  private readonly groups = new Map<string, { files: string[]; limits: string }>();
 
   constructor(private readonly options: SandboxOptions) {
     this.bwrap = options.bwrap ?? 'bwrap';
@@ -117,7 +117,7 @@ export class SandboxDriver implements CommandDriver {
     return this.options.users !== null;
   }
 
-  async prepare(projectId: string, dirs: string[]): Promise<void> {
+  async prepare(projectId: string, dirs: string[], limits: ResourceLimits): Promise<void> {
     if (this.options.users) {
       let uid = this.uids.get(projectId);
       if (uid === undefined) {
@@ -126,8 +126,10 @@ export class SandboxDriver implements CommandDriver {
       }
       for (const dir of dirs) chownTree(dir, uid);
     }
-    if (this.options.cgroups && !this.groups.has(projectId)) {
-      this.groups.set(projectId, this.options.cgroups.prepare(`wharf-${projectId}`, this.options.limits));
+    const key = JSON.stringify(limits);
+    if (this.options.cgroups && this.groups.get(projectId)?.limits !== key) {
+      const files = this.options.cgroups.prepare(`wharf-${projectId}`, limits);
+      this.groups.set(projectId, { files, limits: key });
     }
   }
 
@@ -182,7 +184,7 @@ export class SandboxDriver implements CommandDriver {
             '--inh-caps=-all',
             '--no-new-privs',
           ];
-    const groups = this.groups.get(spec.projectId) ?? [];
+    const groups = this.groups.get(spec.projectId)?.files ?? [];
     const join = groups.length === 0 ? [] : ['/bin/sh', '-c', JOIN_CGROUPS, 'sh', ...groups, '--'];
     return startProcess({
       ...spec,
