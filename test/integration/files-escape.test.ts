@@ -3,7 +3,16 @@
 // the local account's key, the database) through symbolic links: chained relative links in an upload
 // that each look harmless on their own, plain links in a git repository, links a build writes. Each
 // is refused, and the platform keeps serving another account's site throughout.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -271,4 +280,56 @@ describe('links a build writes into a static site', () => {
     expect((await viaEdge(tp.edgePort, 'att-index.localhost', '/real.txt')).body).toBe('x');
     await expectVictimServed();
   });
+});
+
+describe('a file swapped for a link while the edge serves it', () => {
+  it('is never served from outside the site, however the swaps and the reads interleave', async () => {
+    const project = await create(attacker, {
+      name: 'Swapper',
+      subdomain: 'att-swap',
+      deploy_source: 'upload',
+      build_config: {
+        build_cmd: "mkdir -p dist && printf plain > dist/swap.txt && printf '<h1>s</h1>' > dist/index.html",
+      },
+    });
+    await upload(attacker, project.id, tarball([{ path: 'README.md', content: 'swap' }]));
+    await deployAndSettle(attacker, project.id, 'running');
+    const appDir = join(tp.dataDir, 'apps', project.id);
+    const release = readdirSync(appDir).find((name) => name.startsWith('rel_'))!;
+    const dist = join(appDir, release, 'dist');
+    // What a worker of the tenant's, writing into its own release, would do: swap the file for a link
+    // to the secret and back, as fast as it can, with atomic renames.
+    const swapper = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const [dist, secret] = process.argv.slice(1);
+         for (let i = 0; ; i++) {
+           try { fs.unlinkSync(dist + '/.l'); } catch {}
+           fs.symlinkSync(secret, dist + '/.l'); fs.renameSync(dist + '/.l', dist + '/swap.txt');
+           fs.writeFileSync(dist + '/.f', 'plain'); fs.renameSync(dist + '/.f', dist + '/swap.txt');
+         }`,
+        dist,
+        join(tp.dataDir, 'secret'),
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      const answers: Array<{ status: number; body: string }> = [];
+      const deadline = Date.now() + 4_000;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (Date.now() < deadline)
+            answers.push(await viaEdge(tp.edgePort, 'att-swap.localhost', '/swap.txt'));
+        }),
+      );
+      for (const answer of answers) expect(answer.body).not.toContain(secret);
+      // The file itself is served whenever it is the file: the check refuses only the link.
+      expect(answers.filter((a) => a.status === 200 && a.body === 'plain').length).toBeGreaterThan(0);
+      expect(answers.every((a) => a.status === 200 || a.status === 404)).toBe(true);
+    } finally {
+      swapper.kill('SIGKILL');
+    }
+    await expectVictimServed();
+  }, 60_000);
 });

@@ -12,10 +12,7 @@ import {
   type ServerResponse,
   createServer,
 } from 'node:http';
-import { realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import type { Duplex } from 'node:stream';
-import send from '@fastify/send';
 import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
@@ -23,6 +20,7 @@ import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
 import { forwardedHeader } from './forwarded.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
+import { serveStaticSite } from './static-site.js';
 
 interface Route {
   projectId: string;
@@ -286,96 +284,13 @@ export class Edge {
     }
   }
 
-  private async serveStatic(req: IncomingMessage, res: ServerResponse, root: string): Promise<void> {
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
-      res.end('method not allowed: a static site answers GET and HEAD\n');
-      return;
-    }
-    // Still percent-encoded: send decodes it (once), and answers 400 when it is malformed.
-    const path = new URL(req.url ?? '/', 'http://edge').pathname;
-    const site = await siteRoot(root, this.config.dataDir);
-    if (site === null || (await leavesSite(site, path))) {
-      this.notFound(res);
-      return;
-    }
-    let result = await send(req, path, { root: site, index: ['index.html'], dotfiles: 'deny' });
-    // Single-page apps route on the client: a path without an extension falls back to index.html.
-    if (result.statusCode === 404 && !/\.[a-z0-9]+$/i.test(path)) {
-      if (await leavesSite(site, '/index.html')) {
-        result.stream.destroy();
-        this.notFound(res);
-        return;
-      }
-      result = await send(req, '/index.html', { root: site, dotfiles: 'deny' });
-    }
-    res.writeHead(result.statusCode, result.headers as Record<string, string>);
-    // A file that cannot be read after all (its release removed meanwhile) ends this response only.
-    result.stream.on('error', () => res.destroy());
-    result.stream.pipe(res);
-  }
-
-  private notFound(res: ServerResponse): void {
-    this.page(res, { status: 404, title: 'Not found', message: 'There is no file at this address.' });
+  private serveStatic(req: IncomingMessage, res: ServerResponse, root: string): Promise<void> {
+    return serveStaticSite(req, res, root, this.config.dataDir, (r, page) => this.page(r, page));
   }
 
   private page(res: ServerResponse, page: EdgePage): void {
     sendPage(res, page);
   }
-}
-
-/**
- * The static site's real root (links resolved), or null when it is not inside its own release folder
- * (`<dataDir>/apps/<project>/<release>`): a build may have made the served folder itself a link.
- */
-async function siteRoot(root: string, dataDir: string): Promise<string | null> {
-  const apps = resolve(dataDir, 'apps');
-  const [project, release] = relative(apps, root).split(sep);
-  const boundary =
-    project && release && project !== '..' && !isAbsolute(project) ? join(apps, project, release) : root;
-  try {
-    const [real, realBoundary] = await Promise.all([realpath(root), realpath(boundary)]);
-    return within(realBoundary, real) ? real : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Whether the file `urlPath` names in the site (or the index.html send would serve for a folder) is
- * really outside it once links are followed. Paths send refuses itself (malformed, `..`, NUL) and
- * files that do not exist are not outside: send answers those.
- */
-async function leavesSite(site: string, urlPath: string): Promise<boolean> {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(urlPath);
-  } catch {
-    return false;
-  }
-  if (decoded.includes('\0')) return false;
-  const relativePath = normalize(`.${sep}${decoded}`);
-  if (relativePath === '..' || relativePath.startsWith(`..${sep}`)) return false;
-  const candidate = join(site, relativePath);
-  let real: string;
-  try {
-    real = await realpath(candidate);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code !== 'ENOENT' && code !== 'ENOTDIR';
-  }
-  if (!within(site, real)) return true;
-  try {
-    if (!(await stat(real)).isDirectory()) return false;
-    return !within(site, await realpath(join(real, 'index.html')));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code !== 'ENOENT' && code !== 'ENOTDIR';
-  }
-}
-
-function within(root: string, path: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
 function hostOf(req: IncomingMessage): string {

@@ -23,6 +23,22 @@ export class SourceError extends Error {}
  * checkout's links checked. `url` may hold credentials (`https://user:TOKEN@host/…`): they reach git
  * only, never its command line, its output, the checkout's `.git/config` or an error message.
  */
+/**
+ * The ssh of tenants' clones: none of the platform user's keys (OpenSSH finds them through the
+ * password database, whatever HOME says), no agent, no ssh config of the machine's, never a prompt.
+ */
+export const TENANT_SSH_COMMAND = [
+  'ssh',
+  '-F /dev/null',
+  '-o IdentityFile=/dev/null',
+  '-o IdentitiesOnly=yes',
+  '-o IdentityAgent=none',
+  '-o BatchMode=yes',
+  '-o UserKnownHostsFile=/dev/null',
+  '-o GlobalKnownHostsFile=/dev/null',
+  '-o StrictHostKeyChecking=accept-new',
+].join(' ');
+
 export async function cloneRepository(options: {
   url: string;
   branch: string;
@@ -74,6 +90,7 @@ export async function cloneRepository(options: {
       GIT_TERMINAL_PROMPT: '0',
       GIT_ASKPASS: '/bin/false',
       SSH_ASKPASS: '/bin/false',
+      GIT_SSH_COMMAND: TENANT_SSH_COMMAND,
       ...credentials,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

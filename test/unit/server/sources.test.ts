@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   SourceError,
+  TENANT_SSH_COMMAND,
   assertLinksInside,
   cloneRepository,
   extractUpload,
@@ -84,6 +85,75 @@ describe('cloneRepository', () => {
         onLine: () => undefined,
       }),
     ).rejects.toThrow(/git clone of .*missing\.git .*failed/);
+  });
+});
+
+describe('cloneRepository with nothing of the platform’s', () => {
+  it('runs ssh with none of the platform user’s keys, agent or ssh config', async () => {
+    // A stand-in ssh first on PATH records how git runs it.
+    const bin = mkdtempSync(join(dir, 'bin-'));
+    const record = join(dir, 'ssh-args.txt');
+    writeFileSync(
+      join(bin, 'ssh'),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > ${record}\necho "SSH_AUTH_SOCK=$SSH_AUTH_SOCK" >> ${record}\nexit 1\n`,
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    process.env.SSH_AUTH_SOCK = '/tmp/platform-agent.sock';
+    try {
+      await expect(
+        cloneRepository({
+          url: 'ssh://git@example.invalid/owner/repo.git',
+          branch: 'main',
+          dest: join(dir, 'ssh'),
+          onLine: () => undefined,
+        }),
+      ).rejects.toThrow(SourceError);
+    } finally {
+      process.env.PATH = path;
+      delete process.env.SSH_AUTH_SOCK;
+    }
+    const args = readFileSync(record, 'utf8').split('\n');
+    for (const option of [
+      'IdentityFile=/dev/null',
+      'IdentitiesOnly=yes',
+      'IdentityAgent=none',
+      'BatchMode=yes',
+    ]) {
+      expect(args).toContain(option);
+    }
+    expect(args.slice(0, 2)).toEqual(['-F', '/dev/null']);
+    expect(args).toContain('SSH_AUTH_SOCK=');
+  });
+
+  it('gives ssh no identity but /dev/null, as ssh itself resolves its options', () => {
+    const ssh = execFileSync('sh', ['-c', 'command -v ssh || true']).toString().trim();
+    if (ssh === '') return; // no OpenSSH client: git could not clone over ssh either
+    const resolved = (command: string) =>
+      execFileSync('sh', ['-c', `${command} -G git@example.invalid`], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .split('\n');
+    // Plain ssh would offer the platform user's own keys…
+    expect(resolved('ssh').filter((l) => l.startsWith('identityfile ')).length).toBeGreaterThan(1);
+    // …the tenants' offers none.
+    const tenant = resolved(TENANT_SSH_COMMAND);
+    expect(tenant.filter((l) => l.startsWith('identityfile '))).toEqual(['identityfile /dev/null']);
+    expect(tenant).toContain('identityagent none');
+    expect(tenant).toContain('batchmode yes');
+  });
+
+  it('refuses the ext:: transport, which would run a command', async () => {
+    const mark = join(dir, 'ext-ran');
+    await expect(
+      cloneRepository({
+        url: `ext::sh -c touch% ${mark}`,
+        branch: 'main',
+        dest: join(dir, 'ext'),
+        onLine: () => undefined,
+      }),
+    ).rejects.toThrow(SourceError);
+    expect(existsSync(mark)).toBe(false);
   });
 });
 
