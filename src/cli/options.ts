@@ -82,3 +82,30 @@ export function parseMailbox(value: string): string {
   }
   return address;
 }
+
+/** An https URL (http only to a loopback address, e.g. a local test CA). */
+export function parseHttpsUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(
+      'must be a URL such as https://acme-staging-v02.api.letsencrypt.org/directory',
+    );
+  }
+  const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new InvalidArgumentError('must be an https URL');
+  }
+  return value;
+}
+
+/** `host:port` (or `[v6]:port`) to listen on; port 0 picks a free one. */
+export function parseListen(value: string): string {
+  const match = /^(?:\[([0-9a-f:.]+)\]|([^:\s]+)):(\d{1,5})$/i.exec(value.trim());
+  const port = match ? Number(match[3]) : -1;
+  if (!match || port > 65535) {
+    throw new InvalidArgumentError('must be host:port, such as 0.0.0.0:53 or [::]:5353');
+  }
+  return value.trim();
+}

@@ -5,6 +5,7 @@ import {
   DEFAULT_API_PORT,
   DEFAULT_EDGE_PORT,
   DEFAULT_IMAGES,
+  LETS_ENCRYPT_DIRECTORY,
   RUNTIME_KINDS,
   type RuntimeKind,
   resolveConfig,
@@ -12,6 +13,7 @@ import {
 } from '../server/config.js';
 import { join } from 'node:path';
 import { loadPlans, PLANS_FILE } from '../server/plans.js';
+import type { PlatformEvent } from '../server/app.js';
 import { describeLimits, planLimits } from '../server/runtime/resources.js';
 import { AI_PROVIDERS, type AiProvider } from '../shared/api/account.js';
 import {
@@ -21,10 +23,12 @@ import {
   parseMailbox,
   parsePort,
   parseCeiling,
+  parseHttpsUrl,
+  parseListen,
   parsePositiveSeconds,
   parseUrl,
 } from './options.js';
-import type { Io } from './io.js';
+import { type Io, UsageError } from './io.js';
 
 interface PlatformOptions {
   dataDir?: string;
@@ -63,6 +67,12 @@ interface PlatformOptions {
   limitCaptureMib: number;
   limitAccountCaptureMib: number;
   maxBodyMib: number;
+  httpsPort?: number;
+  acmeDirectory: string;
+  acmeEmail?: string;
+  acmeCaFile?: string;
+  acmeDnsHook?: string;
+  acmeDnsListen?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -94,6 +104,51 @@ export function platformCommand(io: Io): Command {
         .default(DEFAULT_EDGE_PORT)
         .argParser(parsePort)
         .env('WHARF_EDGE_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--https-port <port>',
+        'serve apps, services, custom domains and tunnels over HTTPS on this port, with certificates over ACME (the edge port then answers ACME HTTP-01 checks and redirects to HTTPS)',
+      )
+        .argParser(parsePort)
+        .env('WHARF_HTTPS_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--acme-directory <url>',
+        "the ACME CA's directory URL (Let's Encrypt; its staging; any RFC 8555 CA)",
+      )
+        .default(LETS_ENCRYPT_DIRECTORY)
+        .argParser(parseHttpsUrl)
+        .env('WHARF_ACME_DIRECTORY'),
+    )
+    .addOption(
+      new Option(
+        '--acme-email <address>',
+        'the ACME account contact: the CA writes there about expiring certificates',
+      )
+        .argParser(parseMailbox)
+        .env('WHARF_ACME_EMAIL'),
+    )
+    .addOption(
+      new Option(
+        '--acme-ca-file <pem>',
+        "an extra CA to trust for the ACME directory's own HTTPS (a private CA, Pebble's)",
+      ).env('WHARF_ACME_CA_FILE'),
+    )
+    .addOption(
+      new Option(
+        '--acme-dns-hook <command>',
+        'wildcard certificates for the base and tunnel domains over DNS-01: runs `<command> add|remove <name> <value>` to publish each TXT record',
+      ).env('WHARF_ACME_DNS_HOOK'),
+    )
+    .addOption(
+      new Option(
+        '--acme-dns-listen <host:port>',
+        'wildcard certificates over DNS-01 with the built-in responder: an authoritative DNS server for the _acme-challenge names you delegate to this machine (NS records)',
+      )
+        .argParser(parseListen)
+        .env('WHARF_ACME_DNS_LISTEN'),
     )
     .addOption(
       new Option('--base-domain <domain>', 'apps are served at <subdomain>.<domain>')
@@ -343,16 +398,49 @@ export function platformCommand(io: Io): Command {
           captureBytesPerAccount: options.limitAccountCaptureMib * MiB,
           bodyBytes: options.maxBodyMib * MiB,
         },
+        tls: {
+          httpsPort: options.httpsPort ?? null,
+          acme: {
+            directoryUrl: options.acmeDirectory,
+            email: options.acmeEmail ?? null,
+            caFile: options.acmeCaFile ? resolve(options.acmeCaFile) : null,
+            dnsHook: options.acmeDnsHook ?? null,
+            dnsListen: options.acmeDnsListen ?? null,
+          },
+        },
         ...(process.env.WHARF_SECRET ? { secret: process.env.WHARF_SECRET } : {}),
       });
+      if (options.acmeDnsHook && options.acmeDnsListen) {
+        throw new UsageError('--acme-dns-hook and --acme-dns-listen are two ways to do the same: choose one');
+      }
+      if (
+        options.httpsPort === undefined &&
+        (options.acmeDnsHook || options.acmeDnsListen || options.acmeEmail)
+      ) {
+        throw new UsageError('the --acme-* options take effect with --https-port: add it');
+      }
       // Loaded on use, so that `wharf --help` and other commands start fast.
       const { PortInUseError, servePlatform } = await import('../server/serve.js');
       let running;
+      // Certificates may be issued while it starts: their events wait until the banner is out.
+      let early: string[] | null = [];
+      const say = (event: PlatformEvent) => {
+        const line = `[tls] ${event.level === 'warn' ? 'warning: ' : ''}${event.message}`;
+        if (early) early.push(line);
+        else (event.level === 'warn' ? io.err : io.out)(line);
+      };
       try {
-        running = await servePlatform(config, { host: options.host, port: options.port });
+        running = await servePlatform(config, { host: options.host, port: options.port }, {}, (platform) =>
+          platform.events.on('event', say),
+        );
       } catch (error) {
         if (error instanceof PortInUseError) {
-          const flag = error.port === options.port ? '--port' : '--edge-port';
+          const flag =
+            error.port === options.port
+              ? '--port'
+              : error.port === options.httpsPort
+                ? '--https-port'
+                : '--edge-port';
           throw new Error(`${error.message}: is another platform running? Choose another with ${flag}`);
         }
         throw error;
@@ -363,6 +451,18 @@ export function platformCommand(io: Io): Command {
       io.out(`  API        ${running.apiUrl}  (OpenAPI: ${running.apiUrl}/openapi.json)`);
       io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
+      if (running.tls) {
+        const wildcards =
+          running.tls.dns === 'hook'
+            ? `; wildcards *.${config.baseDomain} and *.${config.tunnelDomain} over DNS-01 (hook)`
+            : running.tls.dns === 'responder'
+              ? `; wildcards *.${config.baseDomain} and *.${config.tunnelDomain} over DNS-01 (responder on ${running.tls.responder?.address ?? config.tls.acme.dnsListen})`
+              : '; no wildcards (each host on its own; --acme-dns-hook or --acme-dns-listen for wildcards)';
+        io.out(
+          `  HTTPS      port ${running.config.tls.httpsPort}; plain port ${edgePort} answers ACME HTTP-01 and redirects`,
+        );
+        io.out(`  ACME       ${running.tls.directoryUrl}${wildcards}`);
+      }
       io.out(`  Data       ${config.dataDir}`);
       io.out(
         `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
@@ -387,6 +487,8 @@ export function platformCommand(io: Io): Command {
         io.out(`  Local account created; its API key is in ${running.localAccountFile}`);
       else io.out(`  Local account key: ${join(config.dataDir, 'local-account.json')}`);
       io.out('Press Ctrl+C to stop.');
+      for (const line of early) io.out(line);
+      early = null;
 
       await new Promise<void>((done) => {
         let stopping = false;

@@ -41,6 +41,8 @@ import { Runtime } from './runtime/runtime.js';
 import { TunnelHub } from './tunnels/hub.js';
 import { tunnelRoutes } from './tunnels/routes.js';
 import { type Store, openStore } from './store/open.js';
+import { EventEmitter } from 'node:events';
+import { type PlatformTls, setUpTls } from './tls/setup.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -73,6 +75,15 @@ export interface Platform {
   domainChecker: DomainChecker;
   /** Where the local account's key was written, when this start created it. */
   localAccountFile: string | null;
+  /** HTTPS at the edge (certificates over ACME), when the config names an HTTPS port. */
+  tls: PlatformTls | null;
+  /** What the operator should see as it happens (`event`: { level, message }), e.g. certificates issued. */
+  events: EventEmitter<{ event: [PlatformEvent] }>;
+}
+
+export interface PlatformEvent {
+  level: 'info' | 'warn';
+  message: string;
 }
 
 declare module 'fastify' {
@@ -107,8 +118,23 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     dnsTimeoutMs: config.dnsTimeoutMs,
     email: config.email,
   });
+  const events = new EventEmitter<{ event: [PlatformEvent] }>();
+  const tls = setUpTls({
+    config,
+    db,
+    secret,
+    edge,
+    event: (level, message) => {
+      events.emit('event', { level, message });
+      app.log[level]({ tls: true }, message);
+    },
+  });
+  if (tls) projects.onHostsChanged = () => tls.certificates.nudge();
   const domains = new DomainService(db, config, dnsLookup(config), {
-    onRouteChange: (domain) => edge.forgetDomain(domain),
+    onRouteChange: (domain) => {
+      edge.forgetDomain(domain);
+      tls?.certificates.nudge();
+    },
   });
 
   const app = Fastify({
@@ -166,6 +192,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     // The builder's loops deploy through the runtime: they end first.
     await aiBuilder.close();
     emailVerifier.close();
+    await tls?.close();
     await edge.close();
     await runtime.close();
     await db.destroy();
@@ -281,5 +308,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     domains,
     domainChecker,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
+    tls,
+    events,
   };
 }

@@ -88,6 +88,37 @@ export interface LimitsConfig {
   bodyBytes: number;
 }
 
+/** Certificates over ACME (RFC 8555) for the edge's HTTPS (tls/). */
+export interface AcmeConfig {
+  /** The CA's directory: Let's Encrypt by default; its staging, or any RFC 8555 CA (`--acme-directory`). */
+  directoryUrl: string;
+  /** The ACME account's contact (`--acme-email`); the CA writes there about expiring certificates. */
+  email: string | null;
+  /** A PEM file of an extra CA trusted for the directory's own HTTPS, e.g. Pebble's (`--acme-ca-file`). */
+  caFile: string | null;
+  /** DNS-01 through the operator's command: `<hook> add|remove <name> <value>` (`--acme-dns-hook`). */
+  dnsHook: string | null;
+  /** DNS-01 through the built-in responder listening on `host:port` (`--acme-dns-listen`). */
+  dnsListen: string | null;
+  /** How long before expiry a certificate is renewed. */
+  renewBeforeMs: number;
+  /** The first retry after a failed order; each next waits twice as long, up to retryMaxMs. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** How often the names are looked over (renewals due, retries, new hosts). */
+  checkIntervalMs: number;
+  /** How long a TLS handshake for a host with no certificate yet waits for one ordered on demand. */
+  onDemandTimeoutMs: number;
+}
+
+export interface TlsConfig {
+  /** The edge's public HTTPS port (`--https-port`); null: the edge speaks plain HTTP only. */
+  httpsPort: number | null;
+  acme: AcmeConfig;
+}
+
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
 export interface PlatformConfig {
   /** Where platform.db, uploads and the server secret live. */
   dataDir: string;
@@ -159,6 +190,7 @@ export interface PlatformConfig {
   email: EmailConfig;
   ai: AiConfig;
   limits: LimitsConfig;
+  tls: TlsConfig;
 }
 
 /** The sandbox runtime (runtime/drivers/host.ts). */
@@ -175,8 +207,9 @@ export interface SandboxConfig {
 
 /** What buildPlatform and resolveConfig take: any field, nested ones in part. */
 export type PlatformConfigInput = Partial<
-  Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox' | 'images'>
+  Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox' | 'images' | 'tls'>
 > & {
+  tls?: { httpsPort?: number | null; acme?: Partial<AcmeConfig> };
   sandbox?: Partial<SandboxConfig>;
   images?: Partial<PlatformConfig['images']>;
   email?: Partial<EmailConfig>;
@@ -266,10 +299,28 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
       bodyBytes: 100 * 1024 * 1024,
       ...partial.limits,
     },
+    tls: {
+      httpsPort: partial.tls?.httpsPort ?? null,
+      acme: {
+        directoryUrl: LETS_ENCRYPT_DIRECTORY,
+        email: null,
+        caFile: null,
+        dnsHook: null,
+        dnsListen: null,
+        renewBeforeMs: 30 * 24 * 3_600_000,
+        retryBaseMs: 60_000,
+        retryMaxMs: 24 * 3_600_000,
+        checkIntervalMs: 3_600_000,
+        onDemandTimeoutMs: 30_000,
+        ...partial.tls?.acme,
+      },
+    },
   };
 }
 
-/** The public URL of a host label on the app edge. */
-export function edgeUrl(config: Pick<PlatformConfig, 'edgePort'>, host: string): string {
+/** The public URL of a host on the app edge: HTTPS when the edge speaks it, the port left out when default. */
+export function edgeUrl(config: Pick<PlatformConfig, 'edgePort' | 'tls'>, host: string): string {
+  const https = config.tls.httpsPort;
+  if (https !== null) return https === 443 ? `https://${host}` : `https://${host}:${https}`;
   return config.edgePort === 80 ? `http://${host}` : `http://${host}:${config.edgePort}`;
 }

@@ -1,5 +1,5 @@
 // Starts a built platform listening on its host and port, for `wharf platform` and `wharf app`.
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import { buildPlatform, API_PREFIX, type Platform } from './app.js';
 import type { PlatformConfigInput } from './config.js';
 
@@ -13,6 +13,8 @@ export interface RunningPlatform extends Platform {
   origin: string;
   /** The app edge: `http://<host>:<edge port>`. */
   edgeOrigin: string;
+  /** The edge's HTTPS: `https://<host>:<https port>`, when it speaks HTTPS. */
+  secureEdgeOrigin: string | null;
   apiUrl: string;
   close(): Promise<void>;
 }
@@ -34,16 +36,27 @@ export async function servePlatform(
   config: PlatformConfigInput,
   listen: ListenOptions,
   edge: Partial<ListenOptions> = {},
+  /** Called once built, before anything listens (e.g. to follow its events from the start). */
+  built?: (platform: Platform) => void,
 ): Promise<RunningPlatform> {
   const platform = await buildPlatform(config);
+  built?.(platform);
   const edgeHost = edge.host ?? listen.host;
   const edgePort = edge.port ?? platform.config.edgePort;
   let failing = { host: edgeHost, port: edgePort };
   try {
-    await listenEdge(platform, edgeHost, edgePort);
+    await listenOn(platform.edge.server, edgeHost, edgePort);
     platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
+    const secure = platform.edge.secureServer;
+    if (secure && platform.config.tls.httpsPort !== null) {
+      failing = { host: edgeHost, port: platform.config.tls.httpsPort };
+      await listenOn(secure, edgeHost, platform.config.tls.httpsPort);
+      platform.config.tls.httpsPort = (secure.address() as AddressInfo).port;
+    }
     failing = listen;
     await platform.app.listen({ host: listen.host, port: listen.port });
+    // Certificates are asked for once the edge answers the CA's HTTP-01 checks.
+    await platform.tls?.start();
   } catch (error) {
     await platform.app.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
@@ -56,14 +69,17 @@ export async function servePlatform(
     ...platform,
     origin,
     edgeOrigin: `http://${bracket(edgeHost)}:${platform.config.edgePort}`,
+    secureEdgeOrigin:
+      platform.config.tls.httpsPort === null
+        ? null
+        : `https://${bracket(edgeHost)}:${platform.config.tls.httpsPort}`,
     apiUrl: origin + API_PREFIX,
     close: () => platform.app.close(),
   };
 }
 
-function listenEdge(platform: Platform, host: string, port: number): Promise<void> {
+function listenOn(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const server = platform.edge.server;
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);

@@ -27,6 +27,11 @@ export interface TestDns {
   answer(on: boolean): void;
   /** Questions received so far, as `TYPE name`. */
   queries: string[];
+  /**
+   * Consulted before the table: records for a name computed when asked (e.g. TXT values a hook wrote,
+   * or another DNS server's answer, as a recursive resolver follows a delegation).
+   */
+  dynamic: ((name: string) => DnsEntry | undefined | Promise<DnsEntry | undefined>) | null;
   close(): Promise<void>;
 }
 
@@ -50,14 +55,15 @@ export async function startDns(initial: Record<string, DnsEntry> = {}): Promise<
   const queries: string[] = [];
   let answering = true;
 
-  const server = createUDPServer((request, send) => {
+  const self = { dynamic: null } as Pick<TestDns, 'dynamic'>;
+  const server = createUDPServer(async (request, send) => {
     const response = Packet.createResponseFromRequest(request);
     const [question] = request.questions;
     if (!question) return;
     const name = question.name.toLowerCase().replace(/\.$/, '');
     queries.push(`${typeName(question.type)} ${name}`);
     if (!answering) return;
-    const entry = records.get(name);
+    const entry = (await self.dynamic?.(name)) ?? records.get(name);
     if (!entry) {
       response.header.rcode = NXDOMAIN;
       void send(response);
@@ -94,17 +100,17 @@ export async function startDns(initial: Record<string, DnsEntry> = {}): Promise<
   await server.listen(0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
 
-  return {
+  return Object.assign<Pick<TestDns, 'dynamic'>, Omit<TestDns, 'dynamic'>>(self, {
     server: `127.0.0.1:${port}`,
     port,
     records,
     queries,
-    set(name, entry) {
+    set(name: string, entry: DnsEntry) {
       records.set(name.toLowerCase(), entry);
     },
-    answer(on) {
+    answer(on: boolean) {
       answering = on;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  });
 }

@@ -17,6 +17,8 @@ export interface TestPlatform {
   api: string;
   /** The app edge's port on 127.0.0.1: send requests there with the app's Host header. */
   edgePort: number;
+  /** The edge's HTTPS port on 127.0.0.1, when the config turned HTTPS on (`tls.httpsPort`, 0: a free one). */
+  httpsPort: number | null;
   dataDir: string;
   /** The local account's full key, from local-account.json. */
   key: string;
@@ -58,7 +60,16 @@ export async function startPlatform(
     platform.edge.server.listen(config.edgePort ?? 0, '127.0.0.1', resolve);
   });
   platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
+  const secure = platform.edge.secureServer;
+  if (secure) {
+    await new Promise<void>((resolve, reject) => {
+      secure.once('error', reject);
+      secure.listen(platform.config.tls.httpsPort ?? 0, '127.0.0.1', resolve);
+    });
+    platform.config.tls.httpsPort = (secure.address() as AddressInfo).port;
+  }
   await platform.app.listen({ host: '127.0.0.1', port: options.port ?? 0 });
+  await platform.tls?.start();
   const { port } = platform.app.server.address() as AddressInfo;
   const local = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')) as {
     account_id: string;
@@ -68,6 +79,7 @@ export async function startPlatform(
     platform,
     api: `http://127.0.0.1:${port}/api/v1`,
     edgePort: platform.config.edgePort,
+    httpsPort: platform.config.tls.httpsPort,
     dataDir,
     key: local.api_key,
     accountId: local.account_id,

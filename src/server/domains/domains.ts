@@ -14,7 +14,10 @@ import type { PlatformConfig } from '../config.js';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import type { Store } from '../store/open.js';
-import type { DomainsTable } from '../store/schema.js';
+import type { Selectable } from 'kysely';
+import type { DomainsTable as DomainsColumns } from '../store/schema.js';
+
+type DomainsTable = Selectable<DomainsColumns>;
 import { type DnsLookup, type DomainCheck, challengeName, checkDomain, normalizeName } from './dns-check.js';
 
 /** What precedes the random part of a challenge token, so the TXT record says what it is for. */
@@ -119,6 +122,7 @@ export class DomainService {
       check_detail: null,
       check_attempts: 0,
       next_check_at: nextCheckAt(now, 0, now, this.schedule)?.toISOString() ?? null,
+      hsts: 0,
     };
     // A concurrent add of the same name by the same account fails on the unique index: 409.
     await this.db.insertInto('domains').values(row).execute();

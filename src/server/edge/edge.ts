@@ -12,6 +12,8 @@ import {
   type ServerResponse,
   createServer,
 } from 'node:http';
+import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
@@ -21,17 +23,27 @@ import type { TunnelHub } from '../tunnels/hub.js';
 import { forwardedHeader } from './forwarded.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
 import { serveStaticSite } from './static-site.js';
+import type { CertificateManager } from '../tls/certificates.js';
+import { CHALLENGE_PATH, type HttpChallenges } from '../tls/challenges.js';
 
 interface Route {
   projectId: string;
   /** Null: the project's main service. */
   service: string | null;
+  /** A custom domain whose owner turned HSTS on. */
+  hsts?: boolean;
 }
+
+/** A year, as HSTS preload lists ask; sent only for custom domains whose owner turned it on. */
+const HSTS = 'max-age=31536000';
 
 const ROUTE_TTL_MS = 2_000;
 
 export class Edge {
   readonly server: Server;
+  /** The HTTPS server, once enableTls() made it (servePlatform listens on the HTTPS port). */
+  secureServer: HttpsServer | null = null;
+  private challenges: HttpChallenges | null = null;
   private readonly proxy = httpProxy.createProxyServer({ xfwd: true, ws: true });
   /** Host label → route, briefly: most requests then cost no query. */
   private readonly routes = new Map<string, { route: Route | null; until: number }>();
@@ -62,25 +74,71 @@ export class Edge {
         else res.destroy();
       } else (res as Duplex).destroy();
     });
-    // Nothing one request does may take the platform down: an unexpected error ends that request only.
-    this.server = createServer((req, res) => {
-      this.handle(req, res).catch(() => {
-        if (res.headersSent) res.destroy();
-        else
-          this.page(res, {
-            status: 500,
-            title: 'Edge error',
-            message: 'The edge could not answer this request.',
-          });
-      });
-    });
-    this.server.on('upgrade', (req, socket, head) => {
-      this.upgrade(req, socket, head).catch(() => socket.destroy());
-    });
+    this.server = createServer((req, res) => this.onRequest(req, res));
+    this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
     this.server.keepAliveTimeout = 65_000;
   }
 
+  // Nothing one request does may take the platform down: an unexpected error ends that request only.
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.handle(req, res).catch(() => {
+      if (res.headersSent) res.destroy();
+      else
+        this.page(res, {
+          status: 500,
+          title: 'Edge error',
+          message: 'The edge could not answer this request.',
+        });
+    });
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.upgrade(req, socket, head).catch(() => socket.destroy());
+  }
+
+  /**
+   * Turns HTTPS on: a TLS server whose certificate for each name comes from `certificates` (asked for
+   * on demand for routed hosts), serving what the plain server serves; the plain server then answers
+   * ACME HTTP-01 challenges and redirects everything else to HTTPS.
+   */
+  enableTls(certificates: CertificateManager, challenges: HttpChallenges): HttpsServer {
+    this.challenges = challenges;
+    const server = createHttpsServer(
+      {
+        minVersion: 'TLSv1.2',
+        SNICallback: (servername, done) => {
+          certificates.forHandshake(servername).then(
+            (context) =>
+              context
+                ? done(null, context)
+                : done(new Error(`no certificate for ${servername || '(no SNI)'}`)),
+            (error: unknown) => done(error as Error),
+          );
+        },
+      },
+      (req, res) => this.onRequest(req, res),
+    );
+    server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    // A handshake that fails (no certificate, a scanner) ends that connection only.
+    server.on('tlsClientError', (_error, socket) => socket.destroy());
+    server.keepAliveTimeout = 65_000;
+    this.secureServer = server;
+    return server;
+  }
+
+  /** Whether the edge serves `host` now (an app or service, a verified custom domain, a tunnel online). */
+  async serves(host: string): Promise<boolean> {
+    const name = host.toLowerCase();
+    const tunnel = this.tunnels.subdomainOf(name);
+    if (tunnel !== null) return this.tunnels.isOnline(tunnel);
+    return (await this.route(name).catch(() => null)) !== null;
+  }
+
   close(): Promise<void> {
+    if (this.secureServer) {
+      this.secureServer.close();
+      this.secureServer.closeAllConnections();
+    }
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -91,6 +149,10 @@ export class Edge {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.challenges && !isEncrypted(req)) {
+      this.plainWithTls(req, res);
+      return;
+    }
     if (!this.admitBody(req, res)) return;
     const host = hostOf(req);
     const tunnel = this.tunnels.subdomainOf(host);
@@ -108,6 +170,7 @@ export class Edge {
       });
       return;
     }
+    if (route.hsts && isEncrypted(req)) res.setHeader('strict-transport-security', HSTS);
     const target = this.runtime.target(route.projectId, route.service);
     if (!target || target.kind === 'down' || target.kind === 'no-service') {
       this.page(res, await this.unavailable(route, target));
@@ -123,8 +186,42 @@ export class Edge {
     this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: target.agent });
   }
 
+  /**
+   * The plain port once HTTPS is on: ACME HTTP-01 challenges are answered (the CA asks over plain HTTP),
+   * anything else is sent to the same address over HTTPS.
+   */
+  private plainWithTls(req: IncomingMessage, res: ServerResponse): void {
+    const host = hostOf(req);
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith(CHALLENGE_PATH)) {
+      const answer = this.challenges!.answer(host, path);
+      res.writeHead(answer === null ? 404 : 200, {
+        'content-type': 'text/plain',
+        'cache-control': 'no-store',
+      });
+      res.end(answer ?? 'no such challenge\n');
+      return;
+    }
+    if (!host) {
+      this.page(res, { status: 400, title: 'Bad request', message: 'This request names no host.' });
+      return;
+    }
+    const port = this.config.tls.httpsPort;
+    const target = `https://${host}${port === 443 || port === null ? '' : `:${port}`}${req.url ?? '/'}`;
+    // 308: the method and body are kept (a form posted to http:// is posted again to https://).
+    res.writeHead(308, { location: target, 'content-type': 'text/plain', connection: 'close' });
+    res.end(`This address is served over HTTPS: ${target}\n`);
+    // A body sent with the request is not read: the connection closes after the answer.
+    req.resume();
+  }
+
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    if (this.challenges && !isEncrypted(req)) {
+      // WebSockets over plain HTTP once HTTPS is on: browsers follow no redirect here, so say where.
+      socket.end('HTTP/1.1 426 Upgrade Required\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
     this.upgraded.add(socket);
     socket.once('close', () => this.upgraded.delete(socket));
     const tunnel = this.tunnels.subdomainOf(hostOf(req));
@@ -232,11 +329,11 @@ export class Edge {
     if (cached && cached.until > Date.now()) return cached.route;
     const row = await this.db
       .selectFrom('domains')
-      .select('project_id')
+      .select(['project_id', 'hsts'])
       .where('domain', '=', host)
       .where('verified', '=', 1)
       .executeTakeFirst();
-    const route = row?.project_id ? { projectId: row.project_id, service: null } : null;
+    const route = row?.project_id ? { projectId: row.project_id, service: null, hsts: row.hsts === 1 } : null;
     if (this.domainRoutes.size > 10_000) this.domainRoutes.clear();
     this.domainRoutes.set(host, { route, until: Date.now() + ROUTE_TTL_MS });
     return route;
@@ -291,6 +388,10 @@ export class Edge {
   private page(res: ServerResponse, page: EdgePage): void {
     sendPage(res, page);
   }
+}
+
+function isEncrypted(req: IncomingMessage): boolean {
+  return (req.socket as Partial<TLSSocket>).encrypted === true;
 }
 
 function hostOf(req: IncomingMessage): string {

@@ -16,7 +16,11 @@ const FD_DIR = '/proc/self/fd';
 const HAS_FD_DIR = process.platform === 'linux' && existsSync(FD_DIR);
 
 const NOT_FOUND: EdgePage = { status: 404, title: 'Not found', message: 'There is no file at this address.' };
-const BAD_PATH: EdgePage = { status: 400, title: 'Bad request', message: 'This address is not a valid path.' };
+const BAD_PATH: EdgePage = {
+  status: 400,
+  title: 'Bad request',
+  message: 'This address is not a valid path.',
+};
 
 type Page = (res: ServerResponse, page: EdgePage) => void;
 

@@ -63,6 +63,9 @@ export class ProjectService {
    * overwrites the freed bytes so that the database file no longer holds it. Run at start, before
    * serving.
    */
+  /** Called once a project's hosts were claimed (created, services changed): certificates follow. */
+  onHostsChanged: (() => void) | null = null;
+
   async sealStoredRepoCredentials(): Promise<number> {
     const rows = await this.db
       .selectFrom('projects')
@@ -292,6 +295,7 @@ export class ProjectService {
       await claimHost(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
       await this.claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
     });
+    this.onHostsChanged?.();
     return this.toProject(row);
   }
 
@@ -328,6 +332,7 @@ export class ProjectService {
         .where('id', '=', id)
         .execute();
     });
+    this.onHostsChanged?.();
     return this.toProject(updated);
   }
 

@@ -334,6 +334,43 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('projects').addColumn('registry_auth_secret', 'text').execute();
     },
   },
+  '0014_tls': {
+    async up(db: Kysely<unknown>) {
+      // The ACME account of each directory this platform has used: its key sealed with the server
+      // secret, and the account URL the CA gave it.
+      await db.schema
+        .createTable('acme_accounts')
+        .addColumn('directory_url', 'text', (c) => c.primaryKey())
+        .addColumn('key_secret', 'text', (c) => c.notNull())
+        .addColumn('account_url', 'text')
+        .addColumn('email', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      // One certificate per name it is for (a host, or `*.<domain>` for a wildcard): pending while the
+      // CA is asked, issued with its chain and key (sealed), failed with the CA's reason and when to
+      // try again.
+      await db.schema
+        .createTable('tls_certificates')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('challenge', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('cert_pem', 'text')
+        .addColumn('key_secret', 'text')
+        .addColumn('not_before', 'text')
+        .addColumn('not_after', 'text')
+        .addColumn('error', 'text')
+        .addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      // HSTS is opt-in per custom domain: once sent, browsers refuse plain HTTP for it for a long time.
+      await db.schema
+        .alterTable('domains')
+        .addColumn('hsts', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -127,6 +127,8 @@ export interface DomainsTable {
   check_attempts: number;
   /** When the background checker looks again; null: it does not. */
   next_check_at: string | null;
+  /** 1: HTTPS answers send Strict-Transport-Security for this domain (opt-in). */
+  hsts: Generated<number>;
 }
 
 /** The TXT value (`_wharf-challenge.<domain>`) an account must publish to prove it owns a domain. */
@@ -190,6 +192,41 @@ export interface Database {
   sandbox_users: SandboxUsersTable;
   idempotency_keys: IdempotencyKeysTable;
   releases: ReleasesTable;
+  acme_accounts: AcmeAccountsTable;
+  tls_certificates: TlsCertificatesTable;
+}
+
+/** The ACME account of one directory (tls/acme.ts). */
+export interface AcmeAccountsTable {
+  directory_url: string;
+  /** The account's private key (PEM), sealed with the server secret. */
+  key_secret: string;
+  account_url: string | null;
+  email: string | null;
+  created_at: string;
+}
+
+/** A certificate for one name, a host or `*.<domain>` (tls/certificates.ts). */
+export interface TlsCertificatesTable {
+  name: string;
+  /** http-01 | dns-01 */
+  challenge: string;
+  /** pending | issued | failed */
+  status: string;
+  /** The certificate and its chain, once issued (kept while a renewal is pending or failed). */
+  cert_pem: string | null;
+  /** Its private key (PEM), sealed with the server secret. */
+  key_secret: string | null;
+  not_before: string | null;
+  not_after: string | null;
+  /** Why the last attempt failed (the CA's words). */
+  error: string | null;
+  /** Failed attempts in a row: the next waits longer. */
+  failures: number;
+  /** When it is asked for (again); null: not until it is due for renewal. */
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
 }
 
 /** One deploy of a project (runtime/releases.ts). */

@@ -159,6 +159,11 @@ export class TunnelHub {
     return SUBDOMAIN.test(label) ? label : null;
   }
 
+  /** Whether a tunnel client serves `subdomain` right now. */
+  isOnline(subdomain: string): boolean {
+    return this.tunnels.get(subdomain)?.online === true;
+  }
+
   /** The caller's connected tunnels. */
   list(accountId: string): TunnelView[] {
     return [...this.tunnels.values()]

@@ -1,0 +1,181 @@
+// What the CA checks before it signs: HTTP-01 tokens the edge answers on its plain port, and DNS-01 TXT
+// records `_acme-challenge.<domain>` published either by the operator's hook command (any DNS provider)
+// or by the built-in responder, a small authoritative DNS server for `_acme-challenge` names the
+// operator delegates to the platform (acme-dns style: one NS record per domain, set once).
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import type DNS from 'dns2';
+import { Packet, createTCPServer, createUDPServer } from 'dns2';
+import type { ChallengeSolver } from './acme.js';
+
+export const CHALLENGE_PATH = '/.well-known/acme-challenge/';
+/** Tokens are base64url (RFC 8555 §8.1): anything else is not one of ours. */
+const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+/** At most this many challenges at once: each is a few hundred bytes, and orders are one name each. */
+const MAX_PENDING = 1_000;
+/** DNS RCODE 5: this server does not answer for that name. */
+const REFUSED = 5;
+
+/** HTTP-01: token → key authorization, answered by the edge at `/.well-known/acme-challenge/<token>`. */
+export class HttpChallenges implements ChallengeSolver {
+  readonly type = 'http-01';
+  private readonly tokens = new Map<string, { domain: string; value: string }>();
+
+  async add(domain: string, token: string, value: string): Promise<void> {
+    if (!TOKEN.test(token)) throw new Error('the CA sent a token that is not base64url');
+    if (this.tokens.size >= MAX_PENDING) throw new Error('too many ACME challenges at once');
+    this.tokens.set(token, { domain: domain.toLowerCase(), value });
+  }
+
+  async remove(_domain: string, token: string): Promise<void> {
+    this.tokens.delete(token);
+  }
+
+  /** The body for a request of `path` to `host`, or null when it is not a pending challenge of that host. */
+  answer(host: string, path: string): string | null {
+    if (!path.startsWith(CHALLENGE_PATH)) return null;
+    const entry = this.tokens.get(path.slice(CHALLENGE_PATH.length));
+    return entry && entry.domain === host.toLowerCase() ? entry.value : null;
+  }
+}
+
+/** The TXT record name the CA looks up for `domain`. */
+export function challengeRecord(domain: string): string {
+  return `_acme-challenge.${domain.toLowerCase()}`;
+}
+
+/**
+ * DNS-01 through the operator's command: `<command> add <name> <value>` before the CA looks, `<command>
+ * remove <name> <value>` after. It returns once the record is published (exit 0) or fails the order.
+ */
+export class DnsHookSolver implements ChallengeSolver {
+  readonly type = 'dns-01';
+
+  constructor(
+    private readonly command: string,
+    private readonly timeoutMs = 120_000,
+  ) {}
+
+  add(domain: string, _token: string, value: string): Promise<void> {
+    return this.run('add', challengeRecord(domain), value);
+  }
+
+  remove(domain: string, _token: string, value: string): Promise<void> {
+    return this.run('remove', challengeRecord(domain), value);
+  }
+
+  private run(action: 'add' | 'remove', name: string, value: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // The operator's command line, with the three arguments after it (sh's "$@").
+      execFile(
+        '/bin/sh',
+        ['-c', `${this.command} "$@"`, 'wharf-acme-dns-hook', action, name, value],
+        { timeout: this.timeoutMs, maxBuffer: 64 * 1024 },
+        (error, _stdout, stderr) => {
+          if (!error) return resolve();
+          const said = stderr.trim().split('\n').slice(-3).join(' ').slice(0, 300);
+          reject(
+            new Error(
+              `the DNS hook (${action} ${name}) failed${error.killed ? ' (timed out)' : ` with exit code ${String(error.code)}`}${said ? `: ${said}` : ''}`,
+            ),
+          );
+        },
+      );
+    });
+  }
+}
+
+/**
+ * DNS-01 through the built-in responder: an authoritative DNS server (UDP and TCP) that answers TXT
+ * queries for `_acme-challenge.<domain>` with the values pending for it, and nothing else.
+ */
+export class DnsResponder implements ChallengeSolver {
+  readonly type = 'dns-01';
+  private readonly records = new Map<string, string[]>();
+  /** `host:port` it answers on, once listening. */
+  address: string | null = null;
+  private udp: DNS.UDPServer | null = null;
+  private tcp: DNS.TCPServer | null = null;
+
+  /** Starts answering on `host:port`, UDP and TCP (port 0: a free one); resolves with the port. */
+  async listen(host: string, port: number): Promise<number> {
+    const handle: DNS.DnsHandler = (request, send) => {
+      void send(this.respond(request)).catch(() => undefined);
+    };
+    const udp = createUDPServer({ type: host.includes(':') ? 'udp6' : 'udp4' });
+    // A malformed packet from anyone on the network ends that packet only.
+    udp
+      .on('request', handle)
+      .on('requestError', () => undefined)
+      .on('error', () => undefined);
+    await udp.listen(port, host);
+    this.udp = udp;
+    const bound = (udp.address() as AddressInfo).port;
+    const tcp = createTCPServer();
+    tcp.on('request', handle).on('requestError', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen(bound, host, () => {
+        tcp.off('error', reject);
+        resolve();
+      });
+    });
+    tcp.on('error', () => undefined);
+    this.tcp = tcp;
+    this.address = `${host.includes(':') ? `[${host}]` : host}:${bound}`;
+    return bound;
+  }
+
+  async close(): Promise<void> {
+    const udp = this.udp;
+    const tcp = this.tcp;
+    this.udp = this.tcp = null;
+    await Promise.all([
+      udp ? new Promise<void>((resolve) => udp.close(() => resolve())) : undefined,
+      tcp ? new Promise<void>((resolve) => tcp.close(() => resolve())) : undefined,
+    ]);
+  }
+
+  async add(domain: string, _token: string, value: string): Promise<void> {
+    const name = challengeRecord(domain);
+    const values = this.records.get(name) ?? [];
+    if (!values.includes(value)) values.push(value);
+    if (this.records.size >= MAX_PENDING && !this.records.has(name)) {
+      throw new Error('too many ACME challenges at once');
+    }
+    this.records.set(name, values);
+  }
+
+  async remove(domain: string, _token: string, value: string): Promise<void> {
+    const name = challengeRecord(domain);
+    const values = (this.records.get(name) ?? []).filter((v) => v !== value);
+    if (values.length > 0) this.records.set(name, values);
+    else this.records.delete(name);
+  }
+
+  private respond(request: DNS.Packet): DNS.Packet {
+    const response = Packet.createResponseFromRequest(request);
+    response.header.aa = 1;
+    const [question] = request.questions;
+    if (!question) return response;
+    const name = question.name.toLowerCase().replace(/\.$/, '');
+    const values = this.records.get(name);
+    if (!name.startsWith('_acme-challenge.')) {
+      response.header.rcode = REFUSED;
+      return response;
+    }
+    if (question.type === Packet.TYPE.TXT) {
+      for (const value of values ?? []) {
+        response.answers.push({
+          name: question.name,
+          type: Packet.TYPE.TXT,
+          class: Packet.CLASS.IN,
+          // Short: a renewal's new value must be seen at once, not a cached old one.
+          ttl: 1,
+          data: [value],
+        } as DNS.Packet.Resource);
+      }
+    }
+    return response;
+  }
+}

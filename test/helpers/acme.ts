@@ -1,0 +1,178 @@
+// Pebble (Debian's `pebble`, Let's Encrypt's test CA) on 127.0.0.1, standing in for Let's Encrypt: it
+// speaks real ACME (RFC 8555) over HTTPS, resolves names through the test's DNS server and validates
+// HTTP-01 against the edge's plain port and DNS-01 against TXT records. Its own HTTPS certificate is
+// made here with openssl (a throwaway CA the platform trusts through --acme-ca-file).
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../src/server/runtime/process.js';
+
+export interface TestAcme {
+  /** `https://127.0.0.1:<port>/dir` */
+  directory: string;
+  /** The CA of Pebble's own HTTPS listener (for --acme-ca-file). */
+  caFile: string;
+  /** The root that signs the certificates Pebble issues (new at each start). */
+  issuingRoot(): Promise<string>;
+  /** Pebble's output so far. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+/** Why Pebble cannot run here (null: it can). */
+export function pebbleMissing(): string | null {
+  if (spawnSync('pebble', ['-h']).error) return 'pebble is not installed (apt-get install pebble)';
+  if (spawnSync('openssl', ['version']).error) return 'openssl is not installed';
+  return null;
+}
+
+function openssl(dir: string, ...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+}
+
+function get(url: string, ca: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ca, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function startPebble(options: {
+  /** The port Pebble checks HTTP-01 on: the edge's plain port. */
+  httpPort: number;
+  /** The DNS server Pebble resolves names with (`127.0.0.1:<port>`). */
+  dnsServer: string;
+  /** How long issued certificates are valid (seconds; Pebble's default is about five years). */
+  validitySeconds?: number;
+}): Promise<TestAcme> {
+  const dir = mkdtempSync(join(tmpdir(), 'wharf-pebble-'));
+  // A throwaway CA, and Pebble's listener certificate for 127.0.0.1 and localhost signed by it.
+  openssl(
+    dir,
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Wharf test CA',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+  );
+  openssl(
+    dir,
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-subj',
+    '/CN=localhost',
+    '-keyout',
+    'pebble.key',
+    '-out',
+    'pebble.csr',
+  );
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  openssl(
+    dir,
+    'x509',
+    '-req',
+    '-in',
+    'pebble.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+    '-out',
+    'pebble.pem',
+  );
+  const [port, management] = [await freePort(), await freePort()];
+  writeFileSync(
+    join(dir, 'pebble.json'),
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${port}`,
+        managementListenAddress: `127.0.0.1:${management}`,
+        certificate: join(dir, 'pebble.pem'),
+        privateKey: join(dir, 'pebble.key'),
+        httpPort: options.httpPort,
+        tlsPort: await freePort(),
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+        ...(options.validitySeconds ? { certificateValidityPeriod: options.validitySeconds } : {}),
+      },
+    }),
+  );
+  let output = '';
+  const child: ChildProcess = spawn(
+    'pebble',
+    ['-config', join(dir, 'pebble.json'), '-dnsserver', options.dnsServer],
+    {
+      env: {
+        ...process.env,
+        // No random sleeps before validating, every nonce good, and no authorization reused: each order
+        // is validated afresh, as a first order with Let's Encrypt is.
+        PEBBLE_VA_NOSLEEP: '1',
+        PEBBLE_WFE_NONCEREJECT: '0',
+        PEBBLE_AUTHZREUSE: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
+  const directory = `https://127.0.0.1:${port}/dir`;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      if ((await get(directory, ca)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`pebble did not start:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    directory,
+    caFile: join(dir, 'ca.pem'),
+    async issuingRoot() {
+      const answer = await get(`https://127.0.0.1:${management}/roots/0`, ca);
+      if (answer.status !== 200) throw new Error(`pebble's root: ${answer.status}`);
+      return answer.body;
+    },
+    output: () => output,
+    async close() {
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
