@@ -135,6 +135,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       edge.forgetDomain(domain);
       tls?.certificates.nudge();
     },
+    ...(tls ? { certificateOf: (domain: string) => tls.certificates.statusOfHost(domain) } : {}),
   });
 
   const app = Fastify({

@@ -3,10 +3,15 @@
 // certificate over HTTP-01 (the CA fetches the token from the edge's plain port), are served over
 // HTTPS with it, and plain HTTP redirects; a host the platform does not route never gets one; a failed
 // order says why and backs off; certificates renew before they expire.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import DNS2 from 'dns2';
 import { connect, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../../src/server/app.js';
+import type { Domain } from '../../src/shared/api/domains.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
@@ -175,6 +180,87 @@ describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
     await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
   }, 60_000);
 
+  it('issues a verified custom domain its certificate, shows its state, and sends HSTS once its owner turns it on', async () => {
+    const project = await createProject(tp, { name: 'Blog', subdomain: 'blog', deploy_source: 'upload' });
+    await upload(tp, project.id, archiveOf({ 'index.html': '<h1>my blog</h1>' }));
+    await deploy(tp, project.id);
+    await waitFor(tp, project.id, settled, 30_000);
+    const created = await call<{ domain: Domain; verification: { name: string; value: string } }>(
+      `${tp.api}/domains`,
+      { key: tp.key, body: { domain: 'www.myblog.test', project_id: project.id } },
+    );
+    expect(created.status).toBe(201);
+    // Not verified: not routed, so no certificate is asked for.
+    expect(created.body.domain.certificate).toEqual({ status: 'none', not_after: null, error: null });
+    expect(await handshake(tp.httpsPort!, 'www.myblog.test')).toBe(false);
+    dns.set(created.body.verification.name, { TXT: [created.body.verification.value] });
+    dns.set('www.myblog.test', { CNAME: tp.platform.config.cnameTarget });
+    dns.set(tp.platform.config.cnameTarget, { A: ['127.0.0.1'] });
+    const verified = await call<{ verified: boolean }>(`${tp.api}/domains/${created.body.domain.id}/verify`, {
+      key: tp.key,
+      method: 'POST',
+    });
+    expect(verified.body.verified).toBe(true);
+    const status = await certificateOf('www.myblog.test');
+    expect(status.status).toBe('issued');
+    const [listed] = (await call<Domain[]>(`${tp.api}/domains`, { key: tp.key })).body.filter(
+      (d) => d.domain === 'www.myblog.test',
+    );
+    expect(listed!.certificate).toEqual({ status: 'issued', not_after: status.not_after, error: null });
+    expect(listed!.hsts).toBe(false);
+
+    const first = await httpsGet(tp.httpsPort!, 'www.myblog.test', '/', root);
+    expect(first.body).toBe('<h1>my blog</h1>');
+    expect(first.certificate.subjectaltname).toBe('DNS:www.myblog.test');
+    expect(first.headers['strict-transport-security']).toBeUndefined();
+
+    const patched = await call<Domain>(`${tp.api}/domains/${created.body.domain.id}`, {
+      key: tp.key,
+      method: 'PATCH',
+      body: { hsts: true },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ hsts: true, project_id: project.id, verified: true });
+    const after = await httpsGet(tp.httpsPort!, 'www.myblog.test', '/', root);
+    expect(after.headers['strict-transport-security']).toBe('max-age=31536000');
+    // Never over plain HTTP (RFC 6797 §7.2), and never for the app's own host, which its owner did not ask.
+    expect(
+      (await viaEdge(tp.edgePort, 'www.myblog.test', '/')).headers['strict-transport-security'],
+    ).toBeUndefined();
+    expect(
+      (await httpsGet(tp.httpsPort!, 'blog.apps.test', '/', root).catch(() => null))?.headers[
+        'strict-transport-security'
+      ],
+    ).toBeUndefined();
+  }, 90_000);
+
+  it('refuses a PATCH of a domain with nothing to change, of another account, or with a bad hsts', async () => {
+    const created = await call<{ domain: Domain }>(`${tp.api}/domains`, {
+      key: tp.key,
+      body: { domain: 'patch.myblog.test' },
+    });
+    const id = created.body.domain.id;
+    const empty = await call(`${tp.api}/domains/${id}`, { key: tp.key, method: 'PATCH', body: {} });
+    expect(empty.status).toBe(422);
+    const bad = await call(`${tp.api}/domains/${id}`, {
+      key: tp.key,
+      method: 'PATCH',
+      body: { hsts: 'yes' },
+    });
+    expect(bad.status).toBe(422);
+    const other = await tp.newAccount();
+    const theirs = await call(`${tp.api}/domains/${id}`, {
+      key: other.key,
+      method: 'PATCH',
+      body: { hsts: true },
+    });
+    expect(theirs.status).toBe(404);
+    const [still] = (await call<Domain[]>(`${tp.api}/domains`, { key: tp.key })).body.filter(
+      (d) => d.id === id,
+    );
+    expect(still!.hsts).toBe(false);
+  });
+
   it('never orders a certificate for a host the platform does not route', async () => {
     dns.set('nobody.apps.test', { A: ['127.0.0.1'] });
     expect(await handshake(tp.httpsPort!, 'nobody.apps.test')).toBe(false);
@@ -199,4 +285,223 @@ describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
     expect(pebble.output().split('lost.apps.test').length).toBe(orders);
     await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
   }, 60_000);
+});
+
+/** A platform with HTTPS and its own Pebble, on `base`; `tls` adds to the ACME settings. */
+async function httpsPlatform(
+  dns: TestDns,
+  base: string,
+  acme: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<{ tp: TestPlatform; pebble: TestAcme; root: string; events: PlatformEvent[] }> {
+  const edgePort = (extra.edgePort as number | undefined) ?? (await freePort());
+  const pebble = await startPebble({
+    httpPort: edgePort,
+    dnsServer: dns.server,
+    ...(acme.validitySeconds ? { validitySeconds: acme.validitySeconds as number } : {}),
+  });
+  delete acme.validitySeconds;
+  const events: PlatformEvent[] = [];
+  const tp = await startPlatform({
+    edgePort,
+    baseDomain: base,
+    tunnelDomain: `tun.${base}`,
+    dnsServers: [dns.server],
+    healthTimeoutMs: 20_000,
+    ...extra,
+    tls: {
+      httpsPort: 0,
+      acme: { directoryUrl: pebble.directory, caFile: pebble.caFile, retryBaseMs: 60_000, ...acme },
+    },
+  });
+  tp.platform.events.on('event', (event) => events.push(event));
+  return { tp, pebble, root: await pebble.issuingRoot(), events };
+}
+
+describe.skipIf(missing !== null)('wildcards over DNS-01', () => {
+  let dns: TestDns;
+  let dir: string;
+  const stop: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    dns = await startDns();
+    dir = mkdtempSync(join(tmpdir(), 'wharf-dns01-'));
+  });
+  afterAll(async () => {
+    for (const close of stop.reverse()) await close();
+    await dns?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('through the operator’s hook: *.<base> and *.<tunnel> issued at start, new apps served at once with no order of their own, and kept across a restart', async () => {
+    // The hook an operator would write for their DNS provider: here it edits a file the test DNS reads.
+    const records = join(dir, 'records');
+    writeFileSync(records, '');
+    const hook = join(dir, 'hook.sh');
+    writeFileSync(
+      hook,
+      [
+        '#!/bin/sh',
+        `f=${records}`,
+        'case "$1" in',
+        '  add) echo "$2 $3" >> "$f" ;;',
+        '  remove) grep -v -F -x "$2 $3" "$f" > "$f.new"; mv "$f.new" "$f" ;;',
+        '  *) echo "unknown action $1" >&2; exit 2 ;;',
+        'esac',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const calls: string[] = [];
+    dns.dynamic = (name) => {
+      if (!name.startsWith('_acme-challenge.')) return undefined;
+      const values = readFileSync(records, 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith(`${name} `))
+        .map((line) => line.slice(name.length + 1));
+      calls.push(`${name}: ${values.length}`);
+      return { TXT: values };
+    };
+    const dataDir = mkdtempSync(join(dir, 'data-'));
+    const first = await httpsPlatform(dns, 'hook.test', { dnsHook: hook }, { dataDir });
+    stop.push(() => first.pebble.close());
+    const { certificates } = first.tp.platform.tls!;
+    await until(
+      async () =>
+        (await certificates.status('*.hook.test'))?.status === 'issued' &&
+        (await certificates.status('*.tun.hook.test'))?.status === 'issued',
+      'both wildcards',
+      30_000,
+      100,
+    );
+    expect(calls.some((c) => c.startsWith('_acme-challenge.hook.test: 1'))).toBe(true);
+    expect(calls.some((c) => c.startsWith('_acme-challenge.tun.hook.test: 1'))).toBe(true);
+    // The hook took its records back once the CA had looked.
+    expect(readFileSync(records, 'utf8').trim()).toBe('');
+
+    const project = await createProject(first.tp, {
+      name: 'Fresh',
+      subdomain: 'fresh',
+      deploy_source: 'upload',
+    });
+    const answer = await httpsGet(first.tp.httpsPort!, 'fresh.hook.test', '/', first.root);
+    expect(answer.certificate.subjectaltname).toBe('DNS:*.hook.test');
+    expect(answer.status).toBe(503); // not deployed yet: served over HTTPS all the same
+    await first.tp.platform.tls!.certificates.reconcileNow();
+    expect(await certificates.status('fresh.hook.test')).toBeNull();
+    expect(project.url).toBe(`https://fresh.hook.test:${first.tp.httpsPort}`);
+
+    // A restart on the same data serves the kept wildcard without asking the CA again.
+    const orders = first.pebble.output().split('POST /order-plz').length;
+    await first.tp.close();
+    const second = await startPlatform({
+      edgePort: first.tp.edgePort,
+      dataDir,
+      baseDomain: 'hook.test',
+      tunnelDomain: 'tun.hook.test',
+      dnsServers: [dns.server],
+      tls: {
+        httpsPort: 0,
+        acme: { directoryUrl: first.pebble.directory, caFile: first.pebble.caFile, dnsHook: hook },
+      },
+    });
+    stop.push(() => second.close());
+    const again = await httpsGet(second.httpsPort!, 'fresh.hook.test', '/', first.root);
+    expect(again.certificate.serialNumber).toBe(answer.certificate.serialNumber);
+    await second.platform.tls!.certificates.reconcileNow();
+    expect(first.pebble.output().split('POST /order-plz').length).toBe(orders);
+  }, 120_000);
+
+  it('through a hook that fails: the wildcard fails with the hook’s words, and hosts fall back to HTTP-01', async () => {
+    const hook = join(dir, 'broken.sh');
+    writeFileSync(hook, '#!/bin/sh\necho "provider said: invalid API token" >&2\nexit 3\n', { mode: 0o755 });
+    dns.set('fallback.broken.test', { A: ['127.0.0.1'] });
+    const { tp, pebble, root } = await httpsPlatform(dns, 'broken.test', { dnsHook: hook });
+    stop.push(async () => {
+      await tp.close();
+      await pebble.close();
+    });
+    const { certificates } = tp.platform.tls!;
+    await until(
+      async () => (await certificates.status('*.broken.test'))?.status === 'failed',
+      'the wildcard to fail',
+      30_000,
+      100,
+    );
+    expect((await certificates.status('*.broken.test'))!.error).toMatch(
+      /the DNS hook \(add _acme-challenge\.broken\.test\) failed with exit code 3: provider said: invalid API token/,
+    );
+    await createProject(tp, { name: 'Fallback', subdomain: 'fallback', deploy_source: 'upload' });
+    const answer = await httpsGet(tp.httpsPort!, 'fallback.broken.test', '/', root);
+    expect(answer.certificate.subjectaltname).toBe('DNS:fallback.broken.test');
+  }, 90_000);
+
+  it('through the built-in responder, for _acme-challenge names delegated to the platform', async () => {
+    // The test DNS plays a recursive resolver following the delegation (NS) to the platform's responder.
+    let responder = '';
+    dns.dynamic = async (name) => {
+      if (!name.startsWith('_acme-challenge.') || !responder) return undefined;
+      const [host, port] = responder.split(/:(?=\d+$)/);
+      const packet = await new DNS2({ nameServers: [host!], port: Number(port), timeout: 2_000 }).resolve(
+        name,
+        'TXT',
+      );
+      return { TXT: packet.answers.map((a) => ((a as unknown as { data: string[] }).data ?? []).join('')) };
+    };
+    const { tp, pebble, root } = await httpsPlatform(dns, 'resp.test', { dnsListen: '127.0.0.1:0' });
+    stop.push(async () => {
+      await tp.close();
+      await pebble.close();
+    });
+    responder = tp.platform.tls!.responder!.address!;
+    const { certificates } = tp.platform.tls!;
+    await certificates.reconcileNow();
+    await until(
+      async () => (await certificates.status('*.resp.test'))?.status === 'issued',
+      'the wildcard',
+      30_000,
+      100,
+    );
+    await createProject(tp, { name: 'Resp', subdomain: 'resp', deploy_source: 'upload' });
+    const answer = await httpsGet(tp.httpsPort!, 'resp.resp.test', '/', root);
+    expect(answer.certificate.subjectaltname).toBe('DNS:*.resp.test');
+    // The responder answers only _acme-challenge names, and refuses the rest.
+    const other = await new DNS2({
+      nameServers: ['127.0.0.1'],
+      port: Number(responder.split(':')[1]),
+      timeout: 2_000,
+    }).resolve('resp.test', 'A');
+    expect(other.header.rcode).toBe(5);
+  }, 90_000);
+});
+
+describe.skipIf(missing !== null)('renewal', () => {
+  it('renews a certificate once it is due, serving the new one, and says so', async () => {
+    const dns = await startDns({ 'short.renew.test': { A: ['127.0.0.1'] } });
+    // Certificates valid one hour, renewed when less than an hour minus 3 s is left: due 3 s after issue.
+    const { tp, pebble, root, events } = await httpsPlatform(dns, 'renew.test', {
+      validitySeconds: 3_600,
+      renewBeforeMs: 3_600_000 - 3_000,
+      checkIntervalMs: 500,
+    });
+    try {
+      await createProject(tp, { name: 'Short', subdomain: 'short', deploy_source: 'upload' });
+      const first = await httpsGet(tp.httpsPort!, 'short.renew.test', '/', root);
+      await until(
+        () => events.some((e) => e.message.startsWith('certificate for short.renew.test renewed (http-01)')),
+        'a renewal',
+        30_000,
+        100,
+      );
+      const second = await httpsGet(tp.httpsPort!, 'short.renew.test', '/', root);
+      expect(second.certificate.serialNumber).not.toBe(first.certificate.serialNumber);
+      expect(Date.parse(second.certificate.valid_to)).toBeGreaterThanOrEqual(
+        Date.parse(first.certificate.valid_to),
+      );
+    } finally {
+      await tp.close();
+      await pebble.close();
+      await dns.close();
+    }
+  }, 90_000);
 });

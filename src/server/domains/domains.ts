@@ -15,6 +15,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import type { Store } from '../store/open.js';
 import type { Selectable } from 'kysely';
+import type { CertificateStatus } from '../tls/certificates.js';
 import type { DomainsTable as DomainsColumns } from '../store/schema.js';
 
 type DomainsTable = Selectable<DomainsColumns>;
@@ -53,11 +54,14 @@ export interface DomainServiceOptions {
   now?: () => Date;
   /** Called with a domain name whose routing may have changed (verified, unverified, deleted). */
   onRouteChange?: (domain: string) => void;
+  /** The certificate HTTPS serves a domain with; absent: the platform serves no HTTPS. */
+  certificateOf?: (domain: string) => Promise<CertificateStatus | null>;
 }
 
 export class DomainService {
   private readonly now: () => Date;
   private readonly onRouteChange: (domain: string) => void;
+  private readonly certificateOf: DomainServiceOptions['certificateOf'];
   readonly schedule: RecheckSchedule;
 
   constructor(
@@ -68,6 +72,7 @@ export class DomainService {
   ) {
     this.now = options.now ?? (() => new Date());
     this.onRouteChange = options.onRouteChange ?? (() => {});
+    this.certificateOf = options.certificateOf;
     this.schedule = {
       firstMs: config.domainRecheckMs,
       maxMs: config.domainRecheckMaxMs,
@@ -126,7 +131,7 @@ export class DomainService {
     };
     // A concurrent add of the same name by the same account fails on the unique index: 409.
     await this.db.insertInto('domains').values(row).execute();
-    const created = this.toDomain(row, await this.token(accountId, domain));
+    const created = await this.toDomain(row, await this.token(accountId, domain));
     return {
       domain: created,
       instructions: { type: 'CNAME', name: domain, target: this.target },
@@ -137,14 +142,16 @@ export class DomainService {
   /** Links the domain to another of the account's projects, or to none; it stays verified (or not). */
   async link(accountId: string, id: string, input: LinkDomainRequest): Promise<Domain> {
     const row = await this.find(accountId, id);
-    if (input.project_id !== null) await this.assertOwnProject(accountId, input.project_id);
-    await this.db
-      .updateTable('domains')
-      .set({ project_id: input.project_id })
-      .where('id', '=', row.id)
-      .execute();
-    if (row.project_id !== input.project_id) this.onRouteChange(row.domain);
-    return this.toDomain({ ...row, project_id: input.project_id }, await this.token(accountId, row.domain));
+    if (input.project_id !== undefined && input.project_id !== null) {
+      await this.assertOwnProject(accountId, input.project_id);
+    }
+    const changed = {
+      project_id: input.project_id === undefined ? row.project_id : input.project_id,
+      hsts: input.hsts === undefined ? row.hsts : input.hsts ? 1 : 0,
+    };
+    await this.db.updateTable('domains').set(changed).where('id', '=', row.id).execute();
+    if (row.project_id !== changed.project_id || row.hsts !== changed.hsts) this.onRouteChange(row.domain);
+    return this.toDomain({ ...row, ...changed }, await this.token(accountId, row.domain));
   }
 
   /** Checks the account's domain now (manual verify) and records the outcome. */
@@ -344,7 +351,14 @@ export class DomainService {
     return check.definitive ? false : row.verified === 1;
   }
 
-  private toDomain(row: DomainsTable, token: string): Domain {
+  private async toDomain(row: DomainsTable, token: string): Promise<Domain> {
+    let certificate: Domain['certificate'] = null;
+    if (this.certificateOf) {
+      const found = await this.certificateOf(row.domain);
+      certificate = found
+        ? { status: found.status, not_after: found.not_after, error: found.error }
+        : { status: 'none', not_after: null, error: null };
+    }
     return {
       id: row.id,
       domain: row.domain,
@@ -354,6 +368,8 @@ export class DomainService {
       created_at: row.created_at,
       verified_at: row.verified_at,
       verification: { type: 'TXT', name: challengeName(row.domain), value: token },
+      hsts: row.hsts === 1,
+      certificate,
     };
   }
 }

@@ -123,6 +123,9 @@ export class AcmeIssuer {
     const client = new acme.Client({
       directoryUrl,
       accountKey,
+      // Polls an order's state from 1 s on (doubling to 30 s), not 5 s: a first visitor's handshake may wait.
+      backoffMin: 1_000,
+      backoffMax: 30_000,
       ...(row?.account_url ? { accountUrl: row.account_url } : {}),
     });
     if (!row?.account_url) {

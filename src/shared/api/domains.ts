@@ -22,6 +22,19 @@ export const DomainChallenge = z
   .meta({ id: 'DomainChallenge' });
 export type DomainChallenge = z.infer<typeof DomainChallenge>;
 
+/** The certificate HTTPS serves the domain with (our choice; null on a platform without HTTPS). */
+export const DomainCertificate = z
+  .object({
+    status: z.enum(['none', 'pending', 'issued', 'failed']).meta({
+      description:
+        '`none`: not asked for yet (it is once the domain is verified); `pending`: the CA is checking; `issued`; `failed`: see `error` (retried with back-off; a certificate issued before keeps serving)',
+    }),
+    not_after: Timestamp.nullable().meta({ description: 'Until when the certificate served now is valid' }),
+    error: z.string().nullable().meta({ description: "Why the last order failed, in the CA's words" }),
+  })
+  .meta({ id: 'DomainCertificate' });
+export type DomainCertificate = z.infer<typeof DomainCertificate>;
+
 export const Domain = z
   .object({
     id: idOf('dom'),
@@ -33,6 +46,10 @@ export const Domain = z
     verified_at: Timestamp.nullable(),
     /** The TXT record proving it is the account's (also after it is verified: a re-check looks again). */
     verification: DomainChallenge,
+    hsts: z
+      .boolean()
+      .meta({ description: 'HTTPS answers for the domain send Strict-Transport-Security (opt-in, PATCH)' }),
+    certificate: DomainCertificate.nullable(),
   })
   .meta({ id: 'Domain' });
 export type Domain = z.infer<typeof Domain>;
@@ -42,9 +59,15 @@ export const CreateDomainRequest = z
   .meta({ id: 'CreateDomainRequest' });
 export type CreateDomainRequest = z.infer<typeof CreateDomainRequest>;
 
-/** `PATCH /domains/:id`: the project the domain routes to, or null for none (no new verification). */
+/**
+ * `PATCH /domains/:id`: the project the domain routes to, or null for none (no new verification);
+ * `hsts`: whether HTTPS answers send Strict-Transport-Security. At least one of them.
+ */
 export const LinkDomainRequest = z
-  .strictObject({ project_id: idOf('prj').nullable() })
+  .strictObject({ project_id: idOf('prj').nullable().optional(), hsts: z.boolean().optional() })
+  .refine((body) => body.project_id !== undefined || body.hsts !== undefined, {
+    message: 'give project_id, hsts or both',
+  })
   .meta({ id: 'LinkDomainRequest' });
 export type LinkDomainRequest = z.infer<typeof LinkDomainRequest>;
 

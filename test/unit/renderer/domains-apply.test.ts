@@ -12,6 +12,8 @@ const domain = (extra: Partial<Domain>): Domain => ({
   created_at: '2025-01-31T10:00:00.000Z',
   verified_at: null,
   verification: { type: 'TXT', name: '_wharf-challenge.app.example.com', value: 'wharf-verify=token' },
+  hsts: false,
+  certificate: null,
   ...extra,
 });
 
