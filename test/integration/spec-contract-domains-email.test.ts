@@ -73,6 +73,45 @@ describe('§2.3 and §4.3: domains', () => {
     const after = await call<Array<{ id: string }>>(`${tp.api}/domains`, { key });
     expect(after.body.map((d) => d.id)).not.toContain(id);
   });
+
+  it('verify turns verified true once the DNS holds the CNAME to cname_target (and the TXT proof)', async () => {
+    const added = await call(`${tp.api}/domains`, { key, body: { domain: 'www.verified-shop.test' } });
+    expect(added.status).toBe(201);
+    expectSpec(added.body, CREATED_DOMAIN, 'the add answer');
+    const body = added.body as {
+      domain: { id: string; domain: string; cname_target: string; verified: boolean };
+      instructions: { type: string; name: string; target: string };
+      // SPEC leaves how verified turns true open; API.md §5 adds this TXT record proving ownership.
+      verification: { type: string; name: string; value: string };
+    };
+    expect(body.domain.verified).toBe(false);
+    const id = body.domain.id;
+
+    // The proof of ownership alone: no CNAME to cname_target yet, so still false.
+    dns.set(body.verification.name, { TXT: [body.verification.value] });
+    const before = await call(`${tp.api}/domains/${id}/verify`, { key, method: 'POST' });
+    expect(before.status).toBe(200);
+    expectSpec(before.body, DOMAIN, 'the verify answer');
+    expect(before.body).toMatchObject({ id, verified: false });
+
+    // The CNAME of the add answer's instructions as well.
+    dns.set(body.instructions.name, { CNAME: body.instructions.target });
+    const after = await call(`${tp.api}/domains/${id}/verify`, { key, method: 'POST' });
+    expect(after.status, JSON.stringify(after.body)).toBe(200);
+    expectSpec(after.body, DOMAIN, 'the verify answer');
+    expect(after.body).toMatchObject({
+      id,
+      domain: 'www.verified-shop.test',
+      verified: true,
+      cname_target: body.domain.cname_target,
+    });
+
+    const list = await call<unknown[]>(`${tp.api}/domains`, { key });
+    expect(list.status).toBe(200);
+    const listed = list.body.find((d) => (d as { id: string }).id === id);
+    expectSpec(listed, DOMAIN, 'the listed domain');
+    expect(listed).toMatchObject({ verified: true });
+  });
 });
 
 describe('§2.5 and §4.4: email verification', () => {
