@@ -37,6 +37,14 @@ export function platformOption(description: string): Option {
   return new Option('--platform <url|local>', description).env('WHARF_PLATFORM_URL').argParser(parsePlatform);
 }
 
+/** `--ca <pem>`: a CA to trust for an https:// platform besides the system's (a private CA). */
+export function caOption(): Option {
+  return new Option(
+    '--ca <pem>',
+    "a CA certificate (PEM file) to trust for an https:// platform, besides the system's",
+  ).env('WHARF_CA_FILE');
+}
+
 export function apiKeyOption(description: string): Option {
   return new Option('--api-key <key>', description).env('WHARF_API_KEY').argParser(parseApiKey);
 }
@@ -45,7 +53,8 @@ export function apiKeyOption(description: string): Option {
 export function withConnectionOptions(command: Command): Command {
   return command
     .addOption(platformOption('the platform to use (default: the saved one, see `wharf login`; else local)'))
-    .addOption(apiKeyOption("its API key (default: the saved one; the local account's for local)"));
+    .addOption(apiKeyOption("its API key (default: the saved one; the local account's for local)"))
+    .addOption(caOption());
 }
 
 export function wharfHomeDir(): string {

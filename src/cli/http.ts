@@ -9,7 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { CapturedRequest } from '../shared/api/tunnels.js';
 import { BridgeError, type LocalTunnel } from '../shared/bridge.js';
 import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../shared/dns-label.js';
-import { apiKeyOption, localPort, platformOption, secretStore, wharfHomeDir } from './connect.js';
+import { apiKeyOption, caOption, localPort, platformOption, secretStore, wharfHomeDir } from './connect.js';
 import { CommandExit, type Io } from './io.js';
 import { wharfPackage } from './package-root.js';
 
@@ -119,6 +119,7 @@ export function httpCommand(io: Io): Command {
     )
     .addOption(platformOption('the platform (default: the saved one, see `wharf login`; else local)'))
     .addOption(apiKeyOption("its API key (default: the saved one; the local account's for local)"))
+    .addOption(caOption())
     .action(async (port: number, options: HttpOptions) => {
       // Ctrl+C from here on stops cleanly, even while connecting: a local platform started here must
       // stop its apps rather than die with them running.

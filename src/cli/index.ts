@@ -42,6 +42,17 @@ export function buildProgram(io: Io = processIo): Command {
   program.addCommand(rollbackCommand(io));
   program.addCommand(httpCommand(io));
   program.addCommand(emailCommand(io));
+  // --ca (or WHARF_CA_FILE) on any command that talks to a platform: trusted before it runs.
+  program.hook('preAction', async (_program, action) => {
+    const ca = (action.opts() as { ca?: unknown }).ca;
+    if (typeof ca === 'string' && ca !== '') {
+      const [{ trustCaFile }, { resolve }] = await Promise.all([
+        import('../core/trust.js'),
+        import('node:path'),
+      ]);
+      trustCaFile(resolve(ca));
+    }
+  });
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {
     command.exitOverride();

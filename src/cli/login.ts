@@ -8,6 +8,7 @@ import { apiKeySecretName, settingsFile, writeSettings } from '../core/settings.
 import { BridgeError } from '../shared/bridge.js';
 import {
   apiKeyOption,
+  caOption,
   localPort,
   platformOption,
   secretStore,
@@ -30,6 +31,7 @@ export function loginCommand(io: Io): Command {
       ).makeOptionMandatory(),
     )
     .addOption(apiKeyOption('an API key of the account (wk_…), needed for a remote platform'))
+    .addOption(caOption())
     .action(async (options: LoginOptions, command: Command) => {
       const home = wharfHomeDir();
       if (options.platform === 'local') {

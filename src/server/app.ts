@@ -178,6 +178,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       new ApiError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
+  // The API is also served by the edge at api.<base_domain> (its public address over HTTPS).
+  edge.serveApi(app.server);
   // Upgrades on the API port: tunnel clients connecting, and the live traffic feed.
   app.server.on('upgrade', (req, socket, head) => {
     tunnels.upgrade(req, socket, head, API_PREFIX).then(

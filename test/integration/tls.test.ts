@@ -4,7 +4,10 @@
 // HTTPS with it, and plain HTTP redirects; a host the platform does not route never gets one; a failed
 // order says why and backs off; certificates renew before they expire.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { type Server, createServer } from 'node:http';
 import { request } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import DNS2 from 'dns2';
@@ -26,6 +29,7 @@ import {
 } from '../helpers/deploy.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 
 const missing = pebbleMissing();
 // CI installs Pebble: there the suite must run, not skip.
@@ -504,4 +508,123 @@ describe.skipIf(missing !== null)('renewal', () => {
       await dns.close();
     }
   }, 90_000);
+});
+
+describe.skipIf(missing !== null)('tunnels and the API over HTTPS', () => {
+  let dns: TestDns;
+  let env: { tp: TestPlatform; pebble: TestAcme; root: string };
+  let app: Server;
+  let appPort: number;
+  let dir: string;
+  let rootFile: string;
+
+  beforeAll(async () => {
+    assertBuilt();
+    dns = await startDns({
+      'api.tl.test': { A: ['127.0.0.1'] },
+      'demo.tun.tl.test': { A: ['127.0.0.1'] },
+    });
+    env = await httpsPlatform(dns, 'tl.test', {});
+    dir = mkdtempSync(join(tmpdir(), 'wharf-tls-cli-'));
+    rootFile = join(dir, 'root.pem');
+    writeFileSync(rootFile, env.root);
+    app = createServer((req, res) => res.end(`from the local app ${req.url}`));
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+    appPort = (app.address() as AddressInfo).port;
+  }, 60_000);
+  afterAll(async () => {
+    await env?.tp.close();
+    await env?.pebble.close();
+    await dns?.close();
+    app?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  /** `wharf http` against the platform's public HTTPS address; `.tl.test` names resolve to 127.0.0.1. */
+  function wharfHttp(extra: string[]) {
+    return spawn(
+      process.execPath,
+      [
+        wharfBin,
+        'http',
+        String(appPort),
+        '--platform',
+        `https://api.tl.test:${env.tp.httpsPort}`,
+        '--api-key',
+        env.tp.key,
+        '--subdomain',
+        'demo',
+        '--no-inspect',
+        ...extra,
+      ],
+      {
+        env: wharfEnv({
+          home: mkdtempSync(join(dir, 'home-')),
+          env: {
+            NODE_OPTIONS: `--import ${join(import.meta.dirname, '..', 'fixtures', 'test-hosts.mjs')}`,
+            WHARF_TEST_HOSTS: '.tl.test',
+          },
+        }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+  }
+
+  it('serves the API at https://api.<base>, with its own certificate', async () => {
+    const answer = await httpsGet(env.tp.httpsPort!, 'api.tl.test', '/api/v1/health', env.root);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ ok: true });
+    expect(answer.certificate.subjectaltname).toBe('DNS:api.tl.test');
+    const plain = await viaEdge(env.tp.edgePort, 'api.tl.test', '/api/v1/health');
+    expect(plain.status).toBe(308);
+  }, 60_000);
+
+  it('wharf http --ca connects over HTTPS, verifying the platform, and its public URL is https with a CA certificate', async () => {
+    const child = wharfHttp(['--ca', rootFile]);
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    try {
+      await until(() => output.includes('Forwarding'), `wharf http to connect:\n${output}`, 30_000, 100);
+      expect(output).toContain(
+        `Forwarding  https://demo.tun.tl.test:${env.tp.httpsPort} -> http://localhost:${appPort}`,
+      );
+      const answer = await httpsGet(env.tp.httpsPort!, 'demo.tun.tl.test', '/over-tls', env.root);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toBe('from the local app /over-tls');
+      expect(answer.certificate.subjectaltname).toBe('DNS:demo.tun.tl.test');
+    } finally {
+      child.kill('SIGINT');
+      await new Promise((resolve) => child.once('close', resolve));
+    }
+  }, 90_000);
+
+  it('refuses a platform whose certificate it cannot verify, saying so, when no --ca is given', async () => {
+    const child = wharfHttp([]);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/certificate/i);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+  }, 60_000);
+
+  it('refuses a --ca file that is not there or holds no certificate, in one line', async () => {
+    const missingFile = await runWharf([
+      'http',
+      '3000',
+      '--platform',
+      'https://api.tl.test',
+      '--ca',
+      join(dir, 'nope.pem'),
+    ]);
+    expect(missingFile.code).toBe(1);
+    expect(missingFile.stderr.trim()).toBe(
+      `wharf: cannot read the CA file ${join(dir, 'nope.pem')}: there is no such file`,
+    );
+    const notPem = join(dir, 'not.pem');
+    writeFileSync(notPem, 'hello');
+    const garbage = await runWharf(['http', '3000', '--platform', 'https://api.tl.test', '--ca', notPem]);
+    expect(garbage.stderr.trim()).toBe(`wharf: the CA file ${notPem} holds no PEM certificate`);
+  });
 });

@@ -4,12 +4,14 @@
 // keeps its subdomain.
 import { EventEmitter } from 'node:events';
 import { type IncomingMessage, request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { isIPv6, connect as netConnect } from 'node:net';
 import { type Duplex, Readable } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import WebSocket, { createWebSocketStream } from 'ws';
 import { RemoteAddr, TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
+import { trustedCas } from '../trust.js';
 import {
   CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
@@ -26,10 +28,11 @@ import {
   STREAM_HEADERS,
   h2HeadersToHttp1,
   responseHeadersToH2,
+  sessionTransport,
 } from './protocol.js';
 
 export interface TunnelClientOptions {
-  /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
+  /** The platform's origin, e.g. `http://127.0.0.1:8787` or `https://api.example.com`. */
   platformUrl: string;
   apiKey: string;
   localPort: number;
@@ -216,7 +219,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private openRaw(): Promise<{ transport: Duplex; info: TunnelInfo }> {
     return new Promise((resolve, reject) => {
       const url = this.connectUrl();
-      const req = httpRequest(url, {
+      // https:// platforms are verified against the system's roots (and any CA given with --ca).
+      const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = request(url, {
+        ...trustedCas(),
         headers: {
           'x-api-key': this.options.apiKey,
           connection: 'Upgrade',
@@ -227,7 +233,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       req.on('upgrade', (res, socket, head) => {
         socket.setNoDelay(true);
         if (head.length > 0) socket.unshift(head);
-        resolve({ transport: socket, info: infoOf(res.headers) });
+        resolve({ transport: sessionTransport(socket), info: infoOf(res.headers) });
       });
       req.on('response', (res) => refusal(res, url).then(reject, reject));
       req.on('timeout', () => req.destroy(new Error(`no answer from ${url.origin}`)));
@@ -241,6 +247,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       const url = this.connectUrl();
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       const ws = new WebSocket(url, {
+        ...trustedCas(),
         headers: { 'x-api-key': this.options.apiKey },
         // A redirect would carry the key elsewhere: it is refused like any other answer (see refusal).
         followRedirects: false,

@@ -9,6 +9,8 @@
 // and from then on the stream carries raw bytes both ways, the app's `101` response included.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Settings } from 'node:http2';
+import { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 
 export const STREAM_HEADERS = {
   /** The captured request's id, so both sides name the exchange alike. */
@@ -46,6 +48,37 @@ export const SESSION_SETTINGS: Settings = {
   maxFrameSize: 1024 * 1024 - 1,
   enablePush: false,
 };
+
+/**
+ * What the HTTP/2 session runs over. A TLS socket (a platform served over HTTPS) is handed over as a
+ * plain stream of its decrypted bytes: node:http2 given the TLS socket itself would write to the same
+ * native handle as TLS does, which ends the process (an assertion in Http2Session::OnStreamAfterWrite).
+ */
+export function sessionTransport(socket: Duplex): Duplex {
+  if ((socket as Partial<TLSSocket>).encrypted !== true) return socket;
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, done) {
+      socket.write(chunk, done);
+    },
+    final(done) {
+      socket.end(done);
+    },
+    destroy(error, done) {
+      socket.destroy(error ?? undefined);
+      done(error);
+    },
+  });
+  socket.on('data', (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.once('end', () => stream.push(null));
+  socket.once('error', (error) => stream.destroy(error));
+  socket.once('close', () => stream.destroy());
+  return stream;
+}
 
 /** Headers that describe one HTTP/1.1 connection, not the message: HTTP/2 forbids them. */
 const HOP_BY_HOP = new Set([

@@ -43,6 +43,9 @@ export class Edge {
   readonly server: Server;
   /** The HTTPS server, once enableTls() made it (servePlatform listens on the HTTPS port). */
   secureServer: HttpsServer | null = null;
+  /** `api.<base_domain>`: the platform's API, handed to its own server in this process. */
+  readonly apiHost: string;
+  private api: Server | null = null;
   private challenges: HttpChallenges | null = null;
   private readonly proxy = httpProxy.createProxyServer({ xfwd: true, ws: true });
   /** Host label → route, briefly: most requests then cost no query. */
@@ -66,6 +69,7 @@ export class Edge {
   ) {
     this.suffix = `.${config.baseDomain}`;
     this.tunnelSuffix = `.${config.tunnelDomain}`;
+    this.apiHost = `api.${config.baseDomain}`;
     this.proxy.on('proxyReq', (proxyReq, req) => this.upstream.set(req, proxyReq));
     this.proxy.on('error', (error, _req, res) => {
       if (isServerResponse(res) && this.tooLarge.has(res)) return;
@@ -126,9 +130,18 @@ export class Edge {
     return server;
   }
 
+  /**
+   * Serves the platform's API at `api.<base_domain>` too, by handing its requests and upgrades (tunnel
+   * clients, traffic feeds) to `server`: over HTTPS, that is the API's public address.
+   */
+  serveApi(server: Server): void {
+    this.api = server;
+  }
+
   /** Whether the edge serves `host` now (an app or service, a verified custom domain, a tunnel online). */
   async serves(host: string): Promise<boolean> {
     const name = host.toLowerCase();
+    if (name === this.apiHost) return this.api !== null;
     const tunnel = this.tunnels.subdomainOf(name);
     if (tunnel !== null) return this.tunnels.isOnline(tunnel);
     return (await this.route(name).catch(() => null)) !== null;
@@ -153,8 +166,13 @@ export class Edge {
       this.plainWithTls(req, res);
       return;
     }
-    if (!this.admitBody(req, res)) return;
     const host = hostOf(req);
+    if (host === this.apiHost && this.api) {
+      // The API keeps its own limits (JSON bodies, uploads) and its own answers.
+      this.api.emit('request', req, res);
+      return;
+    }
+    if (!this.admitBody(req, res)) return;
     const tunnel = this.tunnels.subdomainOf(host);
     if (tunnel !== null) {
       this.tunnels.relay(req, res, tunnel);
@@ -224,6 +242,11 @@ export class Edge {
     }
     this.upgraded.add(socket);
     socket.once('close', () => this.upgraded.delete(socket));
+    if (hostOf(req) === this.apiHost && this.api) {
+      this.upgraded.delete(socket);
+      this.api.emit('upgrade', req, socket, head);
+      return;
+    }
     const tunnel = this.tunnels.subdomainOf(hostOf(req));
     if (tunnel !== null) {
       this.tunnels.relayUpgrade(req, socket, head, tunnel);

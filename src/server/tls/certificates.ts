@@ -68,6 +68,7 @@ export class CertificateManager {
   private timer: NodeJS.Timeout | null = null;
   private soon: NodeJS.Timeout | null = null;
   private reconciling: Promise<void> | null = null;
+  private again: Promise<void> | null = null;
   private closed = false;
 
   constructor(private readonly options: CertificatesOptions) {
@@ -109,10 +110,20 @@ export class CertificateManager {
     this.soon.unref();
   }
 
-  /** Looks over every name (runs one pass at a time); resolves when that pass is done. */
+  /**
+   * Looks over every name, one pass at a time; asked during a pass, another follows it (the pass in
+   * progress may have listed the names before the change). Resolves when the pass asked for is done.
+   */
   reconcileNow(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    this.reconciling ??= this.reconcile()
+    if (this.reconciling) {
+      this.again ??= this.reconciling.then(() => {
+        this.again = null;
+        return this.reconcileNow();
+      });
+      return this.again;
+    }
+    this.reconciling = this.reconcile()
       .catch((error: unknown) => this.options.event('warn', `certificates: ${describeAcmeError(error)}`))
       .finally(() => {
         this.reconciling = null;

@@ -60,7 +60,11 @@ export function setUpTls(options: {
         db.selectFrom('project_hosts').select('label').execute(),
         db.selectFrom('domains').select('domain').where('verified', '=', 1).execute(),
       ]);
-      return [...labels.map((l) => `${l.label}.${config.baseDomain}`), ...domains.map((d) => d.domain)];
+      return [
+        edge.apiHost,
+        ...labels.map((l) => `${l.label}.${config.baseDomain}`),
+        ...domains.map((d) => d.domain),
+      ];
     },
     renewBeforeMs: acme.renewBeforeMs,
     retryBaseMs: acme.retryBaseMs,

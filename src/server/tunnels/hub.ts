@@ -31,6 +31,7 @@ import {
   SESSION_WINDOW,
   STREAM_HEADERS,
   requestHeadersToH2,
+  sessionTransport,
 } from '../../core/tunnel/protocol.js';
 import {
   CAPTURE_LIMITS,
@@ -315,7 +316,7 @@ export class TunnelHub {
       if (head.length > 0) socket.unshift(head);
       // Small frames (a request's HEADERS) must not wait for Nagle.
       (socket as Partial<Socket>).setNoDelay?.(true);
-      transport = socket;
+      transport = sessionTransport(socket);
     }
     const session = http2.connect(`http://${subdomain}`, {
       createConnection: () => transport,
