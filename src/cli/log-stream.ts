@@ -9,8 +9,20 @@ const IDLE_MS = 45_000;
 
 export type StreamEnd = 'aborted' | 'ended';
 
-/** The log line an event carries, or null for other events and data that is not a log line. */
+/**
+ * The log line an event carries, or null for other events and data that is not a log line. A
+ * `skipped` event (the platform skipped lines this reader was too slow for) becomes a line saying so.
+ */
 export function logLineOf(event: SseEvent): LogLine | null {
+  if (event.event === 'skipped') {
+    const lines = Number((/"lines":(\d+)/.exec(event.data) ?? [])[1] ?? 0);
+    return {
+      ts: new Date().toISOString(),
+      stream: 'system',
+      service: null,
+      line: `… ${lines} line${lines === 1 ? '' : 's'} skipped: they came faster than this terminal read them (wharf logs --since reads them)`,
+    };
+  }
   if (event.event !== 'log') return null;
   let data: unknown;
   try {

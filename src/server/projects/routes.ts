@@ -234,6 +234,8 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
     handler: async (request) => runtime.stop(request.caller.accountId, request.params.id),
   });
 
+  /** What one log follower may have waiting to be sent before its lines are skipped. */
+  const FOLLOW_BUFFER_BYTES = 1024 * 1024;
   // Open follow streams never go idle: end them when the platform shuts down, or close() would wait.
   const followers = new Set<ServerResponse>();
   app.addHook('preClose', async () => {
@@ -264,9 +266,24 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       let lastSent = 0;
       let live = false;
       const raw = reply.raw;
+      // A follower that reads slower than the project writes (or not at all) must not make the
+      // platform hold its lines: past FOLLOW_BUFFER_BYTES unsent, lines are skipped, and once the
+      // client has caught up it is told how many (`skipped`), so it can read them with ?since.
+      let skipped = 0;
       const send = (line: SequencedLine) => {
         if (line.seq <= lastSent) return;
         lastSent = line.seq;
+        if (raw.writableLength > FOLLOW_BUFFER_BYTES) {
+          if (skipped === 0)
+            raw.once('drain', () => {
+              raw.write(
+                `event: skipped\ndata: ${JSON.stringify({ lines: skipped, last_seq: lastSent })}\n\n`,
+              );
+              skipped = 0;
+            });
+          skipped += 1;
+          return;
+        }
         raw.write(`event: log\nid: ${line.seq}\ndata: ${JSON.stringify(publicLine(line))}\n\n`);
       };
       // An open stream holds one of the account's stream slots until it closes.

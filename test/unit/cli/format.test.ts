@@ -51,6 +51,14 @@ describe('logLineOf', () => {
     expect(logLineOf({ event: 'log', data: JSON.stringify(line), id: '7' })).toEqual(line);
   });
 
+  it('says how many lines the platform skipped for a reader too slow for them', () => {
+    const said = logLineOf({ event: 'skipped', data: '{"lines":1234,"last_seq":99}', id: null });
+    expect(said).toMatchObject({ stream: 'system', service: null });
+    expect(said!.line).toBe(
+      '… 1234 lines skipped: they came faster than this terminal read them (wharf logs --since reads them)',
+    );
+  });
+
   it('ignores other events and data that is not a log line', () => {
     expect(logLineOf({ event: 'message', data: JSON.stringify(line), id: null })).toBeNull();
     expect(logLineOf({ event: 'log', data: '{not json', id: null })).toBeNull();
