@@ -6,6 +6,7 @@ import {
   DEFAULT_EDGE_PORT,
   DEFAULT_IMAGES,
   LETS_ENCRYPT_DIRECTORY,
+  edgeUrl,
   RUNTIME_KINDS,
   type RuntimeKind,
   resolveConfig,
@@ -446,9 +447,10 @@ export function platformCommand(io: Io): Command {
         throw error;
       }
       const edgePort = running.config.edgePort;
-      const edge = (label: string) => (edgePort === 80 ? `http://${label}` : `http://${label}:${edgePort}`);
+      const edge = (label: string) => edgeUrl(running.config, label);
       io.out(`Wharf platform listening on ${running.origin}`);
       io.out(`  API        ${running.apiUrl}  (OpenAPI: ${running.apiUrl}/openapi.json)`);
+      if (running.tls) io.out(`             public: ${edge(`api.${config.baseDomain}`)}/api/v1`);
       io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
       if (running.tls) {

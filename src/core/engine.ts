@@ -377,10 +377,22 @@ export class Engine implements Bridge {
     },
     'domains.link': async (input) => {
       const id = requireString(input, 'id', 'a domain id');
-      const projectId = ((input ?? {}) as { project_id?: unknown }).project_id;
-      if (projectId !== null && (typeof projectId !== 'string' || projectId === ''))
+      const { project_id: projectId, hsts } = (input ?? {}) as { project_id?: unknown; hsts?: unknown };
+      if (
+        projectId !== undefined &&
+        projectId !== null &&
+        (typeof projectId !== 'string' || projectId === '')
+      )
         throw invalid('project_id', 'must be a project id, or null for none');
-      return this.live((client) => client.linkDomain(id, { project_id: projectId }));
+      if (hsts !== undefined && typeof hsts !== 'boolean') throw invalid('hsts', 'must be true or false');
+      if (projectId === undefined && hsts === undefined)
+        throw invalid('project_id', 'give project_id, hsts or both');
+      return this.live((client) =>
+        client.linkDomain(id, {
+          ...(projectId === undefined ? {} : { project_id: projectId as string | null }),
+          ...(hsts === undefined ? {} : { hsts }),
+        }),
+      );
     },
     'domains.verify': async (input) => {
       const id = requireString(input, 'id', 'a domain id');

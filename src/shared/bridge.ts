@@ -282,8 +282,11 @@ export interface BridgeRequests {
   'domains.list': { input: void; output: Domain[] };
   /** Adds a custom domain; the answer names the two records to create: the CNAME and the TXT proof. */
   'domains.create': { input: CreateDomainRequest; output: CreatedDomain };
-  /** Links the domain to another project of the account, or to none; a verified one stays verified. */
-  'domains.link': { input: { id: string; project_id: string | null }; output: Domain };
+  /**
+   * Changes a domain in place (PATCH): the project it routes to, or none (a verified one stays
+   * verified), and whether its HTTPS answers send Strict-Transport-Security.
+   */
+  'domains.link': { input: { id: string; project_id?: string | null; hsts?: boolean }; output: Domain };
   /** Looks the domain's TXT proof and CNAME up now; `verified` says whether both are right. */
   'domains.verify': { input: { id: string }; output: DomainVerification };
   'domains.delete': { input: { id: string }; output: { id: string; deleted: true } };

@@ -2,7 +2,8 @@
 // store with the server secret and reused across restarts, and orders for one name at a time (a host,
 // or `*.<domain>`) proved by HTTP-01 (the edge answers the token on its plain port) or DNS-01 (a TXT
 // record `_acme-challenge.<domain>` published by the operator's hook or the built-in responder).
-import { Agent } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { Agent, request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import * as acme from 'acme-client';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
@@ -36,6 +37,12 @@ export interface AcmeOptions {
   caPem: string | null;
 }
 
+// A CA that does not answer fails the order after a few seconds (3 tries, 2 s apart) instead of 25:
+// the certificate manager retries with its own back-off, and a visitor's handshake may be waiting.
+const settings = (acme.axios.defaults as unknown as { acmeSettings: Record<string, number> }).acmeSettings;
+settings.retryMaxAttempts = 3;
+settings.retryDefaultDelay = 2;
+
 // acme-client talks through one shared axios instance: every directory's extra CA joins its trust.
 const extraCas = new Set<string>();
 function trust(caPem: string | null): void {
@@ -63,6 +70,43 @@ export class AcmeIssuer {
 
   /** Orders a certificate for `name` (`*.<domain>` for a wildcard) proved through `solver`. */
   async issue(name: string, solver: ChallengeSolver): Promise<IssuedCertificate> {
+    try {
+      return await this.order(name, solver);
+    } catch (error) {
+      // acme-client loses a network error after its retries (a TypeError of its own): say what it was.
+      if (error instanceof TypeError) {
+        const unreachable = await this.unreachable();
+        if (unreachable) throw new Error(unreachable);
+      }
+      throw error;
+    }
+  }
+
+  /** Why the directory cannot be reached, or null when it answers (asked once, not through acme-client). */
+  private unreachable(): Promise<string | null> {
+    const url = this.options.directoryUrl;
+    return new Promise((resolve) => {
+      const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, {
+        ca: [...rootCertificates, ...extraCas],
+        timeout: 10_000,
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(null);
+      });
+      req.on('timeout', () =>
+        req.destroy(Object.assign(new Error('no answer in 10 s'), { code: 'ETIMEDOUT' })),
+      );
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        resolve(
+          `the CA at ${url} cannot be reached${error.code ? ` (${error.code})` : ''}: ${error.message}`,
+        ),
+      );
+      req.end();
+    });
+  }
+
+  private async order(name: string, solver: ChallengeSolver): Promise<IssuedCertificate> {
     const client = await this.account();
     const key = await acme.crypto.createPrivateEcdsaKey('P-256');
     const [, csr] = await acme.crypto.createCsr({ altNames: [name] }, key);

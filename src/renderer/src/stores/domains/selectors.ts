@@ -26,6 +26,7 @@ export const selectDomainActions = (state: State) => ({
   load: state.load,
   create: state.create,
   link: state.link,
+  setHsts: state.setHsts,
   verify: state.verify,
   remove: state.remove,
   dismissCreated: state.dismissCreated,

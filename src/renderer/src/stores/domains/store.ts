@@ -33,6 +33,8 @@ interface DomainsState {
   load(): Promise<void>;
   create(request: CreateDomainRequest): Promise<BridgeResult<CreatedDomain>>;
   link(id: string, projectId: string | null): Promise<BridgeResult<Domain>>;
+  /** Turns Strict-Transport-Security on or off for the domain's HTTPS answers. */
+  setHsts(id: string, on: boolean): Promise<BridgeResult<Domain>>;
   verify(id: string): Promise<BridgeResult<DomainVerification>>;
   remove(id: string): Promise<BridgeResult<{ id: string; deleted: true }>>;
   dismissCreated(): void;
@@ -46,6 +48,24 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
         [id]: { pending: false, result: null, error: null, ...state.verifications[id], ...patch },
       },
     }));
+
+  /** A PATCH of the domain (its project, its HSTS), applied to the list once answered. */
+  const change = async (id: string, patch: { project_id?: string | null; hsts?: boolean }) => {
+    set((state) => ({ linking: { ...state.linking, [id]: true } }));
+    const outcome = await attempt(() => bridge.invoke('domains.link', { id, ...patch }));
+    set((state) => {
+      const { [id]: _done, ...linking } = state.linking;
+      if (!outcome.ok) return { linking };
+      const linked = outcome.value;
+      return {
+        linking,
+        domains: state.domains?.map((d) => (d.id === id ? linked : d)) ?? null,
+        created: state.created?.domain.id === id ? { ...state.created, domain: linked } : state.created,
+      };
+    });
+    if (!outcome.ok && outcome.error.code === 'not_found') void get().load();
+    return outcome;
+  };
 
   return {
     domains: null,
@@ -78,23 +98,13 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
       return outcome;
     },
 
-    async link(id, projectId) {
-      set((state) => ({ linking: { ...state.linking, [id]: true } }));
-      const outcome = await attempt(() => bridge.invoke('domains.link', { id, project_id: projectId }));
-      set((state) => {
-        const { [id]: _done, ...linking } = state.linking;
-        if (!outcome.ok) return { linking };
-        const linked = outcome.value;
-        return {
-          linking,
-          domains: state.domains?.map((d) => (d.id === id ? linked : d)) ?? null,
-          created: state.created?.domain.id === id ? { ...state.created, domain: linked } : state.created,
-        };
-      });
-      if (!outcome.ok && outcome.error.code === 'not_found') void get().load();
-      return outcome;
+    link(id, projectId) {
+      return change(id, { project_id: projectId });
     },
 
+    setHsts(id, on) {
+      return change(id, { hsts: on });
+    },
     async verify(id) {
       setVerification(id, { pending: true, error: null });
       const outcome = await attempt(() => bridge.invoke('domains.verify', { id }));

@@ -7,7 +7,7 @@ import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { DangerFooter, Dialog } from '../../components/Dialog';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
-import { formatAgo, formatDateTime } from '../../lib/format';
+import { formatAgo, formatDate, formatDateTime } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
 import { useDomainActions, useLinking, useVerification } from '../../stores/domains/selectors';
 import { useProject, useProjectList } from '../../stores/projects/selectors';
@@ -28,6 +28,66 @@ export function DomainBadge({ verified }: { verified: boolean }) {
       <span className="badge-dot" aria-hidden="true" />
       {verified ? 'Verified' : 'Pending'}
     </span>
+  );
+}
+
+/** The certificate HTTPS serves the domain with; nothing on a platform that serves no HTTPS. */
+export function CertificateBadge({ domain }: { domain: Domain }) {
+  const certificate = domain.certificate;
+  if (certificate === null) return null;
+  const until = certificate.not_after ? formatDateTime(certificate.not_after) : null;
+  const [status, label, title] =
+    certificate.status === 'issued'
+      ? ['verified', 'HTTPS', `Its certificate is valid until ${until}; it is renewed 30 days before`]
+      : certificate.status === 'pending'
+        ? ['pending', 'Certificate pending', 'The certificate authority is checking the domain']
+        : certificate.status === 'failed'
+          ? [
+              'failed',
+              until ? 'HTTPS (renewal failed)' : 'No certificate',
+              `${until ? `The current certificate is valid until ${until}. ` : ''}The last order failed: ${certificate.error ?? 'no reason given'}`,
+            ]
+          : ['pending', 'No certificate yet', 'A certificate is ordered once the domain is verified'];
+  return (
+    <span className="badge" data-status={status} data-testid="domain-certificate" title={title}>
+      <Icon name={status === 'verified' ? 'lock' : 'unlock'} />
+      {certificate.status === 'issued' && certificate.not_after
+        ? `${label} until ${formatDate(certificate.not_after)}`
+        : label}
+    </span>
+  );
+}
+
+/** Strict-Transport-Security for the domain: browsers then refuse plain HTTP for it for a year. */
+function HstsSwitch({
+  domain,
+  onError,
+}: {
+  domain: Domain;
+  onError: (error: BridgeErrorShape | null) => void;
+}) {
+  const { setHsts } = useDomainActions();
+  const busy = useLinking(domain.id);
+  if (domain.certificate === null || !domain.verified) return null;
+  const toggle = async (on: boolean) => {
+    onError(null);
+    const outcome = await setHsts(domain.id, on);
+    if (!outcome.ok) onError(outcome.error);
+  };
+  return (
+    <label
+      className="check domain-hsts"
+      title="HSTS: browsers that have seen it refuse plain HTTP for this domain for a year. Turn it on once HTTPS works."
+    >
+      <input
+        type="checkbox"
+        checked={domain.hsts}
+        disabled={busy}
+        onChange={(event) => void toggle(event.target.checked)}
+        data-testid="domain-hsts"
+      />
+      HSTS
+    </label>
   );
 }
 
@@ -82,7 +142,10 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
             )}
           </span>
         </div>
-        <DomainBadge verified={domain.verified} />
+        <div className="domain-badges">
+          <DomainBadge verified={domain.verified} />
+          <CertificateBadge domain={domain} />
+        </div>
         <div className="domain-times muted">
           <span title={formatDateTime(domain.created_at)}>Added {formatAgo(domain.created_at)}</span>
           <span title={domain.verified_at ? formatDateTime(domain.verified_at) : undefined}>
@@ -90,6 +153,7 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
           </span>
         </div>
         <div className="button-row domain-actions">
+          <HstsSwitch domain={domain} onError={setLinkError} />
           <ProjectPicker domain={domain} onError={setLinkError} />
           <VerifyButton domain={domain} />
           <button
@@ -106,7 +170,16 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
       </div>
       {linkError ? (
         <div className="domain-details">
-          <ErrorNotice error={linkError} title="The project was not changed" testId="link-error" />
+          <ErrorNotice error={linkError} title="The domain was not changed" testId="link-error" />
+        </div>
+      ) : null}
+      {domain.certificate?.status === 'failed' && domain.certificate.error ? (
+        <div className="domain-details">
+          <p className="notice notice-warning" data-testid="certificate-error">
+            The certificate could not be {domain.certificate.not_after ? 'renewed' : 'issued'}:{' '}
+            {domain.certificate.error}. It is tried again with back-off
+            {domain.certificate.not_after ? '; the current one keeps serving' : ''}.
+          </p>
         </div>
       ) : null}
       {showDetails && (!domain.verified || result || error) ? (
