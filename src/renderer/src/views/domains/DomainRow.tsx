@@ -120,6 +120,7 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
       className="domain-row"
       data-testid={`domain-row-${domain.domain}`}
       data-verified={domain.verified}
+      data-https={domain.certificate !== null}
       aria-label={domain.domain}
     >
       <div className="domain-summary">
