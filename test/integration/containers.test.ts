@@ -193,6 +193,86 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
     const lines = logs.body.logs;
     expect(lines).toContainEqual(expect.objectContaining({ service: 'api', line: 'api listening' }));
     expect(lines).toContainEqual(expect.objectContaining({ service: 'jobs', line: 'worker jobs started' }));
+    // No app of its own in the root folder: the web service answers at the subdomain, as the log says.
+    expect(lines.map((l) => l.line)).toContain(
+      'no app to serve in the root folder (no start_cmd, none detected): c-multi is served by the service web',
+    );
+  }, 180_000);
+
+  it('runs the project-level app (root_dir, start_cmd, port_override) at the subdomain and each service beside it', async () => {
+    const server = (name: string) => `
+const http = require('node:http');
+http.createServer((req, res) => res.end('${name} ' + process.cwd() + ' ' + process.env.PORT + ' ' + (process.env.SERVICE_NAME ?? '-')))
+  .listen(Number(process.env.PORT), () => console.log('${name} listening'));
+`;
+    const project = await createProject(tp, {
+      name: 'Primary',
+      subdomain: 'c-primary',
+      deploy_source: 'upload',
+      build_config: {
+        root_dir: 'app',
+        start_cmd: 'node server.js',
+        port_override: 4100,
+        services: [
+          {
+            name: 'api',
+            root_dir: 'api',
+            port: 5100,
+            start_cmd: 'node server.js',
+            env_overrides: { SERVICE_NAME: 'api' },
+          },
+        ],
+      },
+    });
+    const detail = await deployFiles(tp, project.id, {
+      'app/server.js': server('primary'),
+      // A service's root_dir is a folder of the repository, here outside the project's root_dir.
+      'api/server.js': server('api'),
+    });
+    expect((await viaEdge(tp.edgePort, 'c-primary.localhost', '/')).body).toBe('primary /app/app 4100 -');
+    expect((await viaEdge(tp.edgePort, 'c-primary-api.localhost', '/')).body).toBe('api /app/api 5100 api');
+    expect(await containersOf(tp, project.id)).toHaveLength(1);
+    expect(detail.logs.map((l) => l.line)).toContainEqual(
+      expect.stringMatching(/^starting a container of wharf\/\S+ \(ports 4100, 5100 inside\)$/),
+    );
+    await waitForLog(tp, project.id, /^api listening$/);
+    await waitForLog(tp, project.id, /^primary listening$/);
+    const logs = await call<{ logs: Array<{ service: string | null; line: string }> }>(
+      `${tp.api}/projects/${project.id}`,
+      { key: tp.key },
+    );
+    expect(logs.body.logs).toContainEqual(
+      expect.objectContaining({ service: null, line: 'primary listening' }),
+    );
+    expect(logs.body.logs).toContainEqual(expect.objectContaining({ service: 'api', line: 'api listening' }));
+  }, 180_000);
+
+  it('runs the command of the source’s own Dockerfile as the primary app beside a service', async () => {
+    const server = (name: string) =>
+      `require('node:http').createServer((q, s) => s.end('${name} ' + process.cwd() + ' ' + process.env.PORT))` +
+      `.listen(Number(process.env.PORT));\n`;
+    const project = await createProject(tp, {
+      name: 'Own and api',
+      subdomain: 'c-own-api',
+      deploy_source: 'upload',
+      build_config: { services: [{ name: 'api', root_dir: 'api', start_cmd: 'node server.js' }] },
+    });
+    await deployFiles(tp, project.id, {
+      'srv/server.js': server('own'),
+      'api/server.js': server('api'),
+      Dockerfile: [
+        `FROM ${images.node}`,
+        'WORKDIR /srv',
+        'COPY srv/server.js .',
+        'COPY api /app/api',
+        'EXPOSE 8080',
+        'CMD ["node", "server.js"]',
+        '',
+      ].join('\n'),
+    });
+    // Its command, in its WORKDIR, on its EXPOSEd port; the service in its folder under /app.
+    expect((await viaEdge(tp.edgePort, 'c-own-api.localhost', '/')).body).toBe('own /srv 8080');
+    expect((await viaEdge(tp.edgePort, 'c-own-api-api.localhost', '/')).body).toBe('api /app/api 3000');
   }, 180_000);
 
   it('redeploys without a failed request, rolls back without a build, and prunes images beyond keepReleases', async () => {

@@ -209,11 +209,17 @@ describe('redeploys', () => {
       name: 'Fixed',
       subdomain: 'fixed',
       deploy_source: 'upload',
-      build_config: { services: [{ name: 'web', start_cmd: 'npm start', port }] },
+      build_config: { services: [{ name: 'web', root_dir: 'web', start_cmd: 'npm start', port }] },
     });
-    await deployFiles(tp, project.id, nodeApp('fixed v1'));
+    // Only the service's folder holds an app: the project answers at its subdomain from its web service.
+    // (A README beside it: an upload of one top folder would be unpacked from it.)
+    const inWeb = (files: Record<string, string>) => ({
+      'README.md': 'fixed\n',
+      ...Object.fromEntries(Object.entries(files).map(([k, v]) => [`web/${k}`, v])),
+    });
+    await deployFiles(tp, project.id, inWeb(nodeApp('fixed v1')));
     expect((await viaEdge(tp.edgePort, 'fixed.localhost', '/')).body).toBe('fixed v1 /');
-    const { logs } = await deployFiles(tp, project.id, nodeApp('fixed v2'));
+    const { logs } = await deployFiles(tp, project.id, inWeb(nodeApp('fixed v2')));
     const lines = logs.map((l) => l.line);
     expect(lines).toContain(
       'a service has a fixed port, so the running version stops before the new one starts (no zero-downtime switch)',

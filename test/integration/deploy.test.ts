@@ -390,6 +390,10 @@ setInterval(() => {}, 1000);
 `,
       });
       const lines = logs.map((l) => l.line);
+      // No app of its own in the root folder: the web service answers at the subdomain, as before.
+      expect(lines).toContain(
+        'no app to serve in the root folder (no start_cmd, none detected): duo is served by the service web',
+      );
       expect(lines).toContain('jobs is up (a worker, alive after 0.5 s)');
       expect(lines).toContain('worker started: ROLE=worker role SHARED=for everyone WEB_ONLY=undefined');
       expect(lines).toContain('starting jobs: node worker.js');
@@ -439,6 +443,63 @@ setInterval(() => {}, 1000);
     } finally {
       delete process.env[leaked];
     }
+  });
+
+  it('detects the primary app in root_dir (with its Procfile worker) beside a service', async () => {
+    // The service's root_dir "api" names no folder of the repository, only one inside root_dir (how
+    // configs were read before): it is taken there, and the log says so.
+    const project = await createProject(tp, {
+      name: 'Detected primary',
+      subdomain: 'prime',
+      deploy_source: 'upload',
+      build_config: {
+        root_dir: 'app',
+        services: [{ name: 'api', root_dir: 'api', start_cmd: 'node server.js' }],
+      },
+    });
+    const { logs } = await deployFiles(tp, project.id, {
+      'README.md': 'a repository with its app in app/\n',
+      ...Object.fromEntries(Object.entries(nodeApp('primary')).map(([k, v]) => [`app/${k}`, v])),
+      'app/Procfile': `web: node server.js\nworker: node -e "console.log('primary worker up'); setInterval(() => {}, 1000)"\n`,
+      'app/api/server.js': serviceServer('api'),
+    });
+    expect(logs.map((l) => l.line)).toContain(
+      'services.api.root_dir "api" is not a folder of the repository; using app/api (inside root_dir) instead',
+    );
+    expect((await viaEdge(tp.edgePort, 'prime.localhost', '/')).body).toBe('primary /');
+    expect((await viaEdge(tp.edgePort, 'prime-api.localhost', '/')).body).toBe('api service /');
+    await waitForLog(tp, project.id, /^primary worker up$/);
+  });
+
+  it('without an app in root_dir, the web service answers at the subdomain on port_override', async () => {
+    const port = 62_347; // above the ephemeral range: no connection of another test holds it
+    const project = await createProject(tp, {
+      name: 'Fallback',
+      subdomain: 'fallback',
+      deploy_source: 'upload',
+      build_config: {
+        port_override: port,
+        services: [
+          { name: 'api', root_dir: 'api', start_cmd: 'node server.js' },
+          { name: 'web', root_dir: 'web', start_cmd: 'node server.js' },
+        ],
+      },
+    });
+    // A build in the root folder that writes no site: nothing to serve there.
+    const { logs } = await deployFiles(tp, project.id, {
+      'package.json': JSON.stringify({ name: 'monorepo', private: true, scripts: { build: 'echo built' } }),
+      'api/server.js': serviceServer('api'),
+      'web/server.js': serviceServer('web'),
+    });
+    expect(logs.map((l) => l.line).filter((l) => l.startsWith('no app to serve'))).toEqual([
+      `no app to serve in the root folder (no start_cmd, none detected): fallback is served by the service web, on port_override ${port}`,
+    ]);
+    expect((await viaEdge(tp.edgePort, 'fallback.localhost', '/')).body).toBe('web service /');
+    const env = JSON.parse((await viaEdge(tp.edgePort, 'fallback-web.localhost', '/env')).body) as {
+      PORT: string;
+    };
+    expect(env.PORT).toBe(String(port));
+    expect((await viaEdge(tp.edgePort, 'fallback-api.localhost', '/')).body).toBe('api service /');
   });
 });
 

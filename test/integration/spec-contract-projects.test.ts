@@ -2,12 +2,23 @@
 // configuration and service rules, §3 lifecycle, §4.1 every project endpoint, §5 (X-API-Key, a
 // deploy-scoped key), §7 success statuses, §8 limits and §9 (everything under /api/v1). Each answer is
 // held to SPEC's table with the checker of test/helpers/spec-contract.ts, which is itself checked first.
+// The image source is pulled from a loopback registry and run on the Docker engine (skipped without
+// one, except in CI, where a missing engine fails the file as in containers.test.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLATFORM_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
 import { freePort } from '../../src/server/runtime/process.js';
-import { archiveOf, gitRepo, nodeApp, until, viaEdge, waitFor } from '../helpers/deploy.js';
+import { archiveOf, gitRepo, nodeApp, until, viaEdge, waitFor, writeFiles } from '../helpers/deploy.js';
+import {
+  dockerClient,
+  hasImage,
+  pushImage,
+  requireEngine,
+  startRegistry,
+  testImages,
+} from '../helpers/engine.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
   BUILD_CONFIG,
@@ -22,6 +33,9 @@ import {
   expectSpec,
   tableViolations,
 } from '../helpers/spec-contract.js';
+
+/** Why the image-source test cannot run here (no engine or base images), or null; throws in CI instead. */
+const engineMissing = await requireEngine();
 
 let tp: TestPlatform;
 let repos: string;
@@ -305,6 +319,7 @@ describe('§2.2 and §8: services', () => {
     );
     await api(`/projects/${project.id}/upload`, {
       body: archiveOf({
+        ...nodeApp('primary app'),
         ...Object.fromEntries(Object.entries(nodeApp('web app')).map(([k, v]) => [`web/${k}`, v])),
         ...Object.fromEntries(Object.entries(nodeApp('api app')).map(([k, v]) => [`api/${k}`, v])),
       }),
@@ -323,7 +338,13 @@ describe('§2.2 and §8: services', () => {
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
     await api(`/projects/${project.id}/deploy`, { method: 'POST' });
     expect((await pollSettled(project.id)).project.status).toBe('running');
-    expect((await viaEdge(tp.edgePort, 'spec-multi.localhost', '/')).body).toBe('web app /');
+    // The primary app (root_dir and the project's commands) keeps the subdomain, even beside a service
+    // named web, and listens on port_override.
+    expect((await viaEdge(tp.edgePort, 'spec-multi.localhost', '/')).body).toBe('primary app /');
+    const primaryEnv = JSON.parse((await viaEdge(tp.edgePort, 'spec-multi.localhost', '/env')).body) as {
+      PORT: string;
+    };
+    expect(primaryEnv.PORT).toBe(String(body.port_override));
     expect((await viaEdge(tp.edgePort, 'spec-multi-web.localhost', '/')).body).toBe('web app /');
     expect((await viaEdge(tp.edgePort, 'spec-multi-api.localhost', '/')).body).toBe('api app /');
     const env = JSON.parse((await viaEdge(tp.edgePort, 'spec-multi-api.localhost', '/env')).body) as Record<
@@ -332,6 +353,60 @@ describe('§2.2 and §8: services', () => {
     >;
     expect(env).toMatchObject({ SERVICE_NAME: 'api', PORT: String(body.services[1]!.port) });
     await api(`/projects/${project.id}/stop`, { method: 'POST' });
+  });
+
+  it('the primary app is the project-level one (root_dir, start_cmd, port_override) at <subdomain>; a service at <subdomain>-<name>', async () => {
+    const project = await created(
+      { name: 'Primary', subdomain: 'spec-primary', deploy_source: 'upload' },
+      UPLOAD_PROJECT,
+    );
+    const under = (folder: string, greeting: string) =>
+      Object.fromEntries(Object.entries(nodeApp(greeting)).map(([k, v]) => [`${folder}/${k}`, v]));
+    const uploaded = await api(`/projects/${project.id}/upload`, {
+      body: archiveOf({
+        // An app at the repository root too: answering from it would mean root_dir was ignored.
+        ...nodeApp('repository root'),
+        ...under('app', 'primary app'),
+        ...under('api', 'api service'),
+        // A service's root_dir is a directory of the repository ("several directories of one
+        // repository"), not one inside the project's root_dir.
+        ...under('app/api', 'api inside app'),
+      }),
+      headers: { 'content-type': 'application/gzip' },
+    });
+    expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
+    const body = {
+      root_dir: 'app',
+      start_cmd: 'node server.js',
+      port_override: await freePort(),
+      services: [
+        {
+          name: 'api',
+          root_dir: 'api',
+          port: await freePort(),
+          start_cmd: 'node server.js',
+          env_overrides: { SERVICE_NAME: 'api' },
+        },
+      ],
+    };
+    expect(tableViolations(body, BUILD_CONFIG).filter((v) => !v.endsWith(': missing'))).toEqual([]);
+    const saved = await api(`/projects/${project.id}/build-config`, { method: 'PUT', body });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    await api(`/projects/${project.id}/deploy`, { method: 'POST' });
+    const detail = await pollSettled(project.id);
+    expect(detail.project.status, detail.logs.map((l) => l.line).join('\n')).toBe('running');
+
+    const env = async (host: string) =>
+      JSON.parse((await viaEdge(tp.edgePort, host, '/env')).body) as Record<string, string>;
+    expect((await viaEdge(tp.edgePort, 'spec-primary.localhost', '/')).body).toBe('primary app /');
+    expect((await env('spec-primary.localhost')).PORT).toBe(String(body.port_override));
+    expect((await env('spec-primary.localhost')).SERVICE_NAME).toBeUndefined();
+    expect((await viaEdge(tp.edgePort, 'spec-primary-api.localhost', '/')).body).toBe('api service /');
+    expect(await env('spec-primary-api.localhost')).toMatchObject({
+      SERVICE_NAME: 'api',
+      PORT: String(body.services[0]!.port),
+    });
+    await api(`/projects/${project.id}`, { method: 'DELETE' });
   });
 
   it('takes the optional commands and folders as empty strings, meaning none', async () => {
@@ -434,6 +509,113 @@ describe('§2.2 and §8: services', () => {
       expect(result.status, JSON.stringify(result.body)).toBe(200);
     });
   });
+});
+
+describe('§2.2: root_dir', () => {
+  it('a project-level root_dir other than "." is the directory of the repository the app runs in', async () => {
+    // The repository root holds an app of its own: answering from it would mean root_dir was ignored.
+    const url = gitRepo(repos, 'acme/nested', {
+      ...nodeApp('from the repository root'),
+      ...Object.fromEntries(Object.entries(nodeApp('from app/')).map(([k, v]) => [`app/${k}`, v])),
+    });
+    const project = await created(
+      { name: 'Nested', subdomain: 'spec-rootdir', repo_url: url, branch: 'main' },
+      REPOSITORY_PROJECT,
+    );
+    const body = { root_dir: 'app', start_cmd: 'node server.js', port_override: await freePort() };
+    expect(tableViolations(body, BUILD_CONFIG).filter((v) => !v.endsWith(': missing'))).toEqual([]);
+    const saved = await api(`/projects/${project.id}/build-config`, { method: 'PUT', body });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    expect((saved.body as { build_config: unknown }).build_config).toMatchObject(body);
+    await api(`/projects/${project.id}/deploy`, { method: 'POST' });
+    expect((await pollSettled(project.id)).project.status).toBe('running');
+    expect((await viaEdge(tp.edgePort, 'spec-rootdir.localhost', '/')).body).toBe('from app/ /');
+    const env = JSON.parse((await viaEdge(tp.edgePort, 'spec-rootdir.localhost', '/env')).body) as Record<
+      string,
+      string
+    >;
+    expect(env.PORT).toBe(String(body.port_override));
+    await api(`/projects/${project.id}`, { method: 'DELETE' });
+  });
+});
+
+describe.skipIf(engineMissing !== null)('§2.1, §3 and §4.1: an image source', () => {
+  it('is pulled (no build) and run; polling ends running and the app answers through the edge', async () => {
+    const docker = dockerClient();
+    const registry = await startRegistry();
+    const ref = `${registry.host}/spec/app:1`;
+    const context = mkdtempSync(join(tmpdir(), 'wharf-spec-image-'));
+    let id: string | null = null;
+    try {
+      // The smaller of the test bases; the app listens on the PORT the platform sets.
+      writeFiles(context, {
+        'app.py': [
+          'import http.server, os',
+          'class H(http.server.BaseHTTPRequestHandler):',
+          '    def do_GET(self):',
+          '        self.send_response(200); self.end_headers()',
+          '        self.wfile.write(("pulled image " + self.path + " on " + os.environ["PORT"]).encode())',
+          'http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()',
+          '',
+        ].join('\n'),
+        Dockerfile: `FROM ${testImages()!.python}\nCOPY app.py /srv/\nEXPOSE 7000\nCMD ["python3", "-u", "/srv/app.py"]\n`,
+      });
+      await buildImage(docker, {
+        context,
+        dockerfile: 'Dockerfile',
+        tag: ref,
+        labels: {},
+        memoryBytes: null,
+        cpus: null,
+        onLine: () => undefined,
+      });
+      await pushImage(ref);
+      // Only the registry has it now: running it means pulling it.
+      await docker.getImage(ref).remove({ force: true });
+      expect(await hasImage(ref)).toBe(false);
+
+      const project = await created({ name: 'Pulled', subdomain: 'spec-pulled', image: ref }, IMAGE_PROJECT);
+      id = project.id;
+      expect(project).toMatchObject({ image: ref });
+      const deployed = await api(`/projects/${project.id}/deploy`, { method: 'POST' });
+      expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+      expectSpec(deployed.body, IMAGE_PROJECT, 'the deploy answer');
+      expect((deployed.body as { status: string }).status).toBe('building');
+
+      const detail = await pollSettled(project.id);
+      const lines = detail.logs.map((l) => l.line);
+      expect(detail.project.status, lines.join('\n')).toBe('running');
+      expectSpec(detail, { ...PROJECT_DETAIL, project: { object: IMAGE_PROJECT } }, 'the project detail');
+      expect(detail.project.image).toBe(ref);
+      expect(lines).toContain(`pulling ${ref}`);
+      expect(lines.some((l) => /Pull complete|Downloaded newer image/.test(l))).toBe(true);
+      // No build: neither a build command nor an image built from the source.
+      expect(lines.filter((l) => /building the image|^\$ /.test(l))).toEqual([]);
+      expect(await hasImage(ref)).toBe(true);
+      expect((await viaEdge(tp.edgePort, 'spec-pulled.localhost', '/hi')).body).toBe(
+        'pulled image /hi on 7000',
+      );
+
+      const deleted = await api(`/projects/${project.id}`, { method: 'DELETE' });
+      expect(deleted.status).toBe(200);
+      id = null;
+      const label = `${PLATFORM_LABEL}=${tp.platform.runtime.platformId}`;
+      await until(
+        async () => (await docker.listContainers({ all: true, filters: { label: [label] } })).length === 0,
+        'the image project’s container to be removed with the project',
+        20_000,
+        200,
+      );
+    } finally {
+      if (id) await api(`/projects/${id}`, { method: 'DELETE' }).catch(() => undefined);
+      await docker
+        .getImage(ref)
+        .remove({ force: true })
+        .catch(() => undefined);
+      await registry.close();
+      rmSync(context, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 describe('§5, §7 and §9', () => {

@@ -28,7 +28,8 @@ export interface Detection {
 
 const PYTHON_ENTRIES = ['app.py', 'main.py', 'server.py', 'wsgi.py', 'run.py'];
 const STATIC_ROOTS = ['.', 'public', 'dist'];
-const BUILT_STATIC_ROOTS = ['dist', 'build', 'out', 'public'];
+/** Where a build may write a static site, in this order. */
+export const BUILT_STATIC_ROOTS = ['dist', 'build', 'out', 'public'];
 
 export function detect(dir: string): Detection {
   const found: Detection = {

@@ -7,17 +7,25 @@
 // services in one container. Image sources run in a container on any runtime.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createWriteStream, statSync } from 'node:fs';
 import type Docker from 'dockerode';
-import { type BuildConfig, LIMITS } from '../../shared/api/projects.js';
+import { type BuildConfig, LIMITS, type ServiceConfig } from '../../shared/api/projects.js';
 import type { PlatformConfig } from '../config.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Build } from './build.js';
 import { DeployError } from './build.js';
-import { type Detection, type Language, detect, readProcfile, staticRootAfterBuild } from './detect.js';
+import {
+  BUILT_STATIC_ROOTS,
+  type Detection,
+  type Language,
+  detect,
+  readProcfile,
+  shellQuote,
+  staticRootAfterBuild,
+} from './detect.js';
 import { type BuildStep, generateDockerfile, inApp, serviceLabel, supervisorScript } from './dockerfile.js';
 import {
   PLATFORM_LABEL,
@@ -190,6 +198,9 @@ export class Planner {
   /**
    * The container runtime: the source's own Dockerfile (in root_dir), or one written from the build
    * config and detection; then the image, then how its services run in one container.
+   *
+   * As on the host runtimes, the project-level app is the primary one, at the project's subdomain,
+   * and each service of the build config runs beside it in the same container (under a supervisor).
    */
   private async containerPlan(ctx: PlanContext): Promise<ReleasePlan> {
     const { row, releaseId, dir, build, log } = ctx;
@@ -198,95 +209,111 @@ export class Planner {
     const base = resolve(dir, config.root_dir);
     assertDirectory(base, dir, 'root_dir');
     const ownDockerfile = existsSync(join(base, 'Dockerfile'));
+    const multi = config.services.length > 0;
+    const folders = config.services.map((service) => serviceFolder(dir, base, service, log));
 
-    // What runs, where: the services of the build config, else the app (and a Procfile's worker).
+    // The build context: root_dir, or the whole source when a service's folder lies outside it. The
+    // source's own Dockerfile builds from root_dir, so its services must lie there.
+    const outside = config.services.findIndex((_, i) => !isWithin(base, folders[i]!));
+    if (outside >= 0 && ownDockerfile) {
+      const service = config.services[outside]!;
+      throw new DeployError(
+        `services.${service.name}.root_dir "${service.root_dir}" is outside root_dir "${config.root_dir}", where the Dockerfile builds from: move the Dockerfile, or the service, so that the service is inside`,
+      );
+    }
+    const context = outside >= 0 ? dir : base;
+    /** A folder of the source as a path in the build context (`.` for the context itself). */
+    const inContext = (folder: string) => relative(context, folder) || '.';
+
+    // What runs, where: the project-level app (and a Procfile's worker), then the services.
     interface Planned {
       name: string | null;
       kind: 'web' | 'worker';
+      /** Folder in the build context. */
       dir: string;
+      /** Null: the image's own command (a Dockerfile of the source, without start_cmd). */
       start: string | null;
       port: number | null;
       env: Record<string, string>;
       path: string[];
+      /** Its folder inside the container when not the build context's `dir` (the image's own). */
+      cwd?: string;
     }
     const planned: Planned[] = [];
     const steps: BuildStep[] = [];
     const languages: Language[] = [];
     let staticSite: { root: string | null; afterBuild: boolean } | null = null;
 
-    if (config.services.length === 0) {
-      const detection: Detection | null =
-        ownDockerfile || (config.install_cmd && config.build_cmd && config.start_cmd) ? null : detect(base);
-      detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
-      if (detection) languages.push(detection.language);
-      const install = config.install_cmd ?? detection?.install ?? null;
-      const buildCmd = config.build_cmd ?? detection?.build ?? null;
-      steps.push({ dir: '.', install, build: buildCmd });
-      const start = config.start_cmd ?? detection?.start ?? null;
-      const path = detection?.venv ? [inApp('.venv/bin')] : [];
-      const worker = config.start_cmd ? null : (detection?.worker ?? null);
-      // An image that only works (its Procfile names a `worker:` and no `web:`) serves no port.
-      const procfile = ownDockerfile && !start ? readProcfile(base) : {};
-      if (ownDockerfile && !start && procfile.worker && !procfile.web) {
-        log.build('the Procfile names a worker and no web process: the image’s command runs as a worker');
-        planned.push({ name: null, kind: 'worker', dir: '.', start: null, port: null, env, path });
-      } else if (start || ownDockerfile) {
-        planned.push({ name: null, kind: 'web', dir: '.', start, port: config.port_override, env, path });
-      } else if (!worker) {
-        if (detection?.staticRoot && !buildCmd)
-          staticSite = { root: detection.staticRoot, afterBuild: false };
-        else if (buildCmd) staticSite = { root: null, afterBuild: true };
-        else {
-          throw new DeployError(
-            'no start command: set start_cmd in the build config, or add a Dockerfile, a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
-          );
-        }
-      }
-      if (worker)
-        planned.push({ name: 'worker', kind: 'worker', dir: '.', start: worker, port: null, env, path });
-    } else {
-      if (config.install_cmd || config.build_cmd) {
-        steps.push({ dir: '.', install: config.install_cmd, build: config.build_cmd });
-      }
-      const primary =
-        config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
-        config.services.find((s) => s.kind !== 'worker');
-      const prepared = new Set<string>(config.install_cmd || config.build_cmd ? ['.'] : []);
-      for (const service of config.services) {
-        const folder = service.root_dir ?? '.';
-        assertDirectory(resolve(base, folder), dir, `services.${service.name}.root_dir`);
-        const first = !prepared.has(folder);
-        prepared.add(folder);
-        const detection =
-          !ownDockerfile && first && (!service.install_cmd || !service.build_cmd)
-            ? detect(resolve(base, folder))
-            : null;
-        detection?.reasons
-          .filter((r) => !r.startsWith('start:'))
-          .forEach((reason) => log.build(`detected ${reason}`, service.name));
-        if (detection) languages.push(detection.language);
-        const install = service.install_cmd ?? detection?.install ?? null;
-        const buildCmd = service.build_cmd ?? detection?.build ?? null;
-        if (!ownDockerfile && (install || buildCmd)) steps.push({ dir: folder, install, build: buildCmd });
-        planned.push({
-          name: service.name,
-          kind: service.kind,
-          dir: folder,
-          start: service.start_cmd,
-          port:
-            service.kind === 'worker'
-              ? null
-              : (service.port ?? (service === primary ? config.port_override : null)),
-          env: { ...env, ...service.env_overrides },
-          path: detection?.venv ? [inApp(`${folder}/.venv/bin`)] : [],
-        });
+    const root = inContext(base);
+    const detection: Detection | null =
+      ownDockerfile || (config.install_cmd && config.build_cmd && config.start_cmd) ? null : detect(base);
+    detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
+    if (detection) languages.push(detection.language);
+    const install = config.install_cmd ?? detection?.install ?? null;
+    const buildCmd = config.build_cmd ?? detection?.build ?? null;
+    steps.push({ dir: root, install, build: buildCmd });
+    const start = config.start_cmd ?? detection?.start ?? null;
+    const path = detection?.venv ? [inApp(`${root}/.venv/bin`)] : [];
+    const worker = config.start_cmd ? null : (detection?.worker ?? null);
+    // An image that only works (its Procfile names a `worker:` and no `web:`) serves no port.
+    const procfile = ownDockerfile && !start ? readProcfile(base) : {};
+    if (ownDockerfile && !start && procfile.worker && !procfile.web) {
+      log.build('the Procfile names a worker and no web process: the image’s command runs as a worker');
+      planned.push({ name: null, kind: 'worker', dir: root, start: null, port: null, env, path });
+    } else if (start || ownDockerfile) {
+      planned.push({
+        name: null,
+        kind: 'web',
+        dir: root,
+        start,
+        port: config.port_override ?? null,
+        env,
+        path,
+      });
+    } else if (!worker) {
+      if (detection?.staticRoot && !buildCmd) staticSite = { root: detection.staticRoot, afterBuild: false };
+      else if (buildCmd) staticSite = { root: null, afterBuild: true };
+      else if (!multi) {
+        throw new DeployError(
+          'no start command: set start_cmd in the build config, or add a Dockerfile, a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
+        );
       }
     }
+    if (worker && procfileWorkerFits(config, log)) {
+      planned.push({ name: 'worker', kind: 'worker', dir: root, start: worker, port: null, env, path });
+    }
 
-    // A static site that needs no build is served as it is: no image.
-    if (staticSite && !staticSite.afterBuild) {
+    // A static site that needs no build is served as it is: no image (unless services need one).
+    if (staticSite && !staticSite.afterBuild && !multi) {
       log.build('a static site without a build: served by the edge from the release, no image needed');
       return hostStatic(releaseId, dir, resolve(base, staticSite.root!), env);
+    }
+
+    const prepared = new Set<string>(install || buildCmd ? [root] : []);
+    for (const [i, service] of config.services.entries()) {
+      const folder = inContext(folders[i]!);
+      const first = !prepared.has(folder);
+      prepared.add(folder);
+      const found =
+        !ownDockerfile && first && (!service.install_cmd || !service.build_cmd) ? detect(folders[i]!) : null;
+      found?.reasons
+        .filter((r) => !r.startsWith('start:'))
+        .forEach((reason) => log.build(`detected ${reason}`, service.name));
+      if (found) languages.push(found.language);
+      const serviceInstall = service.install_cmd ?? found?.install ?? null;
+      const serviceBuild = service.build_cmd ?? found?.build ?? null;
+      if (!ownDockerfile && (serviceInstall || serviceBuild)) {
+        steps.push({ dir: folder, install: serviceInstall, build: serviceBuild });
+      }
+      planned.push({
+        name: service.name,
+        kind: service.kind,
+        dir: folder,
+        start: service.start_cmd,
+        port: service.kind === 'worker' ? null : service.port,
+        env: { ...env, ...service.env_overrides },
+        path: found?.venv ? [inApp(`${folder}/.venv/bin`)] : [],
+      });
     }
 
     const docker = await this.deps.docker();
@@ -304,9 +331,9 @@ export class Planner {
         );
       }
       dockerfile = '.wharf/Dockerfile';
-      mkdirSync(join(base, '.wharf'), { recursive: true });
+      mkdirSync(join(context, '.wharf'), { recursive: true });
       writeFileSync(
-        join(base, dockerfile),
+        join(context, dockerfile),
         generateDockerfile({
           base: from,
           steps,
@@ -314,7 +341,8 @@ export class Planner {
           labels: ownership,
         }),
       );
-      if (!existsSync(join(base, '.dockerignore'))) writeFileSync(join(base, '.dockerignore'), '.git\n');
+      if (!existsSync(join(context, '.dockerignore')))
+        writeFileSync(join(context, '.dockerignore'), '.git\n');
       log.build(`building the image FROM ${from} (a Dockerfile written from the build config and detection)`);
     }
     build.check();
@@ -322,7 +350,7 @@ export class Planner {
     const { limits } = await this.deps.resources.forAccount(row.account_id);
     const build1 = () =>
       buildImage(docker, {
-        context: base,
+        context,
         dockerfile,
         tag,
         // Each label the engine adds is a build step of its own, after the source's: a generated
@@ -354,19 +382,50 @@ export class Planner {
     build.check();
     log.build(`image ${tag} built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-    if (staticSite) {
-      const root = await this.copyBuiltSite(docker, tag, dir, log);
-      return hostStatic(releaseId, dir, root, env, tag);
+    // A static site as the project-level app: served by the edge from the release folder (copied out
+    // of the image when its build wrote it).
+    let staticRoot: string | null = null;
+    if (staticSite?.afterBuild) {
+      staticRoot = await this.copyBuiltSite(docker, tag, dir, log, multi ? root : null);
+      if (!multi) return hostStatic(releaseId, dir, staticRoot!, env, tag);
+    } else if (staticSite) {
+      staticRoot = resolve(base, staticSite.root!);
+      log.build(`a static site in ${root === '.' ? 'the root' : root}/: served by the edge from the release`);
+    }
+
+    // The source's own Dockerfile: the project-level app runs in the image's working folder, and with
+    // services beside it (under the supervisor) without start_cmd, as the image's own command.
+    const image = ownDockerfile ? await imageSettings(docker, tag) : null;
+    if (image && multi) {
+      const own = planned.find((p) => p.name === null);
+      if (own) {
+        own.cwd = image.workingDir;
+        own.start ??= image.command;
+        if (own.start === null) {
+          log.build('the image of the Dockerfile has no command (CMD or ENTRYPOINT): only the services run');
+          planned.splice(planned.indexOf(own), 1);
+        }
+      }
+    }
+    // Without an app of its own in root_dir, a project answers at its subdomain as it did before the
+    // primary app: from its `web` service (else its first web one), which takes port_override.
+    if (multi && staticRoot === null && !planned.some((p) => p.name === null && p.kind === 'web')) {
+      const fallback = fallbackPrimary(config, row, log);
+      const chosen = planned.find((p) => p.name === fallback?.name);
+      if (chosen && chosen.port === null) chosen.port = config.port_override ?? null;
     }
 
     // Ports inside the container: as declared, else from 3000 up, never one another service declared.
     const declared = new Set(planned.map((p) => p.port).filter((p): p is number => p !== null));
-    const imagePort = ownDockerfile ? await exposedPort(docker, tag) : null;
+    const imagePort = image?.exposedPort ?? null;
     let next = DEFAULT_CONTAINER_PORT;
     const portOf = (p: Planned): number | null => {
       if (p.kind === 'worker') return null;
       if (p.port !== null) return p.port;
-      if (p.name === null && imagePort !== null) return imagePort;
+      if (p.name === null && imagePort !== null && !declared.has(imagePort)) {
+        declared.add(imagePort);
+        return imagePort;
+      }
       while (declared.has(next)) next += 1;
       declared.add(next);
       return next;
@@ -376,7 +435,7 @@ export class Planner {
       return {
         name: p.name,
         kind: p.kind,
-        cwd: inApp(p.dir),
+        cwd: p.cwd ?? inApp(p.dir),
         start: p.start,
         staticRoot: null,
         image: tag,
@@ -406,6 +465,19 @@ export class Planner {
         ),
       ];
     }
+    if (staticRoot !== null) {
+      services.unshift({
+        name: null,
+        kind: 'static',
+        cwd: dir,
+        start: null,
+        staticRoot,
+        image: null,
+        fixedPort: null,
+        env,
+        path: [],
+      });
+    }
     return {
       id: releaseId,
       dir,
@@ -418,30 +490,59 @@ export class Planner {
     };
   }
 
-  /** A site built inside the image: its files copied out to the release folder, where the edge serves them. */
-  private async copyBuiltSite(docker: Docker, tag: string, dir: string, log: ProjectLog): Promise<string> {
+  /**
+   * A site built inside the image: its files copied out to the release folder, where the edge serves
+   * them. A single app: all of /app, and no site fails the deploy. The primary app beside services
+   * (`folder`, its root_dir in the image): only the folders a build writes a site to, each copied
+   * when it is there, so that the services' folders stay in the image; null when there is no site.
+   */
+  private async copyBuiltSite(
+    docker: Docker,
+    tag: string,
+    dir: string,
+    log: ProjectLog,
+    folder: string | null,
+  ): Promise<string | null> {
     const container = await docker.createContainer({
       Image: tag,
       Cmd: ['true'],
       Labels: { [PLATFORM_LABEL]: this.deps.platformId },
     });
-    const archive = join(tmpdir(), `wharf-site-${container.id.slice(0, 12)}.tar`);
     const out = join(dir, '.wharf-built');
+    const copy = async (path: string, dest: string) => {
+      const archive = join(tmpdir(), `wharf-site-${container.id.slice(0, 12)}.tar`);
+      try {
+        // The image is the tenant's: what it holds is copied out no bigger than an upload may unpack to.
+        await pipeline(
+          (await container.getArchive({ path })) as NodeJS.ReadableStream,
+          capBytes(BUILT_SITE_MAX_BYTES, 'the built site'),
+          createWriteStream(archive),
+        );
+        // The same checks as an upload: no link may lead out of the release.
+        await extractUpload({ archive, dest, onLine: () => undefined });
+      } finally {
+        rmSync(archive, { force: true });
+      }
+    };
     try {
-      // The image is the tenant's: what it holds is copied out no bigger than an upload may unpack to.
-      await pipeline(
-        (await container.getArchive({ path: '/app' })) as NodeJS.ReadableStream,
-        capBytes(BUILT_SITE_MAX_BYTES, 'the built site'),
-        createWriteStream(archive),
-      );
-      // The same checks as an upload: no link may lead out of the release.
-      await extractUpload({ archive, dest: out, onLine: () => undefined });
+      if (folder === null) await copy('/app', out);
+      else {
+        for (const candidate of BUILT_STATIC_ROOTS) {
+          try {
+            await copy(`${inApp(folder)}/${candidate}`, join(out, candidate));
+          } catch (error) {
+            if ((error as { statusCode?: number }).statusCode === 404) continue;
+            throw error;
+          }
+          if (staticRootAfterBuild(out) === candidate) break;
+        }
+      }
     } finally {
-      rmSync(archive, { force: true });
       await container.remove({ force: true }).catch(() => undefined);
     }
     const root = staticRootAfterBuild(out);
     if (!root) {
+      if (folder !== null) return null;
       throw new DeployError(
         'no start command, and the build wrote no index.html (in dist/, build/, out/ or public/): set start_cmd, or add a Dockerfile',
       );
@@ -450,41 +551,40 @@ export class Planner {
     return resolve(out, root);
   }
 
-  /** Host runtimes: install and build in the release folder; services started as processes later. */
+  /**
+   * Host runtimes: install and build in the release folder; services started as processes later.
+   *
+   * The project-level app (root_dir, the top-level commands, detection for what they leave empty,
+   * port_override) is the primary app, served at the project's subdomain (SPEC §2.2). Each service of
+   * the build config runs in addition, in its own folder, at `<subdomain>-<name>`.
+   */
   private async hostPlan({ row, releaseId, dir, build, log }: PlanContext): Promise<ReleasePlan> {
     const env = JSON.parse(row.env_vars) as Record<string, string>;
     const config = JSON.parse(row.build_config) as BuildConfig;
     const base = resolve(dir, config.root_dir);
     assertDirectory(base, dir, 'root_dir');
+    const multi = config.services.length > 0;
+    const folders = config.services.map((service) => serviceFolder(dir, base, service, log));
     const step = (label: 'install' | 'build', command: string | null, cwd: string, opts: StepOptions) =>
       this.step(build, log, label, command, cwd, dir, { ...opts, projectId: row.id });
 
     const services: ReleaseService[] = [];
-    if (config.services.length === 0) {
-      const detection = config.install_cmd && config.build_cmd && config.start_cmd ? null : detect(base);
-      detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
-      const install = config.install_cmd ?? detection?.install ?? null;
-      const buildCmd = config.build_cmd ?? detection?.build ?? null;
-      const path = detection?.venv ? [join(base, '.venv', 'bin')] : [];
-      await step('install', install, base, { env, path, service: null });
-      await step('build', buildCmd, base, { env, path, service: null });
-      const start = config.start_cmd ?? detection?.start ?? null;
-      let staticRoot = start ? null : (detection?.staticRoot ?? null);
-      if (!start && !staticRoot && buildCmd) {
-        staticRoot = staticRootAfterBuild(base);
-        if (staticRoot) log.build(`detected static site: the build wrote ${staticRoot}/index.html`);
-      }
-      // A Procfile's `worker:` process runs beside the web one (or alone: a project that only works).
-      const worker = config.start_cmd ? null : (detection?.worker ?? null);
-      if (!start && !staticRoot && worker) {
-        services.push(procfileWorker(base, worker, env, path));
-        return { id: releaseId, dir, runs: 'host', services };
-      }
-      if (!start && !staticRoot) {
-        throw new DeployError(
-          'no start command: set start_cmd in the build config, or add a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
-        );
-      }
+    const detection = config.install_cmd && config.build_cmd && config.start_cmd ? null : detect(base);
+    detection?.reasons.forEach((reason) => log.build(`detected ${reason}`));
+    const install = config.install_cmd ?? detection?.install ?? null;
+    const buildCmd = config.build_cmd ?? detection?.build ?? null;
+    const path = detection?.venv ? [join(base, '.venv', 'bin')] : [];
+    await step('install', install, base, { env, path, service: null });
+    await step('build', buildCmd, base, { env, path, service: null });
+    const start = config.start_cmd ?? detection?.start ?? null;
+    let staticRoot = start ? null : (detection?.staticRoot ?? null);
+    if (!start && !staticRoot && buildCmd) {
+      staticRoot = staticRootAfterBuild(base);
+      if (staticRoot) log.build(`detected static site: the build wrote ${staticRoot}/index.html`);
+    }
+    // A Procfile's `worker:` process runs beside the web one (or alone: a project that only works).
+    const worker = config.start_cmd ? null : (detection?.worker ?? null);
+    if (start || staticRoot) {
       services.push({
         name: null,
         kind: start ? 'web' : 'static',
@@ -496,46 +596,46 @@ export class Planner {
         env,
         path,
       });
-      if (worker) services.push(procfileWorker(base, worker, env, path));
-    } else {
-      // Top-level commands run once in root_dir; each service then installs and builds its own folder
-      // (detected once per folder when its commands are empty).
-      await step('install', config.install_cmd, base, { env, path: [], service: null });
-      await step('build', config.build_cmd, base, { env, path: [], service: null });
-      const prepared = new Set<string>();
-      if (config.install_cmd || config.build_cmd) prepared.add(base);
-      // The primary app (the one at the project's own subdomain) keeps the project's port_override
-      // when it declares no port of its own.
-      const primary =
-        config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
-        config.services.find((s) => s.kind !== 'worker');
-      for (const service of config.services) {
-        const cwd = service.root_dir ? resolve(base, service.root_dir) : base;
-        assertDirectory(cwd, dir, `services.${service.name}.root_dir`);
-        const serviceEnv = { ...env, ...service.env_overrides };
-        const first = !prepared.has(cwd);
-        prepared.add(cwd);
-        const detection = first && (!service.install_cmd || !service.build_cmd) ? detect(cwd) : null;
-        detection?.reasons
-          .filter((r) => !r.startsWith('start:'))
-          .forEach((reason) => log.build(`detected ${reason}`, service.name));
-        const path =
-          detection?.venv || (service.install_cmd === null && isVenv(cwd)) ? [join(cwd, '.venv', 'bin')] : [];
-        const opts = { env: serviceEnv, path, service: service.name };
-        await step('install', service.install_cmd ?? detection?.install ?? null, cwd, opts);
-        await step('build', service.build_cmd ?? detection?.build ?? null, cwd, opts);
-        services.push({
-          name: service.name,
-          kind: service.kind,
-          cwd,
-          start: service.start_cmd,
-          staticRoot: null,
-          image: null,
-          fixedPort: service.port ?? (service === primary ? (config.port_override ?? null) : null),
-          env: serviceEnv,
-          path,
-        });
-      }
+    } else if (!worker && !multi) {
+      throw new DeployError(
+        'no start command: set start_cmd in the build config, or add a "start" script to package.json, a Procfile with a web process, an app.py/main.py, or an index.html',
+      );
+    }
+    if (worker && procfileWorkerFits(config, log)) services.push(procfileWorker(base, worker, env, path));
+    if (!multi) return { id: releaseId, dir, runs: 'host', services };
+
+    // Without an app of its own in root_dir, a project answers at its subdomain as it did before the
+    // primary app: from its `web` service (else its first web one), which takes port_override.
+    const fallback = start || staticRoot ? null : fallbackPrimary(config, row, log);
+    // Each service installs and builds its own folder (detected once per folder when its commands are
+    // empty; root_dir counts as done once the project-level app installed or built there).
+    const prepared = new Set<string>();
+    if (install || buildCmd) prepared.add(base);
+    for (const [i, service] of config.services.entries()) {
+      const cwd = folders[i]!;
+      const serviceEnv = { ...env, ...service.env_overrides };
+      const first = !prepared.has(cwd);
+      prepared.add(cwd);
+      const found = first && (!service.install_cmd || !service.build_cmd) ? detect(cwd) : null;
+      found?.reasons
+        .filter((r) => !r.startsWith('start:'))
+        .forEach((reason) => log.build(`detected ${reason}`, service.name));
+      const servicePath =
+        found?.venv || (service.install_cmd === null && isVenv(cwd)) ? [join(cwd, '.venv', 'bin')] : [];
+      const opts = { env: serviceEnv, path: servicePath, service: service.name };
+      await step('install', service.install_cmd ?? found?.install ?? null, cwd, opts);
+      await step('build', service.build_cmd ?? found?.build ?? null, cwd, opts);
+      services.push({
+        name: service.name,
+        kind: service.kind,
+        cwd,
+        start: service.start_cmd,
+        staticRoot: null,
+        image: null,
+        fixedPort: service.port ?? (service === fallback ? (config.port_override ?? null) : null),
+        env: serviceEnv,
+        path: servicePath,
+      });
     }
     return { id: releaseId, dir, runs: 'host', services };
   }
@@ -612,6 +712,90 @@ function hostStatic(
 /** The variables a service sets beyond the project's own (its overrides and PORT). */
 function serviceOnly(env: Record<string, string>, project: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([k, v]) => project[k] !== v));
+}
+
+/**
+ * The folder of a service: its root_dir, a directory of the repository (SPEC §2.2: "several
+ * directories of one repository"), else the project's root_dir. A root_dir that names no folder of
+ * the repository but one inside the project's root_dir (how configs were read before) is taken there.
+ */
+function serviceFolder(dir: string, base: string, service: ServiceConfig, log: ProjectLog): string {
+  const field = `services.${service.name}.root_dir`;
+  if (!service.root_dir) return base;
+  const fromRepository = resolve(dir, service.root_dir);
+  if (isDirectory(fromRepository)) return fromRepository;
+  const nested = resolve(base, service.root_dir);
+  if (nested !== fromRepository && isDirectory(nested)) {
+    log.build(
+      `${field} "${service.root_dir}" is not a folder of the repository; using ${relative(dir, nested)} (inside root_dir) instead`,
+      service.name,
+    );
+    return nested;
+  }
+  throw new DeployError(`${field} "${service.root_dir}" is not a folder in the source`);
+}
+
+/** Whether `path` is `folder` or inside it. */
+function isWithin(folder: string, path: string): boolean {
+  const rel = relative(folder, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * A project whose root_dir holds no app to serve (no start_cmd, nothing detected that serves HTTP)
+ * answers at its subdomain as it did before the primary app: from its `web` service, else its first
+ * web one. Says so in one log line, and returns that service (it takes port_override).
+ */
+function fallbackPrimary(
+  config: BuildConfig,
+  row: ProjectsTable,
+  log: ProjectLog,
+): ServiceConfig | undefined {
+  const fallback =
+    config.services.find((s) => s.name === 'web' && s.kind !== 'worker') ??
+    config.services.find((s) => s.kind !== 'worker');
+  const where = config.root_dir === '.' ? 'the root folder' : `root_dir "${config.root_dir}"`;
+  log.build(
+    fallback
+      ? `no app to serve in ${where} (no start_cmd, none detected): ${row.subdomain} is served by the service ${fallback.name}${(config.port_override ?? null) !== null && fallback.port === null ? `, on port_override ${config.port_override}` : ''}`
+      : `no app to serve in ${where} (no start_cmd, none detected), and no web service: ${row.subdomain} serves nothing`,
+  );
+  return fallback;
+}
+
+/** A Procfile's `worker:` runs as a service named `worker`, unless the build config has one of that name. */
+function procfileWorkerFits(config: BuildConfig, log: ProjectLog): boolean {
+  if (!config.services.some((s) => s.name === 'worker')) return true;
+  log.build('the Procfile’s worker process is not started: a service of the build config is named worker');
+  return false;
+}
+
+/**
+ * What an image of the source's own Dockerfile runs: its working folder, its command (ENTRYPOINT and
+ * CMD as one shell command; null when it has none) and the first port it EXPOSEs.
+ */
+async function imageSettings(
+  docker: Docker,
+  image: string,
+): Promise<{ workingDir: string; command: string | null; exposedPort: number | null }> {
+  let info: Awaited<ReturnType<Docker.Image['inspect']>>;
+  try {
+    info = await docker.getImage(image).inspect();
+  } catch {
+    return { workingDir: '/', command: null, exposedPort: null };
+  }
+  const words = (value: string | string[] | null | undefined): string[] =>
+    value === null || value === undefined ? [] : typeof value === 'string' ? [value] : value;
+  const argv = [...words(info.Config?.Entrypoint), ...words(info.Config?.Cmd)];
+  const exposed = Object.keys(info.Config?.ExposedPorts ?? {})
+    .filter((key) => key.endsWith('/tcp'))
+    .map((key) => Number(key.split('/')[0]))
+    .sort((a, b) => a - b)[0];
+  return {
+    workingDir: info.Config?.WorkingDir || '/',
+    command: argv.length > 0 ? `exec ${argv.map(shellQuote).join(' ')}` : null,
+    exposedPort: exposed ?? null,
+  };
 }
 
 /** The first port an image declares with EXPOSE, if any. */

@@ -468,9 +468,14 @@ function newInstance(plan: ReleasePlan): Instance {
   return { plan, services, units, retiring: false };
 }
 
+/**
+ * What answers at the project's own subdomain: the project-level app (SPEC §2.2's primary app, named
+ * null); without one (a root_dir with no app to serve, or a plan stored before it ran), the service
+ * named web, else the first web service.
+ */
 function mainService(services: LiveService[]): LiveService | undefined {
   return (
-    services.find((s) => s.spec.name === null) ??
+    services.find((s) => s.spec.name === null && s.spec.kind !== 'worker') ??
     services.find((s) => s.spec.name === 'web' && s.spec.kind !== 'worker') ??
     services.find((s) => s.spec.kind !== 'worker')
   );

@@ -67,7 +67,10 @@ export const ServiceConfig = z
       .enum(SERVICE_KINDS)
       .default('web')
       .meta({ description: 'web services listen on a port; workers do not' }),
-    root_dir: OrEmpty(RelativeDir).nullable().default(null),
+    root_dir: OrEmpty(RelativeDir)
+      .nullable()
+      .default(null)
+      .meta({ description: "Directory of the service in the repository; null: the project's root_dir" }),
     install_cmd: OrEmpty(Command).nullable().default(null),
     build_cmd: OrEmpty(Command).nullable().default(null),
     start_cmd: Command,
@@ -90,8 +93,10 @@ export const BuildConfig = z
       .meta({
         description:
           'The port the app listens on (PORT is set to it); null lets the platform choose. With services, ' +
-          'the port of the primary one (the service named web, else the first web service) when it ' +
-          'declares none. For an image source, the port inside the container',
+          'the port of the primary app (the project-level root_dir and commands, at the project subdomain), ' +
+          'which must differ from every service port; when root_dir has no app to start, the port of the ' +
+          'service named web (else the first web service) if it declares none. For an image source, the ' +
+          'port inside the container',
       }),
     services: z
       .array(ServiceConfig)
