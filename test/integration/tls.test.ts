@@ -628,3 +628,108 @@ describe.skipIf(missing !== null)('tunnels and the API over HTTPS', () => {
     expect(garbage.stderr.trim()).toBe(`wharf: the CA file ${notPem} holds no PEM certificate`);
   });
 });
+
+describe.skipIf(missing !== null)('wharf platform with HTTPS, as the README runs it', () => {
+  it('prints the HTTPS port, the ACME directory and how wildcards are proved, then each certificate issued', async () => {
+    assertBuilt();
+    const dns = await startDns({ 'api.cli.test': { A: ['127.0.0.1'] } });
+    const edgePort = await freePort();
+    const pebble = await startPebble({ httpPort: edgePort, dnsServer: dns.server });
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-tls-platform-'));
+    const child = spawn(
+      process.execPath,
+      [
+        wharfBin,
+        'platform',
+        '--data-dir',
+        join(dir, 'data'),
+        '--port',
+        '0',
+        '--edge-port',
+        String(edgePort),
+        '--https-port',
+        '0',
+        '--base-domain',
+        'cli.test',
+        '--tunnel-domain',
+        'tunnel.cli.test',
+        '--dns-server',
+        dns.server,
+        '--acme-directory',
+        pebble.directory,
+        '--acme-ca-file',
+        pebble.caFile,
+        '--acme-email',
+        'ops@cli.test',
+        '--runtime',
+        'sandbox',
+      ],
+      { env: wharfEnv({ home: dir }), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    try {
+      await until(
+        () => output.includes('[tls] certificate for api.cli.test issued'),
+        `the API's certificate:\n${output}`,
+        30_000,
+        100,
+      );
+      const port = Number(
+        /HTTPS +port (\d+); plain port (\d+) answers ACME HTTP-01 and redirects/.exec(output)?.[1],
+      );
+      expect(port).toBeGreaterThan(0);
+      expect(output).toContain(`public: https://api.cli.test:${port}/api/v1`);
+      expect(output).toContain(`Apps       https://<subdomain>.cli.test:${port}`);
+      expect(output).toContain(`ACME       ${pebble.directory}; no wildcards (each host on its own`);
+      const answer = await httpsGet(port, 'api.cli.test', '/api/v1/health', await pebble.issuingRoot());
+      expect(answer.status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('close', resolve));
+      await pebble.close();
+      await dns.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it.each([
+    [['--acme-dns-hook', '/bin/true'], /the --acme-\* options take effect with --https-port/],
+    [['--https-port', '0', '--acme-dns-hook', '/bin/true', '--acme-dns-listen', '127.0.0.1:0'], /choose one/],
+    [['--https-port', '0', '--acme-directory', 'ftp://ca.example'], /--acme-directory.*must be an https URL/],
+    [['--https-port', '0', '--acme-dns-listen', 'nowhere'], /must be host:port/],
+  ])('refuses %j with exit code 2 and says why', async (args, message) => {
+    const result = await runWharf(['platform', '--port', '0', '--edge-port', '0', ...args], {
+      home: mkdtempSync(join(tmpdir(), 'wharf-tls-usage-')),
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('refuses an --acme-ca-file that is not a certificate, before listening', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-tls-ca-'));
+    writeFileSync(join(dir, 'ca.pem'), 'not a certificate');
+    const result = await runWharf(
+      [
+        'platform',
+        '--port',
+        '0',
+        '--edge-port',
+        '0',
+        '--data-dir',
+        join(dir, 'data'),
+        '--https-port',
+        '0',
+        '--acme-ca-file',
+        join(dir, 'ca.pem'),
+      ],
+      { home: dir },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `wharf: --acme-ca-file ${join(dir, 'ca.pem')} holds no PEM certificate`,
+    );
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
