@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, get, request } from 'node:http';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ import {
   upload,
   viaEdge,
   waitFor,
+  waitForLog,
   type Files,
 } from '../helpers/deploy.js';
 import { requireEngine, testImages } from '../helpers/engine.js';
@@ -485,6 +487,31 @@ describe.skipIf(!hasBwrap)('tenant output floods in the sandbox', () => {
   it('an app’s endless output, one long line first, leaves the platform and the victim serving', async () => {
     await floodFromTheApp(tp, attacker, victimPage, 'flood', nodeApp('flooded'));
   }, 90_000);
+
+  it('a port another program took after the start is not taken for the app being up', async () => {
+    // Above the kernel's ephemeral range: no other connection can hold it by chance.
+    const port = 62_000 + Math.floor(Math.random() * 3_000);
+    const project = await createProject(attacker, {
+      name: 'Late',
+      subdomain: 'late-port',
+      deploy_source: 'upload',
+      build_config: { port_override: port, start_cmd: 'sleep 2; exec node server.js' },
+    });
+    await upload(attacker, project.id, archiveOf(nodeApp('late')));
+    await deploy(attacker, project.id);
+    await waitForLog(attacker, project.id, /^starting the app: /);
+    // Someone else listens there before the app does: the health check must not count it.
+    const squatter = createServer((socket) => socket.end()).listen(port, '127.0.0.1');
+    try {
+      const detail = await waitFor(attacker, project.id, settled, 30_000);
+      expect(detail.project.status).toBe('failed');
+      expect(detail.project.last_deploy_error ?? '').toMatch(
+        new RegExp(`port ${port} is held by another program, not by this app`),
+      );
+    } finally {
+      squatter.close();
+    }
+  }, 60_000);
 
   it('a log follower that stops reading while its app floods holds a bounded buffer, then hears what it missed', async () => {
     const project = await createProject(attacker, {
