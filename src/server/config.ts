@@ -109,6 +109,8 @@ export interface AcmeConfig {
   checkIntervalMs: number;
   /** How long a TLS handshake for a host with no certificate yet waits for one ordered on demand. */
   onDemandTimeoutMs: number;
+  /** On-demand orders (tunnel hosts without a wildcard) one account may cause in a day. */
+  onDemandPerAccountPerDay: number;
 }
 
 export interface TlsConfig {
@@ -312,6 +314,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
         retryMaxMs: 24 * 3_600_000,
         checkIntervalMs: 3_600_000,
         onDemandTimeoutMs: 30_000,
+        onDemandPerAccountPerDay: 20,
         ...partial.tls?.acme,
       },
     },

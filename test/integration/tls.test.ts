@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../../src/server/app.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import { freePort } from '../../src/server/runtime/process.js';
+import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
   archiveOf,
@@ -732,4 +733,47 @@ describe.skipIf(missing !== null)('wharf platform with HTTPS, as the README runs
     );
     rmSync(dir, { recursive: true, force: true });
   });
+});
+
+describe.skipIf(missing !== null)('on-demand certificates for tunnels', () => {
+  it('counts them per account: past its daily budget an account’s new tunnel names get no order', async () => {
+    const dns = await startDns({
+      'one.tun.bud.test': { A: ['127.0.0.1'] },
+      'two.tun.bud.test': { A: ['127.0.0.1'] },
+    });
+    const { tp, pebble, root, events } = await httpsPlatform(dns, 'bud.test', {
+      onDemandPerAccountPerDay: 1,
+    });
+    const app = createServer((req, res) => res.end(`tunnelled ${req.url}`));
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+    const clients: TunnelClient[] = [];
+    const tunnel = async (subdomain: string) => {
+      const client = new TunnelClient({
+        platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+        apiKey: tp.key,
+        localPort: (app.address() as AddressInfo).port,
+        subdomain,
+      });
+      clients.push(client);
+      await client.start();
+    };
+    try {
+      await tunnel('one');
+      const first = await httpsGet(tp.httpsPort!, 'one.tun.bud.test', '/a', root);
+      expect(first.body).toBe('tunnelled /a');
+      expect(first.certificate.subjectaltname).toBe('DNS:one.tun.bud.test');
+      await tunnel('two');
+      expect(await handshake(tp.httpsPort!, 'two.tun.bud.test')).toBe(false);
+      expect(await tp.platform.tls!.certificates.status('two.tun.bud.test')).toBeNull();
+      expect(events.map((e) => e.message)).toContain(
+        'no certificate ordered for two.tun.bud.test: its account caused 1 on-demand orders in a day, the most it may (wildcards over DNS-01 need none)',
+      );
+    } finally {
+      for (const client of clients) await client.stop();
+      app.close();
+      await tp.close();
+      await pebble.close();
+      await dns.close();
+    }
+  }, 90_000);
 });

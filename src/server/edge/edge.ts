@@ -138,6 +138,12 @@ export class Edge {
     this.api = server;
   }
 
+  /** The account whose tunnel `host` is, while it is online; null for any other host. */
+  tunnelOwner(host: string): string | null {
+    const tunnel = this.tunnels.subdomainOf(host.toLowerCase());
+    return tunnel === null ? null : this.tunnels.ownerOf(tunnel);
+  }
+
   /** Whether the edge serves `host` now (an app or service, a verified custom domain, a tunnel online). */
   async serves(host: string): Promise<boolean> {
     const name = host.toLowerCase();

@@ -35,6 +35,14 @@ export interface CertificatesOptions {
   wildcardDomains: string[];
   /** Whether the platform routes `host` right now (an app, a service, a verified domain, a tunnel). */
   routed(host: string): Promise<boolean>;
+  /**
+   * Who an on-demand order for `host` is counted against (a tunnel's account: random tunnel names must
+   * not let one account spend the CA's per-domain rate limits that every tenant shares), or null for
+   * hosts that are not counted (apps, services and domains, each created through the API).
+   */
+  orderedFor?(host: string): string | null;
+  /** On-demand orders one account may cause in a day (default 20). */
+  onDemandPerDay?: number;
   /** The hosts that should have a certificate before anyone asks: apps, services, verified domains. */
   knownHosts(): Promise<string[]>;
   /** How long before expiry a certificate is renewed (30 days). */
@@ -69,6 +77,8 @@ export class CertificateManager {
   private soon: NodeJS.Timeout | null = null;
   private reconciling: Promise<void> | null = null;
   private again: Promise<void> | null = null;
+  /** On-demand orders counted per account, over the last day: the times they were made. */
+  private readonly onDemand = new Map<string, number[]>();
   private closed = false;
 
   constructor(private readonly options: CertificatesOptions) {
@@ -155,6 +165,7 @@ export class CertificateManager {
     const row = await this.row(name);
     // A name that failed waits for its retry time: a visitor cannot make the platform hammer the CA.
     if (row?.next_attempt_at && Date.parse(row.next_attempt_at) > this.now().getTime()) return null;
+    if (!this.inflight(name) && !this.spend(name)) return null;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.issue(name),
@@ -163,6 +174,29 @@ export class CertificateManager {
       }),
     ]).finally(() => clearTimeout(timer));
     return this.contextFor(name);
+  }
+
+  private inflight(name: string): boolean {
+    return this.inFlight.has(name);
+  }
+
+  /** Counts an on-demand order against its account; false when the account has no budget left today. */
+  private spend(host: string): boolean {
+    const account = this.options.orderedFor?.(host) ?? null;
+    if (account === null) return true;
+    const now = this.now().getTime();
+    const recent = (this.onDemand.get(account) ?? []).filter((at) => at > now - 24 * 3_600_000);
+    if (recent.length >= (this.options.onDemandPerDay ?? 20)) {
+      this.onDemand.set(account, recent);
+      this.options.event(
+        'warn',
+        `no certificate ordered for ${host}: its account caused ${recent.length} on-demand orders in a day, the most it may (wildcards over DNS-01 need none)`,
+      );
+      return false;
+    }
+    recent.push(now);
+    this.onDemand.set(account, recent);
+    return true;
   }
 
   /** What the store says of `name` (a host or `*.<domain>`), or null when none was ever asked for. */
@@ -207,7 +241,24 @@ export class CertificateManager {
       if (!this.due(row, now)) continue;
       await this.issue(name);
     }
-    // Renewals and retries of names no longer wanted (a deleted app) are left to lapse.
+    // Names no longer wanted (a deleted app, a tunnel gone) are not renewed; once expired they go.
+    await this.prune(wanted);
+  }
+
+  /** Forgets the certificates of names no longer wanted once they have expired (or never issued). */
+  private async prune(wanted: Set<string>): Promise<void> {
+    const now = this.now().toISOString();
+    const rows = await this.options.db
+      .selectFrom('tls_certificates')
+      .select(['name', 'not_after', 'status'])
+      .execute();
+    for (const row of rows) {
+      if (wanted.has(row.name)) continue;
+      const expired = row.not_after === null ? row.status !== 'pending' : row.not_after < now;
+      if (!expired || this.inFlight.has(row.name)) continue;
+      await this.options.db.deleteFrom('tls_certificates').where('name', '=', row.name).execute();
+      this.loaded.delete(row.name);
+    }
   }
 
   private coveredByWildcard(host: string): boolean {

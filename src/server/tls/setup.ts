@@ -55,6 +55,8 @@ export function setUpTls(options: {
     dns,
     wildcardDomains: [...new Set([config.baseDomain, config.tunnelDomain])],
     routed: (host) => edge.serves(host),
+    orderedFor: (host) => edge.tunnelOwner(host),
+    onDemandPerDay: acme.onDemandPerAccountPerDay,
     knownHosts: async () => {
       const [labels, domains] = await Promise.all([
         db.selectFrom('project_hosts').select('label').execute(),

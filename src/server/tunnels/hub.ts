@@ -165,6 +165,12 @@ export class TunnelHub {
     return this.tunnels.get(subdomain)?.online === true;
   }
 
+  /** The account whose tunnel serves `subdomain` right now, or null. */
+  ownerOf(subdomain: string): string | null {
+    const tunnel = this.tunnels.get(subdomain);
+    return tunnel?.online ? tunnel.accountId : null;
+  }
+
   /** The caller's connected tunnels. */
   list(accountId: string): TunnelView[] {
     return [...this.tunnels.values()]
