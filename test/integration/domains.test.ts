@@ -638,6 +638,8 @@ describe('the OpenAPI document', () => {
       'created_at',
       'verified_at',
       'verification',
+      'hsts',
+      'certificate',
     ]);
   });
 });

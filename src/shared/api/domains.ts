@@ -67,6 +67,7 @@ export const LinkDomainRequest = z
   .strictObject({ project_id: idOf('prj').nullable().optional(), hsts: z.boolean().optional() })
   .refine((body) => body.project_id !== undefined || body.hsts !== undefined, {
     message: 'give project_id, hsts or both',
+    path: ['project_id'],
   })
   .meta({ id: 'LinkDomainRequest' });
 export type LinkDomainRequest = z.infer<typeof LinkDomainRequest>;
