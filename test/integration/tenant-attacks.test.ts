@@ -88,6 +88,11 @@ interface FollowedLog {
   cut: number;
   continued: number;
   dropped: number;
+  /**
+   * Lines the platform skipped because this follower read slower than the flood came (a `skipped`
+   * event): on a loaded machine the pieces counted above may be among them.
+   */
+  skipped: number;
   /** The longest line, in bytes. */
   longest: number;
   /** How many lines matched each pattern given. */
@@ -111,6 +116,7 @@ function followLog(
       cut: 0,
       continued: 0,
       dropped: 0,
+      skipped: 0,
       longest: 0,
       matched: Object.fromEntries(Object.keys(patterns).map((name) => [name, 0])),
       close: () => req.destroy(),
@@ -130,12 +136,15 @@ function followLog(
           pending += chunk;
           let end: number;
           while ((end = pending.indexOf('\n\n')) !== -1) {
-            const data = pending
-              .slice(0, end)
-              .split('\n')
-              .find((l) => l.startsWith('data: '));
+            const fields = pending.slice(0, end).split('\n');
+            const data = fields.find((l) => l.startsWith('data: '));
+            const event = fields.find((l) => l.startsWith('event: '))?.slice('event: '.length);
             pending = pending.slice(end + 2);
             if (!data) continue;
+            if (event === 'skipped') {
+              followed.skipped += (JSON.parse(data.slice('data: '.length)) as { lines: number }).lines;
+              continue;
+            }
             const { line } = JSON.parse(data.slice('data: '.length)) as LogLine;
             followed.lines += 1;
             if (CUT.test(line)) followed.cut += 1;
@@ -216,9 +225,14 @@ async function floodFromTheApp(
 
     // The line was stored in pieces, each marked as cut and the next as continuing it; what came
     // faster than the log keeps was dropped, and said so.
-    expect(followed.cut).toBeGreaterThan(0);
-    expect(followed.continued).toBeGreaterThan(0);
-    expect(followed.dropped).toBeGreaterThan(0);
+    // Marked pieces and the note of dropped output, unless the follower itself was too slow for them.
+    if (followed.skipped === 0) {
+      expect(followed.cut).toBeGreaterThan(0);
+      expect(followed.continued).toBeGreaterThan(0);
+      expect(followed.dropped).toBeGreaterThan(0);
+    } else {
+      expect(followed.cut + followed.continued + followed.dropped).toBeGreaterThan(0);
+    }
     expect(followed.longest).toBeLessThanOrEqual(MAX_LINE_BYTES + 64);
     const lines = await storedLines(attacker, project.id);
     expect(lines.length).toBeLessThanOrEqual(LOG_LINES_KEPT);
@@ -584,9 +598,14 @@ describe.skipIf(!hasBwrap)('tenant output floods in the sandbox', () => {
     expect(detail.project.status, detail.project.last_deploy_error ?? '').toBe('running');
     expect((await viaEdge(tp.edgePort, 'install-flood.localhost', '/')).body).toBe('installed /');
 
-    expect(followed.cut).toBeGreaterThan(0);
-    expect(followed.continued).toBeGreaterThan(0);
-    expect(followed.dropped).toBeGreaterThan(0);
+    // Marked pieces and the note of dropped output, unless the follower itself was too slow for them.
+    if (followed.skipped === 0) {
+      expect(followed.cut).toBeGreaterThan(0);
+      expect(followed.continued).toBeGreaterThan(0);
+      expect(followed.dropped).toBeGreaterThan(0);
+    } else {
+      expect(followed.cut + followed.continued + followed.dropped).toBeGreaterThan(0);
+    }
     expect(followed.matched.flood).toBeGreaterThan(0);
     expect(followed.longest).toBeLessThanOrEqual(MAX_LINE_BYTES + 64);
     const lines = (await storedLines(attacker, project.id)).map((l) => l.line);
