@@ -5,6 +5,8 @@ import {
   DEFAULT_API_PORT,
   DEFAULT_EDGE_PORT,
   DEFAULT_IMAGES,
+  FRONT_KINDS,
+  type FrontKind,
   LETS_ENCRYPT_DIRECTORY,
   edgeUrl,
   RUNTIME_KINDS,
@@ -37,6 +39,7 @@ interface PlatformOptions {
   host: string;
   port: number;
   edgePort: number;
+  front: FrontKind;
   baseDomain: string;
   tunnelDomain: string;
   log: boolean;
@@ -105,6 +108,15 @@ export function platformCommand(io: Io): Command {
         .default(DEFAULT_EDGE_PORT)
         .argParser(parsePort)
         .env('WHARF_EDGE_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--front <kind>',
+        'what takes the edge ports: none (the Node edge itself) or haproxy (HAProxy in front, routing apps straight to their ports and reloading without dropping a connection; needs the haproxy package)',
+      )
+        .choices(FRONT_KINDS)
+        .default('none')
+        .env('WHARF_FRONT'),
     )
     .addOption(
       new Option(
@@ -357,6 +369,7 @@ export function platformCommand(io: Io): Command {
         dataDir,
         ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
         edgePort: options.edgePort,
+        front: options.front,
         baseDomain: options.baseDomain,
         tunnelDomain: options.tunnelDomain,
         logger: options.log,
@@ -420,13 +433,21 @@ export function platformCommand(io: Io): Command {
       ) {
         throw new UsageError('the --acme-* options take effect with --https-port: add it');
       }
+      if (options.front === 'haproxy') {
+        const { requireHaproxy } = await import('../server/front/front.js');
+        try {
+          requireHaproxy();
+        } catch (error) {
+          throw new UsageError((error as Error).message);
+        }
+      }
       // Loaded on use, so that `wharf --help` and other commands start fast.
       const { PortInUseError, servePlatform } = await import('../server/serve.js');
       let running;
       // Certificates may be issued while it starts: their events wait until the banner is out.
       let early: string[] | null = [];
       const say = (event: PlatformEvent) => {
-        const line = `[tls] ${event.level === 'warn' ? 'warning: ' : ''}${event.message}`;
+        const line = `[${event.source ?? 'tls'}] ${event.level === 'warn' ? 'warning: ' : ''}${event.message}`;
         if (early) early.push(line);
         else (event.level === 'warn' ? io.err : io.out)(line);
       };
@@ -453,6 +474,11 @@ export function platformCommand(io: Io): Command {
       if (running.tls) io.out(`             public: ${edge(`api.${config.baseDomain}`)}/api/v1`);
       io.out(`  Apps       ${edge(`<subdomain>.${config.baseDomain}`)}`);
       io.out(`  Tunnels    ${edge(`<subdomain>.${config.tunnelDomain}`)}`);
+      io.out(
+        running.front
+          ? `  Front      HAProxy ${running.front.version} on the edge port${running.tls ? 's' : ''} (config in ${running.front.dir}); apps straight to their ports, the Node edge behind it`
+          : '  Front      none: the Node edge serves the edge port itself (--front haproxy puts HAProxy in front)',
+      );
       if (running.tls) {
         const wildcards =
           running.tls.dns === 'hook'

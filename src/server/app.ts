@@ -43,6 +43,7 @@ import { tunnelRoutes } from './tunnels/routes.js';
 import { type Store, openStore } from './store/open.js';
 import { EventEmitter } from 'node:events';
 import { type PlatformTls, setUpTls } from './tls/setup.js';
+import { FrontProxy, requireHaproxy } from './front/front.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -77,6 +78,8 @@ export interface Platform {
   localAccountFile: string | null;
   /** HTTPS at the edge (certificates over ACME), when the config names an HTTPS port. */
   tls: PlatformTls | null;
+  /** HAProxy in front of the edge (`front: 'haproxy'`), started by servePlatform on the public ports. */
+  front: FrontProxy | null;
   /** What the operator should see as it happens (`event`: { level, message }), e.g. certificates issued. */
   events: EventEmitter<{ event: [PlatformEvent] }>;
 }
@@ -84,6 +87,8 @@ export interface Platform {
 export interface PlatformEvent {
   level: 'info' | 'warn';
   message: string;
+  /** What it is about: certificates (the default) or the front proxy. */
+  source?: 'tls' | 'front';
 }
 
 declare module 'fastify' {
@@ -94,6 +99,8 @@ declare module 'fastify' {
 
 export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<Platform> {
   const config = resolveConfig(partial);
+  // Before anything is opened: a front that cannot run is said at once.
+  const haproxy = config.front === 'haproxy' ? requireHaproxy() : null;
   const db = await openStore(join(config.dataDir, 'platform.db'));
   const secret = loadOrCreateSecret(config.dataDir, config.secret);
   const auth = new Authenticator(db, secret, config.tokenTtlSeconds);
@@ -119,6 +126,20 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     email: config.email,
   });
   const events = new EventEmitter<{ event: [PlatformEvent] }>();
+  const front = haproxy
+    ? new FrontProxy({
+        config,
+        db,
+        runtime,
+        edge,
+        secret,
+        install: haproxy,
+        event: (level, message) => {
+          events.emit('event', { level, message, source: 'front' });
+          app.log[level]({ front: true }, message);
+        },
+      })
+    : null;
   const tls = setUpTls({
     config,
     db,
@@ -127,13 +148,21 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     event: (level, message) => {
       events.emit('event', { level, message });
       app.log[level]({ tls: true }, message);
+      // A certificate issued or renewed: the front serves it once its files are rewritten.
+      front?.schedule();
     },
   });
-  if (tls) projects.onHostsChanged = () => tls.certificates.nudge();
+  if (tls || front) {
+    projects.onHostsChanged = () => {
+      tls?.certificates.nudge();
+      front?.schedule();
+    };
+  }
   const domains = new DomainService(db, config, dnsLookup(config), {
     onRouteChange: (domain) => {
       edge.forgetDomain(domain);
       tls?.certificates.nudge();
+      front?.schedule();
     },
     ...(tls ? { certificateOf: (domain: string) => tls.certificates.statusOfHost(domain) } : {}),
   });
@@ -195,6 +224,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     // The builder's loops deploy through the runtime: they end first.
     await aiBuilder.close();
     emailVerifier.close();
+    await front?.close();
     await tls?.close();
     await edge.close();
     await runtime.close();
@@ -312,6 +342,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     domainChecker,
     localAccountFile: created ? join(config.dataDir, LOCAL_ACCOUNT_FILE) : null,
     tls,
+    front,
     events,
   };
 }

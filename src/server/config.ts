@@ -130,6 +130,11 @@ export interface PlatformConfig {
   tunnelDomain: string;
   /** The edge's public port, used in the URLs the API hands out (omitted when 80). */
   edgePort: number;
+  /**
+   * What takes the edge's public ports: `none`, the Node edge itself (nothing more to install), or
+   * `haproxy`, HAProxy in front of it, routing apps straight to their ports (front/).
+   */
+  front: FrontKind;
   /** 32 bytes or more that sign tokens; read from (or created in) `<dataDir>/secret` when absent. */
   secret?: string;
   tokenTtlSeconds: number;
@@ -221,6 +226,8 @@ export type PlatformConfigInput = Partial<
 };
 
 export const RUNTIME_KINDS = ['auto', 'container', 'sandbox', 'process'] as const;
+export const FRONT_KINDS = ['none', 'haproxy'] as const;
+export type FrontKind = (typeof FRONT_KINDS)[number];
 
 /** The official slim images: the defaults of --node-image and --python-image. */
 export const DEFAULT_IMAGES = { node: 'node:22-slim', python: 'python:3.12-slim' };
@@ -242,6 +249,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     baseDomain: partial.baseDomain ?? 'localhost',
     tunnelDomain: partial.tunnelDomain ?? 'tunnel.localhost',
     edgePort: partial.edgePort ?? DEFAULT_EDGE_PORT,
+    front: partial.front ?? 'none',
     ...(partial.secret === undefined ? {} : { secret: partial.secret }),
     tokenTtlSeconds: partial.tokenTtlSeconds ?? 3600,
     plans: partial.plans ?? { free: { allowance_usd: 5 }, pro: { allowance_usd: 50 } },

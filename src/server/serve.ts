@@ -1,5 +1,5 @@
 // Starts a built platform listening on its host and port, for `wharf platform` and `wharf app`.
-import type { AddressInfo, Server } from 'node:net';
+import { type AddressInfo, type Server, createServer } from 'node:net';
 import { buildPlatform, API_PREFIX, type Platform } from './app.js';
 import type { PlatformConfigInput } from './config.js';
 
@@ -45,9 +45,24 @@ export async function servePlatform(
   const edgePort = edge.port ?? platform.config.edgePort;
   let failing = { host: edgeHost, port: edgePort };
   try {
-    await listenOn(platform.edge.server, edgeHost, edgePort);
-    platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
-    const secure = platform.edge.secureServer;
+    if (platform.front) {
+      // HAProxy takes the public ports; the Node edge listens behind it on the front's socket.
+      const port = await probe(edgeHost, edgePort);
+      const httpsPort = platform.config.tls.httpsPort;
+      let secure: number | null = null;
+      if (httpsPort !== null) {
+        failing = { host: edgeHost, port: httpsPort };
+        secure = await probe(edgeHost, httpsPort);
+        failing = { host: edgeHost, port: edgePort };
+      }
+      await platform.front.start({ host: edgeHost, port, httpsPort: secure });
+      platform.config.edgePort = port;
+      if (secure !== null) platform.config.tls.httpsPort = secure;
+    } else {
+      await listenOn(platform.edge.server, edgeHost, edgePort);
+      platform.config.edgePort = (platform.edge.server.address() as AddressInfo).port;
+    }
+    const secure = platform.front ? null : platform.edge.secureServer;
     if (secure && platform.config.tls.httpsPort !== null) {
       failing = { host: edgeHost, port: platform.config.tls.httpsPort };
       await listenOn(secure, edgeHost, platform.config.tls.httpsPort);
@@ -76,6 +91,15 @@ export async function servePlatform(
     apiUrl: origin + API_PREFIX,
     close: () => platform.app.close(),
   };
+}
+
+/** Whether `host:port` can be listened on (port 0: a free one, returned): for the front's HAProxy. */
+async function probe(host: string, port: number): Promise<number> {
+  const server = createServer();
+  await listenOn(server, host, port);
+  const bound = (server.address() as AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return bound;
 }
 
 function listenOn(server: Server, host: string, port: number): Promise<void> {

@@ -316,7 +316,10 @@ export class Edge {
     }
     this.tooLarge.add(res);
     res.shouldKeepAlive = false;
-    // The rest of the body is read and dropped until the connection closes after the answer.
+    // The rest of the body is read and dropped until the connection closes after the answer, and a
+    // moment more: closed under a body still arriving, the connection would be reset, and a client (or
+    // the HAProxy front) still sending could lose the answer with it.
+    lingerOnClose(req.socket);
     req.resume();
     this.page(res, {
       status: 413,
@@ -439,6 +442,21 @@ function stripForwarded(req: IncomingMessage): void {
   const address = req.socket.remoteAddress ?? '';
   req.headers['x-real-ip'] = address;
   req.headers.forwarded = forwardedHeader(address, req.headers.host ?? '');
+}
+
+/** How long a connection closed after a 413 keeps reading what is still sent (nginx: lingering_time). */
+const LINGER_MS = 2_000;
+
+/** When Node's HTTP server closes `socket` after the answer, it ends it and reads on until LINGER_MS. */
+function lingerOnClose(socket: Duplex): void {
+  const closing = socket as Duplex & { destroySoon?: () => void };
+  if (typeof closing.destroySoon !== 'function') return;
+  closing.destroySoon = () => {
+    closing.end();
+    const timer = setTimeout(() => closing.destroy(), LINGER_MS);
+    timer.unref();
+    closing.once('close', () => clearTimeout(timer));
+  };
 }
 
 function isServerResponse(value: unknown): value is ServerResponse {

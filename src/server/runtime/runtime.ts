@@ -36,6 +36,7 @@ import {
 import { Planner, type ReleasePlan, isDirectory, normalizePlan } from './plan.js';
 import { ProjectLog } from './project-log.js';
 import { ReleaseStore } from './releases.js';
+import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
 import { transition } from './status.js';
 import { type EdgeTarget, Supervisor } from './supervisor.js';
@@ -47,6 +48,8 @@ export class Runtime {
   private readonly states = new Map<string, ProjectState>();
   private closed = false;
   readonly releases: ReleaseStore;
+  /** Where requests go changed (a version serving, a service back up, a project stopped): routes.ts. */
+  readonly routes = new RouteEvents();
   /** Marks this platform's containers, images and networks on a shared engine (from its data folder). */
   readonly platformId: string;
   private readonly planner: Planner;
@@ -93,6 +96,8 @@ export class Runtime {
       platformId: this.platformId,
       resources,
       closed: () => this.closed,
+      changed: (projectId) => this.routes.changed(projectId),
+      released: (ports) => this.routes.released(ports),
       wentDown: async (project, error) => {
         await project.log.flush();
         await this.releases.retireAll(project.id);
@@ -320,9 +325,19 @@ export class Runtime {
   private state(projectId: string): ProjectState {
     let state = this.states.get(projectId);
     if (!state) {
+      let current: ProjectState['current'] = null;
+      const routes = this.routes;
       state = {
         id: projectId,
-        current: null,
+        // Whoever switches the serving version (a deploy, a stop, a restore, a crash loop) says so.
+        get current() {
+          return current;
+        },
+        set current(instance) {
+          const changed = instance !== current;
+          current = instance;
+          if (changed) routes.changed(projectId);
+        },
         build: null,
         crashes: 0,
         timers: new Set(),

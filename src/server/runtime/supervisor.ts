@@ -81,6 +81,10 @@ export interface SupervisorDeps {
   /** The serving instance went down for good: the runtime marks the project failed. */
   wentDown(project: Supervised, error: string): Promise<void>;
   closed(): boolean;
+  /** Where a project's requests go changed: a unit came up (on its ports) or went down (routes.ts). */
+  changed?(projectId: string): void;
+  /** A drained instance is about to stop: resolves once a front proxy sends its ports nothing more. */
+  released?(ports: number[]): Promise<void>;
 }
 
 export class Supervisor {
@@ -151,6 +155,8 @@ export class Supervisor {
     instance.retiring = true;
     if (options.drain) {
       const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+      const ports = instance.services.map((s) => s.port).filter((p): p is number => p !== null);
+      await this.deps.released?.(ports);
       while (instance.services.some((s) => s.inflight > 0) && Date.now() < deadline) await sleep(25);
     }
     for (const live of instance.services) live.up = false;
@@ -216,6 +222,7 @@ export class Supervisor {
     if (instance.plan.runs === 'container') await this.launchContainer(project, instance, unit, build);
     else await this.launchProcess(project, instance, unit, build);
     for (const live of unit.services) live.up = true;
+    this.deps.changed?.(project.id);
   }
 
   /** Host runtimes: one service as a process group, healthy once its own processes hold its port. */
@@ -395,6 +402,7 @@ export class Supervisor {
       }
       for (const live of unit.services) live.up = false;
       unit.process = null;
+      this.deps.changed?.(project.id);
       // A crashed container is removed: its restart is a new one from the same image.
       void process.stop(1_000);
       const label =

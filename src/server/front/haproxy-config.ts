@@ -1,0 +1,253 @@
+// The HAProxy front's configuration, as a pure function of a routing snapshot: which hosts go straight
+// to an app's port (with the Node edge as the backup server, so that an app that stops answering gets
+// Wharf's own pages), which custom domains send HSTS, and which certificates it serves. Everything else
+// (tunnel hosts, `api.<base_domain>`, static sites, apps that are down or deploying, unknown hosts,
+// ACME challenges, bodies of unknown length) goes to the Node edge, over a Unix socket with the PROXY
+// protocol (v2, with the TLS flag), so that the Node edge sees the client's address and whether it came
+// over TLS exactly as if it had accepted the connection itself.
+//
+// Hostnames come from tenants (subdomains, custom domains): each one is checked against a strict
+// pattern here, and ends up only in map and list files (one name a line), never in the configuration's
+// own text. Paths in the configuration are fixed relative names: HAProxy runs in the front's folder.
+
+/** A host HAProxy sends straight to an app on 127.0.0.1. */
+export interface FrontRoute {
+  host: string;
+  port: number;
+  /** A custom domain whose owner turned HSTS on. */
+  hsts: boolean;
+}
+
+export interface FrontSnapshot {
+  routes: FrontRoute[];
+  /** Certificate files (relative to the front's folder, e.g. `certs/app.example.com.pem`), in order. */
+  certificates: string[];
+}
+
+export interface FrontListen {
+  /** An IP address (v4 or v6) or a hostname HAProxy resolves when it starts. */
+  host: string;
+  port: number;
+}
+
+export interface FrontConfigOptions {
+  /** The public plain HTTP port. */
+  http: FrontListen;
+  /** The public HTTPS port, when the platform speaks HTTPS. */
+  https: FrontListen | null;
+  /** `api.<base_domain>`: the Node edge's (which hands it to the API, with its own body limits). */
+  apiHost: string;
+  /** A request body through the front, in bytes (config.limits.bodyBytes). */
+  bodyBytes: number;
+  /** How long a worker replaced by a reload may keep its connections (WebSockets, tunnels), in seconds. */
+  hardStopAfterS: number;
+  /**
+   * The account HAProxy's workers run as, when it is started as root (the master stays root to bind
+   * the ports again at each reload); null: the platform's own user.
+   */
+  runAs: { user: string; group: string } | null;
+}
+
+/** The files the front's folder holds, by relative name. */
+export interface FrontFiles {
+  'haproxy.cfg': string;
+  /** `<host> <backend>` for every host routed straight to an app. */
+  'hosts.map': string;
+  /** Custom domains that send Strict-Transport-Security over HTTPS. */
+  'hsts.lst': string;
+  /** The certificates HAProxy serves (it picks one by SNI from the names each holds). */
+  'crt-list.txt': string;
+}
+
+/** The Node edge's socket, the page of a body over the limit, HAProxy's sockets: relative names. */
+export const EDGE_SOCKET = 'edge.sock';
+export const TOO_LARGE_PAGE = '413.html';
+/** HAProxy's own errors answered with the Node edge's pages (whole HTTP responses, `errors/<code>.http`). */
+export const ERROR_PAGES = [502, 503, 504] as const;
+export const ADMIN_SOCKET = 'admin.sock';
+export const MASTER_SOCKET = 'master.sock';
+/** A year, as the Node edge sends it (edge.ts). */
+const HSTS = 'max-age=31536000';
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Whether `host` is a DNS name HAProxy may be given: lowercase letters, digits and inner hyphens in
+ * labels of 1 to 63 characters, at most 253 in all; a leading `*.` when `wildcard`. Nothing else
+ * (no spaces, quotes, `%`, `#`, `\`, control characters, ports or trailing dots) ever gets through.
+ */
+export function isFrontHostname(host: string, options: { wildcard?: boolean } = {}): boolean {
+  let name = host;
+  if (options.wildcard && name.startsWith('*.')) name = name.slice(2);
+  if (name.length === 0 || name.length > 253) return false;
+  return name.split('.').every((label) => LABEL.test(label));
+}
+
+function isPort(port: number): boolean {
+  return Number.isInteger(port) && port >= 1 && port <= 65_535;
+}
+
+/** A certificate's file name in the front's `certs/` folder: `*.<domain>` becomes `_.<domain>.pem`. */
+export function certificateFile(name: string): string | null {
+  if (!isFrontHostname(name, { wildcard: true })) return null;
+  return `certs/${name.startsWith('*.') ? `_${name.slice(1)}` : name}.pem`;
+}
+
+const CERT_FILE = /^certs\/(?:_\.)?[a-z0-9.-]+\.pem$/;
+
+/** `ipv4@1.2.3.4:80`, `ipv6@:::443 v4v6`, or a hostname HAProxy resolves; anything else is refused. */
+export function bindAddress(listen: FrontListen): string {
+  const { host, port } = listen;
+  if (!isPort(port)) throw new Error(`the front cannot listen on port ${port}`);
+  if (/^\d{1,3}(?:\.\d{1,3}){3}$/.test(host)) return `ipv4@${host}:${port}`;
+  if (/^[0-9a-f:]+$/i.test(host) && host.includes(':')) {
+    // `::` takes IPv4 too, as Node's listen('::') does.
+    return `ipv6@${host}:${port}${host === '::' ? ' v4v6' : ''}`;
+  }
+  if (isFrontHostname(host.toLowerCase())) return `${host.toLowerCase()}:${port}`;
+  throw new Error(`the front cannot listen on "${host}": give an IP address or a hostname`);
+}
+
+export interface RenderedFront {
+  files: FrontFiles;
+  /** Routes left out, with why (the Node edge still serves those hosts). */
+  skipped: string[];
+}
+
+/** The configuration and its files for `snapshot`. Deterministic: the same input, the same text. */
+export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigOptions): RenderedFront {
+  const skipped: string[] = [];
+  const routes = new Map<string, FrontRoute>();
+  for (const route of snapshot.routes) {
+    const host = route.host.toLowerCase();
+    if (!isFrontHostname(host)) skipped.push(`${JSON.stringify(route.host)}: not a hostname`);
+    else if (!isPort(route.port)) skipped.push(`${host}: port ${route.port} is not a port`);
+    else if (host === options.apiHost) skipped.push(`${host}: the API's own host`);
+    else if (!routes.has(host)) routes.set(host, { ...route, host });
+  }
+  if (!isFrontHostname(options.apiHost)) throw new Error(`"${options.apiHost}" is not a hostname`);
+  const account = /^[a-z_][a-z0-9_-]{0,31}$/;
+  if (options.runAs && !(account.test(options.runAs.user) && account.test(options.runAs.group))) {
+    throw new Error(`"${options.runAs.user}:${options.runAs.group}" is not an account HAProxy can run as`);
+  }
+  if (!Number.isSafeInteger(options.bodyBytes) || options.bodyBytes < 0) {
+    throw new Error(`the body limit ${options.bodyBytes} is not a byte count`);
+  }
+  const hosts = [...routes.values()].sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  const ports = [...new Set(hosts.map((r) => r.port))].sort((a, b) => a - b);
+  const certificates = snapshot.certificates.filter((file) => {
+    if (CERT_FILE.test(file)) return true;
+    skipped.push(`${JSON.stringify(file)}: not a certificate file of the front`);
+    return false;
+  });
+  const tls = options.https !== null;
+  const httpsPort = options.https?.port ?? 443;
+  const lines: string[] = [
+    '# Written by Wharf from its routing table (src/server/front/haproxy-config.ts): rewritten and',
+    '# reloaded on every change, so edits here do not last.',
+    'global',
+    `  stats socket unix@${ADMIN_SOCKET} mode 600 level admin expose-fd listeners`,
+    ...(options.runAs ? [`  user ${options.runAs.user}`, `  group ${options.runAs.group}`] : []),
+    // A worker replaced by a reload finishes its requests; long connections (WebSockets, tunnel
+    // clients) get this long, then the worker goes (clients reconnect to the new one).
+    `  hard-stop-after ${options.hardStopAfterS}s`,
+    '  mworker-max-reloads 50',
+    '  ssl-default-bind-options ssl-min-ver TLSv1.2',
+    '',
+    'defaults',
+    '  mode http',
+    '  timeout connect 5s',
+    '  timeout client 1h',
+    '  timeout http-request 60s',
+    // The Node edge keeps idle connections 65 s (edge.ts).
+    '  timeout http-keep-alive 65s',
+    '  timeout server 1h',
+    '  timeout tunnel 1h',
+    '  timeout client-fin 30s',
+    '  timeout queue 30s',
+    // A connection an app refuses (it stopped, it is restarting) is tried again on the Node edge.
+    '  retries 2',
+    '  option redispatch 1',
+    // On a reload, an idle connection of the old worker is closed after one more request (with
+    // `connection: close`), not under a client that may be sending on it right then.
+    '  option idle-close-on-response',
+    // An app that breaks off an answer, or none that can take one: the Node edge's pages, not HAProxy's.
+    ...ERROR_PAGES.map((code) => `  errorfile ${code} errors/${code}.http`),
+    '',
+    'frontend edge',
+    `  bind ${bindAddress(options.http)}`,
+  ];
+  if (options.https) {
+    lines.push(`  bind ${bindAddress(options.https)} ssl crt-list crt-list.txt strict-sni alpn http/1.1`);
+  }
+  lines.push(
+    // The host as the Node edge reads it (edge.ts hostOf): lowercase, without port or trailing dot.
+    '  http-request set-var(txn.host) req.hdr(host),field(1,:),lower,regsub(\\.$,)',
+    '  acl tls ssl_fc',
+    '  acl acme path_beg /.well-known/acme-challenge/',
+    '  acl upgrade req.hdr(upgrade) -m found',
+    '  acl named var(txn.host) -m len gt 0',
+  );
+  if (tls) {
+    const port = httpsPort === 443 ? '' : `:${httpsPort}`;
+    lines.push(
+      // Plain HTTP once HTTPS is on: ACME challenges (and WebSockets, answered 426) go to the Node edge,
+      // everything else is sent to the same address over HTTPS (308 keeps the method and body).
+      `  http-request redirect code 308 location https://%[var(txn.host)]${port}%[pathq] if !tls !acme !upgrade named`,
+    );
+  }
+  lines.push(
+    // A body declared over the limit is refused before it is read, with the Node edge's page (the API
+    // keeps its own limits, as at the Node edge); a body of unknown length goes through the Node edge,
+    // which counts it as it streams.
+    '  acl api var(txn.host) -m str ' + options.apiHost,
+    `  http-request return status 413 content-type "text/html; charset=utf-8" file ${TOO_LARGE_PAGE} hdr cache-control no-store hdr x-wharf-edge "Request body too large" if !api { req.hdr_val(content-length) gt ${options.bodyBytes} }${tls ? ' tls' : ''}`,
+    '  acl chunked req.hdr(transfer-encoding) -m found',
+    `  http-request set-var(txn.app) var(txn.host),map(hosts.map) if !chunked${tls ? ' tls' : ''}`,
+    '  acl direct var(txn.app) -m found',
+    // What a client claims about the hop is replaced with what the front saw (as the Node edge does).
+    '  acl src_v6 src -m sub :',
+    '  acl host_port req.hdr(host) -m reg :[0-9]+$',
+    '  http-request set-header x-forwarded-for %[src] if direct',
+    '  http-request set-header x-real-ip %[src] if direct',
+    '  http-request set-header x-forwarded-host %[req.hdr(host)] if direct',
+    '  http-request set-header x-forwarded-proto http if direct !tls !upgrade',
+    '  http-request set-header x-forwarded-proto https if direct tls !upgrade',
+    '  http-request set-header x-forwarded-proto ws if direct !tls upgrade',
+    '  http-request set-header x-forwarded-proto wss if direct tls upgrade',
+    '  http-request set-header x-forwarded-port %[req.hdr(host),field(2,:)] if direct host_port',
+    '  http-request set-header x-forwarded-port 443 if direct !host_port tls',
+    '  http-request set-header x-forwarded-port 80 if direct !host_port !tls',
+    '  http-request set-header forwarded "for=\\"[%[src]]\\";host=\\"%[req.hdr(host)]\\";proto=http" if direct src_v6 !tls',
+    '  http-request set-header forwarded "for=%[src];host=\\"%[req.hdr(host)]\\";proto=http" if direct !src_v6 !tls',
+    '  http-request set-header forwarded "for=\\"[%[src]]\\";host=\\"%[req.hdr(host)]\\";proto=https" if direct src_v6 tls',
+    '  http-request set-header forwarded "for=%[src];host=\\"%[req.hdr(host)]\\";proto=https" if direct !src_v6 tls',
+    `  http-response set-header strict-transport-security ${HSTS} if tls { var(txn.host) -m str -f hsts.lst }`,
+    '  use_backend %[var(txn.app)] if direct',
+    '  default_backend node_edge',
+    '',
+    'backend node_edge',
+    `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl`,
+  );
+  for (const port of ports) {
+    lines.push(
+      '',
+      `backend app_${port}`,
+      // A refused connection marks the app down at once: its requests then go to the Node edge (which
+      // routes to where the app is now, or answers Wharf's page) until a check finds it up again.
+      `  server app ipv4@127.0.0.1:${port} check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down`,
+      `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl backup`,
+    );
+  }
+  // The placeholder keeps an empty list valid: HAProxy reads no line that starts with `#`.
+  const list = (items: string[]) => (items.length === 0 ? '# none\n' : `${items.join('\n')}\n`);
+  return {
+    files: {
+      'haproxy.cfg': `${lines.join('\n')}\n`,
+      'hosts.map': list(hosts.map((r) => `${r.host} app_${r.port}`)),
+      'hsts.lst': list(hosts.filter((r) => r.hsts).map((r) => r.host)),
+      'crt-list.txt': list(certificates),
+    },
+    skipped,
+  };
+}
