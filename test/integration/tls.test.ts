@@ -744,7 +744,9 @@ describe.skipIf(missing !== null)('on-demand certificates for tunnels', () => {
     const { tp, pebble, root, events } = await httpsPlatform(dns, 'bud.test', {
       onDemandPerAccountPerDay: 1,
     });
-    const app = createServer((req, res) => res.end(`tunnelled ${req.url}`));
+    const app = createServer((req, res) =>
+      res.end(`tunnelled ${req.url} ${req.headers['x-forwarded-proto']} ${req.headers.forwarded}`),
+    );
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
     const clients: TunnelClient[] = [];
     const tunnel = async (subdomain: string) => {
@@ -760,7 +762,10 @@ describe.skipIf(missing !== null)('on-demand certificates for tunnels', () => {
     try {
       await tunnel('one');
       const first = await httpsGet(tp.httpsPort!, 'one.tun.bud.test', '/a', root);
-      expect(first.body).toBe('tunnelled /a');
+      // The app hears that its visitor came over HTTPS.
+      expect(first.body).toMatch(
+        /^tunnelled \/a https for=127\.0\.0\.1;host="one\.tun\.bud\.test";proto=https$/,
+      );
       expect(first.certificate.subjectaltname).toBe('DNS:one.tun.bud.test');
       await tunnel('two');
       expect(await handshake(tp.httpsPort!, 'two.tun.bud.test')).toBe(false);

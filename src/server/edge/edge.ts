@@ -20,7 +20,7 @@ import type { PlatformConfig } from '../config.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
-import { forwardedHeader } from './forwarded.js';
+import { forwardedHeader, publicProto } from './forwarded.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
 import { serveStaticSite } from './static-site.js';
 import type { CertificateManager } from '../tls/certificates.js';
@@ -441,7 +441,7 @@ function stripForwarded(req: IncomingMessage): void {
     delete req.headers[name];
   const address = req.socket.remoteAddress ?? '';
   req.headers['x-real-ip'] = address;
-  req.headers.forwarded = forwardedHeader(address, req.headers.host ?? '');
+  req.headers.forwarded = forwardedHeader(address, req.headers.host ?? '', publicProto(req.socket));
 }
 
 /** How long a connection closed after a 413 keeps reading what is still sent (nginx: lingering_time). */

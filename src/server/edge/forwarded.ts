@@ -2,7 +2,12 @@
 // client sends in them is never passed on: the edge is where requests enter.
 
 /** RFC 7239 `Forwarded` for one hop: a v6 address bracketed and quoted, the host quoted. */
-export function forwardedHeader(address: string, host: string): string {
+export function forwardedHeader(address: string, host: string, proto: 'http' | 'https' = 'http'): string {
   const node = address === '' ? 'unknown' : address.includes(':') ? `"[${address}]"` : address;
-  return `for=${node};host=${JSON.stringify(host)};proto=http`;
+  return `for=${node};host=${JSON.stringify(host)};proto=${proto}`;
+}
+
+/** The scheme the public client used: `https` when its connection to the edge (or the front) is TLS. */
+export function publicProto(socket: object): 'http' | 'https' {
+  return (socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
 }

@@ -49,7 +49,7 @@ import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import { type AccountLimits, type Lease, accountLimits } from '../limits.js';
 import type { Store } from '../store/open.js';
-import { forwardedHeader } from '../edge/forwarded.js';
+import { forwardedHeader, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -756,12 +756,13 @@ const REPLACED_ON_REPLAY = new Set(['content-length', 'x-forwarded-for', 'x-real
 
 function forwarded(req: IncomingMessage): Record<string, string> {
   const address = req.socket.remoteAddress ?? '';
+  const proto = publicProto(req.socket);
   return {
     'x-forwarded-for': address,
-    'x-forwarded-proto': 'http',
+    'x-forwarded-proto': proto,
     'x-forwarded-host': req.headers.host ?? '',
     'x-real-ip': address,
-    forwarded: forwardedHeader(address, req.headers.host ?? ''),
+    forwarded: forwardedHeader(address, req.headers.host ?? '', proto),
   };
 }
 
