@@ -471,7 +471,8 @@ describe('the inspector API', () => {
     // A cookie of the wrong value, or of another port's inspector, is no cookie.
     const value = cookie.split('=')[1]!;
     for (const wrong of [
-      `wharf_inspector_${inspector.port}=${value.slice(0, -1)}x`,
+      // The last character changed (to one it is not: a value ending in x would stay right).
+      `wharf_inspector_${inspector.port}=${value.slice(0, -1)}${value.endsWith('x') ? 'y' : 'x'}`,
       `wharf_inspector_1=${value}`,
       `wharf_inspector_${inspector.port}=${inspector.token}`,
     ]) {
