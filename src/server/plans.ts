@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { fieldErrors } from '../shared/api/validation.js';
 import type { Plan } from './config.js';
 
 /** `<data-dir>/plans.json`: read when no other file is named. */
@@ -88,8 +89,8 @@ export function loadPlans(dataDir: string, explicit?: string): PlansSetting | nu
   }
   const parsed = plansFileSchema.safeParse(json);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(the file)'}: ${issue.message}`,
+    const problems = fieldErrors(parsed.error.issues).map(
+      ({ path, message }) => `${path || '(the file)'}: ${message}`,
     );
     throw new PlansFileError(`the plans file ${file} is not valid: ${problems.join('; ')}`);
   }

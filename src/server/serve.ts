@@ -13,8 +13,6 @@ export interface RunningPlatform extends Platform {
   origin: string;
   /** The app edge: `http://<host>:<edge port>`. */
   edgeOrigin: string;
-  /** The edge's HTTPS: `https://<host>:<https port>`, when it speaks HTTPS. */
-  secureEdgeOrigin: string | null;
   apiUrl: string;
   close(): Promise<void>;
 }
@@ -84,10 +82,6 @@ export async function servePlatform(
     ...platform,
     origin,
     edgeOrigin: `http://${bracket(edgeHost)}:${platform.config.edgePort}`,
-    secureEdgeOrigin:
-      platform.config.tls.httpsPort === null
-        ? null
-        : `https://${bracket(edgeHost)}:${platform.config.tls.httpsPort}`,
     apiUrl: origin + API_PREFIX,
     close: () => platform.app.close(),
   };

@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/server/runtime/process.js';
@@ -175,4 +176,40 @@ export async function startPebble(options: {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+export interface HttpsAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  certificate: PeerCertificate;
+}
+
+/** GET https://<host><path> at 127.0.0.1:<port>, trusting only `ca`. */
+export function httpsGet(port: number, host: string, path: string, ca: string): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        servername: host,
+        headers: { host },
+        ca,
+        agent: false,
+        timeout: 20_000,
+      },
+      (res) => {
+        const certificate = (res.socket as TLSSocket).getPeerCertificate();
+        let body = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, certificate }),
+        );
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end();
+  });
 }

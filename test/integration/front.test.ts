@@ -10,8 +10,6 @@ import dns from 'node:dns';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { Agent, type Server, createServer } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { TLSSocket } from 'node:tls';
 import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +21,7 @@ import { findHaproxy } from '../../src/server/front/haproxy.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { type RunningPlatform, servePlatform } from '../../src/server/serve.js';
 import type { Domain } from '../../src/shared/api/domains.js';
-import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
+import { httpsGet, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
   type Files,
   accepts,
@@ -445,40 +443,6 @@ function portOf(tp: TestPlatform, projectId: string): number {
   if (target?.kind !== 'proxy') throw new Error(`project ${projectId} does not run on a port`);
   target.done();
   return target.port;
-}
-
-/** GET https://<host><path> at 127.0.0.1:<port>, trusting only `ca`, with the certificate served. */
-function httpsGet(port: number, host: string, path: string, ca: string) {
-  return new Promise<{
-    status: number;
-    headers: Record<string, string | string[] | undefined>;
-    body: string;
-    certificate: ReturnType<TLSSocket['getPeerCertificate']>;
-  }>((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        servername: host,
-        headers: { host },
-        ca,
-        agent: false,
-        timeout: 10_000,
-      },
-      (res) => {
-        const certificate = (res.socket as TLSSocket).getPeerCertificate();
-        let body = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, certificate }),
-        );
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /**

@@ -6,18 +6,17 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { type Server, createServer } from 'node:http';
-import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import DNS2 from 'dns2';
-import { connect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../../src/server/app.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
-import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
+import { httpsGet, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
   archiveOf,
   createProject,
@@ -35,42 +34,6 @@ import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 const missing = pebbleMissing();
 // CI installs Pebble: there the suite must run, not skip.
 if (missing && process.env.CI) throw new Error(`HTTPS tests: ${missing}`);
-
-export interface HttpsAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  certificate: PeerCertificate;
-}
-
-/** GET https://<host><path> at 127.0.0.1:<port>, trusting only `ca`. */
-export function httpsGet(port: number, host: string, path: string, ca: string): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        servername: host,
-        headers: { host },
-        ca,
-        agent: false,
-        timeout: 20_000,
-      },
-      (res) => {
-        const certificate = (res.socket as TLSSocket).getPeerCertificate();
-        let body = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, certificate }),
-        );
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Whether a TLS handshake for `host` succeeds (any certificate): what a scanner would learn. */
 function handshake(port: number, host: string): Promise<boolean> {

@@ -10,7 +10,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Settings } from 'node:http2';
 import { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import { TLSSocket } from 'node:tls';
 
 export const STREAM_HEADERS = {
   /** The captured request's id, so both sides name the exchange alike. */
@@ -55,7 +55,8 @@ export const SESSION_SETTINGS: Settings = {
  * native handle as TLS does, which ends the process (an assertion in Http2Session::OnStreamAfterWrite).
  */
 export function sessionTransport(socket: Duplex): Duplex {
-  if ((socket as Partial<TLSSocket>).encrypted !== true) return socket;
+  // A real TLS socket only (behind the front, a plain socket is marked `encrypted` for the edge's sake).
+  if (!(socket instanceof TLSSocket)) return socket;
   const stream = new Duplex({
     read() {
       socket.resume();

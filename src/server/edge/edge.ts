@@ -13,7 +13,6 @@ import {
   createServer,
 } from 'node:http';
 import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
-import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
@@ -423,7 +422,7 @@ export class Edge {
 }
 
 function isEncrypted(req: IncomingMessage): boolean {
-  return (req.socket as Partial<TLSSocket>).encrypted === true;
+  return publicProto(req.socket) === 'https';
 }
 
 function hostOf(req: IncomingMessage): string {

@@ -239,7 +239,7 @@ export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigO
       `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl backup`,
     );
   }
-  // The placeholder keeps an empty list valid: HAProxy reads no line that starts with `#`.
+  // An empty list is written as one comment line, which HAProxy skips: the file must exist.
   const list = (items: string[]) => (items.length === 0 ? '# none\n' : `${items.join('\n')}\n`);
   return {
     files: {
