@@ -4,11 +4,15 @@
 // made here with openssl (a throwaway CA the platform trusts through --acme-ca-file).
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ClientHttp2Session, type IncomingHttpHeaders, connect as connectHttp2 } from 'node:http2';
 import { request } from 'node:https';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
+import { type PeerCertificate, type TLSSocket, connect as connectTls } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PlatformEvent } from '../../src/server/app.js';
 import { freePort } from '../../src/server/runtime/process.js';
+import type { TestDns } from './dns.js';
+import { startPlatform, type TestPlatform } from './platform.js';
 
 export interface TestAcme {
   /** `https://127.0.0.1:<port>/dir` */
@@ -211,5 +215,89 @@ export function httpsGet(port: number, host: string, path: string, ca: string): 
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
     req.end();
+  });
+}
+
+/**
+ * A platform on 127.0.0.1 with HTTPS on (a free port) and Pebble as its CA, validating HTTP-01 on the
+ * edge's plain port through `dns`; its events are collected.
+ */
+export async function httpsPlatform(
+  dns: TestDns,
+  base: string,
+  acme: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<{ tp: TestPlatform; pebble: TestAcme; root: string; events: PlatformEvent[] }> {
+  const edgePort = (extra.edgePort as number | undefined) ?? (await freePort());
+  const pebble = await startPebble({
+    httpPort: edgePort,
+    dnsServer: dns.server,
+    ...(acme.validitySeconds ? { validitySeconds: acme.validitySeconds as number } : {}),
+  });
+  delete acme.validitySeconds;
+  const events: PlatformEvent[] = [];
+  const tp = await startPlatform({
+    edgePort,
+    baseDomain: base,
+    tunnelDomain: `tun.${base}`,
+    dnsServers: [dns.server],
+    healthTimeoutMs: 20_000,
+    ...extra,
+    tls: {
+      httpsPort: 0,
+      acme: { directoryUrl: pebble.directory, caFile: pebble.caFile, retryBaseMs: 60_000, ...acme },
+    },
+  });
+  tp.platform.events.on('event', (event) => events.push(event));
+  return { tp, pebble, root: await pebble.issuingRoot(), events };
+}
+
+/** An HTTP/2 connection (ALPN `h2` only) to `host` at 127.0.0.1:<port>, trusting only `ca`. */
+export function http2Session(port: number, host: string, ca: string): Promise<ClientHttp2Session> {
+  return new Promise((resolve, reject) => {
+    const client = connectHttp2(`https://${host}:${port}`, {
+      createConnection: () =>
+        connectTls({ host: '127.0.0.1', port, servername: host, ca, ALPNProtocols: ['h2'] }),
+    });
+    client.once('connect', () => resolve(client));
+    client.once('error', reject);
+  });
+}
+
+export interface Http2Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * One request on `client`: `body` a Buffer is sent whole; an array is written piece by piece with no
+ * Content-Length, a body only HTTP/2's framing (its end) delimits.
+ */
+export function http2Request(
+  client: ClientHttp2Session,
+  headers: Record<string, string | number>,
+  body?: Buffer | Buffer[],
+): Promise<Http2Answer> {
+  return new Promise((resolve, reject) => {
+    const stream = client.request(headers, { endStream: body === undefined });
+    const chunks: Buffer[] = [];
+    let answer: IncomingHttpHeaders = {};
+    stream.on('response', (h) => (answer = h));
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.on('end', () =>
+      resolve({ status: Number(answer[':status']), headers: answer, body: Buffer.concat(chunks) }),
+    );
+    stream.on('error', reject);
+    stream.setTimeout(20_000, () => stream.close());
+    if (Array.isArray(body)) {
+      const pieces = [...body];
+      const next = () => {
+        const piece = pieces.shift();
+        if (piece === undefined) stream.end();
+        else stream.write(piece, () => setTimeout(next, 5));
+      };
+      next();
+    } else if (body) stream.end(body);
   });
 }

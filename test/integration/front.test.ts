@@ -21,7 +21,14 @@ import { findHaproxy } from '../../src/server/front/haproxy.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { type RunningPlatform, servePlatform } from '../../src/server/serve.js';
 import type { Domain } from '../../src/shared/api/domains.js';
-import { httpsGet, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
+import {
+  http2Request,
+  http2Session,
+  httpsGet,
+  pebbleMissing,
+  startPebble,
+  type TestAcme,
+} from '../helpers/acme.js';
 import {
   type Files,
   accepts,
@@ -526,7 +533,8 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
   let root: string;
 
   beforeAll(async () => {
-    testDns = await startDns();
+    // The API's certificate is ordered when the platform starts.
+    testDns = await startDns({ 'api.apps.test': { A: ['127.0.0.1'] } });
     const edgePort = await freePort();
     acme = await startPebble({ httpPort: edgePort, dnsServer: testDns.server });
     tp = await startFront({
@@ -535,6 +543,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
       tunnelDomain: 'tun.apps.test',
       dnsServers: [testDns.server],
       healthTimeoutMs: 20_000,
+      limits: { bodyBytes: BODY_LIMIT },
       tls: {
         httpsPort: 0,
         acme: { directoryUrl: acme.directory, caFile: acme.caFile, retryBaseMs: 60_000 },
@@ -579,11 +588,68 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
     });
     const routes = await tp.running.front!.routes();
     expect(routes.map((r) => r.host)).toContain('web.apps.test');
+    // The API's own certificate (api.<base>, ordered at start) and the app's.
     expect(readFileSync(join(tp.running.front!.dir, 'crt-list.txt'), 'utf8')).toBe(
-      'certs/web.apps.test.pem\n',
+      'certs/api.apps.test.pem\ncerts/web.apps.test.pem\n',
     );
     // Only the front listens there: the Node edge's own TLS server is not used.
     expect(tp.platform.edge.secureServer?.listening ?? false).toBe(false);
+  }, 60_000);
+
+  it('speaks HTTP/2 to a client that offers it (HTTP/1.1 to the app), holding bodies to the limit', async () => {
+    const client = await http2Session(tp.httpsPort!, 'web.apps.test', root);
+    try {
+      expect(client.alpnProtocol).toBe('h2');
+      const headers = await http2Request(client, { ':path': '/headers', 'x-forwarded-for': '6.6.6.6' });
+      expect(headers.status).toBe(200);
+      expect(JSON.parse(headers.body.toString())).toMatchObject({
+        host: `web.apps.test:${tp.httpsPort}`,
+        'x-forwarded-proto': 'https',
+        'x-forwarded-for': '127.0.0.1',
+      });
+      const body = randomBytes(100_000);
+      const echoed = await http2Request(client, { ':method': 'POST', ':path': '/echo' }, [
+        body.subarray(0, 50_000),
+        body.subarray(50_000),
+      ]);
+      expect(echoed.body.toString()).toBe(`100000 ${createHash('sha256').update(body).digest('hex')}`);
+      // Over the limit, declared or only framed: refused (or its stream cut), the connection kept.
+      const declared = await http2Request(
+        client,
+        { ':method': 'POST', ':path': '/echo', 'content-length': BODY_LIMIT + 1 },
+        Buffer.alloc(BODY_LIMIT + 1),
+      );
+      expect(declared.status).toBe(413);
+      const framed = await http2Request(
+        client,
+        { ':method': 'POST', ':path': '/echo' },
+        Array.from({ length: 20 }, () => Buffer.alloc(BODY_LIMIT / 8, 'f')),
+      ).catch(() => null);
+      if (framed) expect(framed.status).toBe(413);
+      expect((await http2Request(client, { ':path': '/after' })).body.toString()).toBe('over https /after');
+    } finally {
+      client.close();
+    }
+    // The API, behind the front on the Node edge, over HTTP/2 as well.
+    await until(
+      async () => (await tp.platform.tls!.certificates.status('api.apps.test'))?.status === 'issued',
+      'the API certificate',
+      30_000,
+      100,
+    );
+    let api: Awaited<ReturnType<typeof http2Session>> | null = null;
+    await until(
+      async () => (api = await http2Session(tp.httpsPort!, 'api.apps.test', root).catch(() => null)) !== null,
+      'HAProxy to serve the API certificate',
+      10_000,
+      100,
+    );
+    try {
+      const health = await http2Request(api!, { ':path': '/api/v1/health' });
+      expect(JSON.parse(health.body.toString())).toEqual({ ok: true });
+    } finally {
+      api!.close();
+    }
   }, 60_000);
 
   it('serves a verified custom domain with its own certificate, with HSTS once its owner turns it on', async () => {

@@ -16,7 +16,7 @@ import type { PlatformEvent } from '../../src/server/app.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
-import { httpsGet, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
+import { httpsGet, httpsPlatform, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
   archiveOf,
   createProject,
@@ -256,36 +256,6 @@ describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
 });
 
 /** A platform with HTTPS and its own Pebble, on `base`; `tls` adds to the ACME settings. */
-async function httpsPlatform(
-  dns: TestDns,
-  base: string,
-  acme: Record<string, unknown>,
-  extra: Record<string, unknown> = {},
-): Promise<{ tp: TestPlatform; pebble: TestAcme; root: string; events: PlatformEvent[] }> {
-  const edgePort = (extra.edgePort as number | undefined) ?? (await freePort());
-  const pebble = await startPebble({
-    httpPort: edgePort,
-    dnsServer: dns.server,
-    ...(acme.validitySeconds ? { validitySeconds: acme.validitySeconds as number } : {}),
-  });
-  delete acme.validitySeconds;
-  const events: PlatformEvent[] = [];
-  const tp = await startPlatform({
-    edgePort,
-    baseDomain: base,
-    tunnelDomain: `tun.${base}`,
-    dnsServers: [dns.server],
-    healthTimeoutMs: 20_000,
-    ...extra,
-    tls: {
-      httpsPort: 0,
-      acme: { directoryUrl: pebble.directory, caFile: pebble.caFile, retryBaseMs: 60_000, ...acme },
-    },
-  });
-  tp.platform.events.on('event', (event) => events.push(event));
-  return { tp, pebble, root: await pebble.issuingRoot(), events };
-}
-
 describe.skipIf(missing !== null)('wildcards over DNS-01', () => {
   let dns: TestDns;
   let dir: string;

@@ -12,7 +12,7 @@ import {
   type ServerResponse,
   createServer,
 } from 'node:http';
-import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
+import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
@@ -20,6 +20,7 @@ import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
 import { forwardedHeader, publicProto } from './forwarded.js';
+import { type EdgeTlsServer, cancelStream, createEdgeTlsServer, forHttp2Client } from './http2.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
 import { serveStaticSite } from './static-site.js';
 import type { CertificateManager } from '../tls/certificates.js';
@@ -37,11 +38,17 @@ interface Route {
 const HSTS = 'max-age=31536000';
 
 const ROUTE_TTL_MS = 2_000;
+/** How long an idle client connection is kept (longer than the 60 s of most load balancers in front). */
+const KEEP_ALIVE_MS = 65_000;
 
 export class Edge {
   readonly server: Server;
-  /** The HTTPS server, once enableTls() made it (servePlatform listens on the HTTPS port). */
-  secureServer: HttpsServer | null = null;
+  /**
+   * The HTTPS server (HTTP/2 and HTTP/1.1), once enableTls() made it (servePlatform listens on the
+   * HTTPS port).
+   */
+  secureServer: Http2SecureServer | null = null;
+  private secure: EdgeTlsServer | null = null;
   /** `api.<base_domain>`: the platform's API, handed to its own server in this process. */
   readonly apiHost: string;
   private api: Server | null = null;
@@ -70,6 +77,9 @@ export class Edge {
     this.tunnelSuffix = `.${config.tunnelDomain}`;
     this.apiHost = `api.${config.baseDomain}`;
     this.proxy.on('proxyReq', (proxyReq, req) => this.upstream.set(req, proxyReq));
+    this.proxy.on('proxyRes', (proxyRes, req) => {
+      if (req.httpVersionMajor === 2) forHttp2Client(proxyRes);
+    });
     this.proxy.on('error', (error, _req, res) => {
       if (isServerResponse(res) && this.tooLarge.has(res)) return;
       if (isServerResponse(res)) {
@@ -79,7 +89,7 @@ export class Edge {
     });
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
-    this.server.keepAliveTimeout = 65_000;
+    this.server.keepAliveTimeout = KEEP_ALIVE_MS;
   }
 
   // Nothing one request does may take the platform down: an unexpected error ends that request only.
@@ -104,9 +114,9 @@ export class Edge {
    * on demand for routed hosts), serving what the plain server serves; the plain server then answers
    * ACME HTTP-01 challenges and redirects everything else to HTTPS.
    */
-  enableTls(certificates: CertificateManager, challenges: HttpChallenges): HttpsServer {
+  enableTls(certificates: CertificateManager, challenges: HttpChallenges): Http2SecureServer {
     this.challenges = challenges;
-    const server = createHttpsServer(
+    this.secure = createEdgeTlsServer(
       {
         minVersion: 'TLSv1.2',
         SNICallback: (servername, done) => {
@@ -119,14 +129,14 @@ export class Edge {
           );
         },
       },
-      (req, res) => this.onRequest(req, res),
+      {
+        onRequest: (req, res) => this.onRequest(req, res),
+        onUpgrade: (req, socket, head) => this.onUpgrade(req, socket, head),
+      },
+      KEEP_ALIVE_MS,
     );
-    server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
-    // A handshake that fails (no certificate, a scanner) ends that connection only.
-    server.on('tlsClientError', (_error, socket) => socket.destroy());
-    server.keepAliveTimeout = 65_000;
-    this.secureServer = server;
-    return server;
+    this.secureServer = this.secure.server;
+    return this.secureServer;
   }
 
   /**
@@ -153,9 +163,9 @@ export class Edge {
   }
 
   close(): Promise<void> {
-    if (this.secureServer) {
-      this.secureServer.close();
-      this.secureServer.closeAllConnections();
+    if (this.secure) {
+      this.secure.server.close();
+      this.secure.closeAll();
     }
     return new Promise((resolve) => {
       this.server.close(() => resolve());
@@ -309,16 +319,21 @@ export class Edge {
     req.unpipe();
     this.upstream.get(req)?.destroy();
     this.tunnels.cancelRelay(req, `the request body is over the edge's limit of ${limit}`);
+    const http2 = req.httpVersionMajor === 2;
     if (res.headersSent) {
-      req.socket.destroy();
+      // Over HTTP/2 only this request's stream goes: the connection carries others.
+      if (http2) cancelStream(req);
+      else req.socket.destroy();
       return;
     }
     this.tooLarge.add(res);
-    res.shouldKeepAlive = false;
-    // The rest of the body is read and dropped until the connection closes after the answer, and a
-    // moment more: closed under a body still arriving, the connection would be reset, and a client (or
-    // the HAProxy front) still sending could lose the answer with it.
-    lingerOnClose(req.socket);
+    if (!http2) {
+      res.shouldKeepAlive = false;
+      // The rest of the body is read and dropped until the connection closes after the answer, and a
+      // moment more: closed under a body still arriving, the connection would be reset, and a client
+      // (or the HAProxy front) still sending could lose the answer with it.
+      lingerOnClose(req.socket);
+    }
     req.resume();
     this.page(res, {
       status: 413,

@@ -92,7 +92,12 @@ describe('renderFrontConfig', () => {
       { ...options, https: { host: '127.0.0.1', port: 8443 } },
     );
     const cfg = files['haproxy.cfg'];
-    expect(cfg).toContain('  bind ipv4@127.0.0.1:8443 ssl crt-list crt-list.txt strict-sni alpn http/1.1\n');
+    expect(cfg).toContain(
+      '  bind ipv4@127.0.0.1:8443 ssl crt-list crt-list.txt strict-sni alpn h2,http/1.1\n',
+    );
+    // HTTP/2 bodies of unknown length are counted by the Node edge, as chunked HTTP/1.1 ones are.
+    expect(cfg).toContain('  http-request unset-var(txn.app) if h2 !sized !bodyless_method\n');
+    expect(cfg).toContain('  http-request wait-for-body time 1s at-least 1 if h2 !sized bodyless_method\n');
     expect(cfg).toContain(
       '  http-request redirect code 308 location https://%[var(txn.host)]:8443%[pathq] if !tls !acme !upgrade named\n',
     );
