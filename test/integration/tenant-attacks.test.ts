@@ -413,9 +413,11 @@ http.createServer((req, res) => report.then((lines) => res.end(lines.join('\\n')
         'WORKDIR /srv',
         'COPY probe.js server.js ./',
         'RUN node probe.js',
-        `RUN cat ${target.secret} || echo 'shell: no secret'; ` +
-          `tr '\\0' '\\n' < /proc/${target.pid}/environ || echo 'shell: no platform environ'; ` +
-          `ls -l /var/run/docker.sock /run/docker.sock || echo 'shell: no docker socket'`,
+        // Each command's errors go down its output's pipe (2>&1): the engine reads stdout and stderr
+        // from two pipes, and a line of one could otherwise be cut by a line of the other.
+        `RUN cat ${target.secret} 2>&1 || echo 'shell: no secret'; ` +
+          `tr '\\0' '\\n' 2>&1 < /proc/${target.pid}/environ || echo 'shell: no platform environ'; ` +
+          `ls -l /var/run/docker.sock /run/docker.sock 2>&1 || echo 'shell: no docker socket'`,
         'ENV PORT=8080',
         'EXPOSE 8080',
         'CMD ["node", "server.js"]',
