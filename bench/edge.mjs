@@ -23,7 +23,8 @@
 // the HTTPS loads fail, loudly.
 //
 // Usage: npm run build && node bench/edge.mjs [--duration 4] [--rounds 2] [--connections 50]
-//          [--latency-requests 2000] [--strict]
+//          [--latency-requests 2000] [--strict] [--cpu-prof DIR]
+// --cpu-prof DIR: each platform's V8 CPU profile, `<front>[-tls].cpuprofile` (bench/profile-summary.mjs).
 // Needs HAProxy (apt-get install haproxy) and openssl; --strict: exit non-zero when a target is missed.
 import { execFileSync, fork, spawn, spawnSync } from 'node:child_process';
 import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     client: { type: 'string' },
     'latency-requests': { type: 'string', default: '2000' },
     strict: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 
@@ -259,7 +261,14 @@ async function loadChild(options) {
 // The run.
 
 function start(args) {
-  const child = fork(new URL(import.meta.url), args, { stdio: 'inherit' });
+  // --cpu-prof DIR: each platform writes a V8 CPU profile there when it ends (open it in Chrome's
+  // DevTools, or summarize it with bench/profile-summary.mjs).
+  const name = args[1] === 'platform' ? `${args[3]}${args.includes('--tls') ? '-tls' : ''}.cpuprofile` : '';
+  const profile =
+    values['cpu-prof'] && name
+      ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof'], '--cpu-prof-name', name]
+      : [];
+  const child = fork(new URL(import.meta.url), args, { stdio: 'inherit', execArgv: profile });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;

@@ -16,6 +16,7 @@
 // 1 ms at 1 connection; RSS under 150 MB while streaming; capture costs under 10 %.
 // Usage: npm run build && node bench/tunnel.mjs [--duration 4] [--rounds 2] [--bulk-mib 1024] [--strict]
 // --strict: exit non-zero when a target is missed. --transport websocket: the tunnel's fallback transport.
+// --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 //
 // The tunnel client is not an entry of dist/ (only the CLI and the platform are): it is taken from
@@ -41,6 +42,7 @@ const { values } = parseArgs({
     'latency-requests': { type: 'string', default: '3000' },
     transport: { type: 'string', default: 'raw' },
     strict: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 
@@ -120,7 +122,8 @@ async function serveApp() {
 
 async function servePlatform(dataDir) {
   const { buildPlatform } = await import(new URL('platform.js', DIST).href);
-  const platform = await buildPlatform({ dataDir });
+  // The upload streams --bulk-mib MiB through the edge in one body, over its default limit (100 MiB).
+  const platform = await buildPlatform({ dataDir, limits: { bodyBytes: Number.MAX_SAFE_INTEGER } });
   await new Promise((resolve, reject) => {
     platform.edge.server.once('error', reject);
     platform.edge.server.listen(0, '127.0.0.1', resolve);
@@ -165,8 +168,15 @@ async function serveClient({ module, platformUrl, apiKey, localPort, transport }
 // The run.
 
 function start(mode, args = []) {
+  // --cpu-prof DIR: the platform and the tunnel client each write a V8 CPU profile there when they end
+  // (summarize them with bench/profile-summary.mjs).
+  const profile =
+    values['cpu-prof'] && mode !== 'app'
+      ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof'], '--cpu-prof-name', `${mode}.cpuprofile`]
+      : [];
   const child = fork(fileURLToPath(import.meta.url), ['--serve', mode, '--dist', values.dist, ...args], {
     stdio: 'inherit',
+    execArgv: profile,
   });
   return new Promise((resolve, reject) => {
     child.once('message', (info) => resolve({ child, ...info }));
