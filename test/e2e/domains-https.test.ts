@@ -6,11 +6,11 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Domain } from '../../src/shared/api/domains.js';
 import type { Project } from '../../src/shared/api/projects.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import { until } from '../helpers/deploy.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
+import { quietPort } from '../helpers/ports.js';
 
 const missing = pebbleMissing();
 if (missing && process.env.CI) throw new Error(`HTTPS screens: ${missing}`);
@@ -24,7 +24,7 @@ let project: Project;
 beforeAll(async () => {
   if (missing) return;
   dns = await startDns({ [TARGET]: { A: ['127.0.0.1'] } });
-  edgePort = await freePort();
+  edgePort = await quietPort();
   pebble = await startPebble({ httpPort: edgePort, dnsServer: dns.server });
 }, 30_000);
 

@@ -10,9 +10,9 @@ import { type PeerCertificate, type TLSSocket, connect as connectTls } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../src/server/app.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import type { TestDns } from './dns.js';
 import { startPlatform, type TestPlatform } from './platform.js';
+import { quietPort } from './ports.js';
 
 export interface TestAcme {
   /** `https://127.0.0.1:<port>/dir` */
@@ -112,7 +112,7 @@ export async function startPebble(options: {
     '-out',
     'pebble.pem',
   );
-  const [port, management] = [await freePort(), await freePort()];
+  const [port, management] = [await quietPort(), await quietPort()];
   writeFileSync(
     join(dir, 'pebble.json'),
     JSON.stringify({
@@ -122,7 +122,7 @@ export async function startPebble(options: {
         certificate: join(dir, 'pebble.pem'),
         privateKey: join(dir, 'pebble.key'),
         httpPort: options.httpPort,
-        tlsPort: await freePort(),
+        tlsPort: await quietPort(),
         ocspResponderURL: '',
         externalAccountBindingRequired: false,
         ...(options.validitySeconds ? { certificateValidityPeriod: options.validitySeconds } : {}),
@@ -228,7 +228,7 @@ export async function httpsPlatform(
   acme: Record<string, unknown>,
   extra: Record<string, unknown> = {},
 ): Promise<{ tp: TestPlatform; pebble: TestAcme; root: string; events: PlatformEvent[] }> {
-  const edgePort = (extra.edgePort as number | undefined) ?? (await freePort());
+  const edgePort = (extra.edgePort as number | undefined) ?? (await quietPort());
   const pebble = await startPebble({
     httpPort: edgePort,
     dnsServer: dns.server,

@@ -18,7 +18,6 @@ import WebSocket from 'ws';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { PlatformConfigInput } from '../../src/server/config.js';
 import { findHaproxy } from '../../src/server/front/haproxy.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import { type RunningPlatform, servePlatform } from '../../src/server/serve.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import {
@@ -41,6 +40,7 @@ import {
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { type TestPlatform, call } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
+import { quietPort } from '../helpers/ports.js';
 
 const haproxy = findHaproxy();
 // CI installs HAProxy: there the suite must run, not skip.
@@ -535,7 +535,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
   beforeAll(async () => {
     // The API's certificate is ordered when the platform starts.
     testDns = await startDns({ 'api.apps.test': { A: ['127.0.0.1'] } });
-    const edgePort = await freePort();
+    const edgePort = await quietPort();
     acme = await startPebble({ httpPort: edgePort, dnsServer: testDns.server });
     tp = await startFront({
       edgePort,

@@ -14,7 +14,6 @@ import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../../src/server/app.js';
 import type { Domain } from '../../src/shared/api/domains.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { httpsGet, httpsPlatform, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import {
@@ -30,6 +29,7 @@ import {
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
+import { quietPort } from '../helpers/ports.js';
 
 const missing = pebbleMissing();
 // CI installs Pebble: there the suite must run, not skip.
@@ -58,7 +58,7 @@ describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
 
   beforeAll(async () => {
     dns = await startDns();
-    const edgePort = await freePort();
+    const edgePort = await quietPort();
     pebble = await startPebble({ httpPort: edgePort, dnsServer: dns.server });
     tp = await startPlatform({
       edgePort,
@@ -567,7 +567,7 @@ describe.skipIf(missing !== null)('wharf platform with HTTPS, as the README runs
   it('prints the HTTPS port, the ACME directory and how wildcards are proved, then each certificate issued', async () => {
     assertBuilt();
     const dns = await startDns({ 'api.cli.test': { A: ['127.0.0.1'] } });
-    const edgePort = await freePort();
+    const edgePort = await quietPort();
     const pebble = await startPebble({ httpPort: edgePort, dnsServer: dns.server });
     const dir = mkdtempSync(join(tmpdir(), 'wharf-tls-platform-'));
     const child = spawn(
