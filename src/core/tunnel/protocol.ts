@@ -98,7 +98,7 @@ export function isHopByHop(name: string): boolean {
 }
 
 /** The header names a `Connection` header lists: hop-by-hop for this message too (RFC 9110 §7.6.1). */
-function connectionTokens(value: string | string[] | number | undefined): Set<string> | null {
+export function connectionTokens(value: string | string[] | number | undefined): Set<string> | null {
   if (value === undefined) return null;
   const tokens = new Set<string>();
   for (const one of Array.isArray(value) ? value : [String(value)]) {

@@ -16,7 +16,7 @@ import {
 } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { isHopByHop } from '../../core/tunnel/protocol.js';
+import { connectionTokens, isHopByHop } from '../../core/tunnel/protocol.js';
 
 /** Streams one HTTP/2 connection may have open at once (browsers open up to 100; nginx allows 128). */
 const MAX_CONCURRENT_STREAMS = 128;
@@ -120,11 +120,9 @@ export function asHttp1Message(req: IncomingMessage): void {
  * reason phrase.
  */
 export function forHttp2Client(response: IncomingMessage): void {
-  const listed = String(response.headers.connection ?? '')
-    .split(',')
-    .map((token) => token.trim().toLowerCase());
+  const listed = connectionTokens(response.headers.connection);
   for (const name of Object.keys(response.headers)) {
-    if (isHopByHop(name) || listed.includes(name)) delete response.headers[name];
+    if (isHopByHop(name) || listed?.has(name)) delete response.headers[name];
   }
   response.statusMessage = '';
 }
