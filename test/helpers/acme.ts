@@ -10,6 +10,7 @@ import { type PeerCertificate, type TLSSocket, connect as connectTls } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../src/server/app.js';
+import { until } from './deploy.js';
 import type { TestDns } from './dns.js';
 import { startPlatform, type TestPlatform } from './platform.js';
 import { quietPort } from './ports.js';
@@ -300,4 +301,18 @@ export function http2Request(
       next();
     } else if (body) stream.end(body);
   });
+}
+
+/** Waits until `platform` holds an issued certificate for `name` (wildcards as `*.<domain>`). */
+export async function certificateIssued(
+  platform: TestPlatform['platform'],
+  name: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await until(
+    async () => (await platform.tls!.certificates.status(name))?.status === 'issued',
+    `${name}'s certificate to be issued`,
+    timeoutMs,
+    100,
+  );
 }

@@ -21,6 +21,7 @@ import { findHaproxy } from '../../src/server/front/haproxy.js';
 import { type RunningPlatform, servePlatform } from '../../src/server/serve.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import {
+  certificateIssued,
   http2Request,
   http2Session,
   httpsGet,
@@ -563,12 +564,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
     const project = await createProject(tp, { name: 'Web', subdomain: 'web', deploy_source: 'upload' });
     expect(project.url).toBe(`https://web.apps.test:${tp.httpsPort}`);
     await deployFiles(tp, project.id, frontApp('over https'));
-    await until(
-      async () => (await tp.platform.tls!.certificates.status('web.apps.test'))?.status === 'issued',
-      'the certificate to be issued',
-      30_000,
-      100,
-    );
+    await certificateIssued(tp.platform, 'web.apps.test');
     // HAProxy serves it once the front has written it and reloaded.
     let answer: Awaited<ReturnType<typeof httpsGet>> | null = null;
     await until(
@@ -631,12 +627,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
       client.close();
     }
     // The API, behind the front on the Node edge, over HTTP/2 as well.
-    await until(
-      async () => (await tp.platform.tls!.certificates.status('api.apps.test'))?.status === 'issued',
-      'the API certificate',
-      30_000,
-      100,
-    );
+    await certificateIssued(tp.platform, 'api.apps.test');
     let api: Awaited<ReturnType<typeof http2Session>> | null = null;
     await until(
       async () => (api = await http2Session(tp.httpsPort!, 'api.apps.test', root).catch(() => null)) !== null,
@@ -668,12 +659,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
       method: 'POST',
     });
     expect(verified.body.verified).toBe(true);
-    await until(
-      async () => (await tp.platform.tls!.certificates.status('www.myblog.test'))?.status === 'issued',
-      'the domain’s certificate to be issued',
-      30_000,
-      100,
-    );
+    await certificateIssued(tp.platform, 'www.myblog.test');
     await tp.running.front!.sync();
     const first = await httpsGet(tp.httpsPort!, 'www.myblog.test', '/', root);
     expect(first.body).toBe('my blog /');
@@ -694,12 +680,7 @@ describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () 
     const plain = await viaEdge(tp.edgePort, 'www.myblog.test', '/');
     expect(plain.status).toBe(308);
     expect(plain.headers['strict-transport-security']).toBeUndefined();
-    await until(
-      async () => (await tp.platform.tls!.certificates.status('blog.apps.test'))?.status === 'issued',
-      'the app’s certificate to be issued',
-      30_000,
-      100,
-    );
+    await certificateIssued(tp.platform, 'blog.apps.test');
     await tp.running.front!.sync();
     const own = await httpsGet(tp.httpsPort!, 'blog.apps.test', '/', root);
     expect(own.body).toBe('my blog /');

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import {
+  certificateIssued,
   http2Session,
   httpsGet,
   httpsPlatform,
@@ -16,7 +17,7 @@ import {
   type TestAcme,
   http2Request,
 } from '../helpers/acme.js';
-import { createProject, deployFiles, until, type Files } from '../helpers/deploy.js';
+import { createProject, deployFiles, type Files } from '../helpers/deploy.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { call, type TestPlatform } from '../helpers/platform.js';
 
@@ -75,7 +76,8 @@ describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
       deployFiles(tp, web.id, APP),
       deployFiles(tp, site.id, { 'index.html': '<h1>static over h2</h1>', 'app.js': 'console.log(1)' }),
     ]);
-    for (const name of ['web.h2.test', 'site.h2.test', 'api.h2.test']) await issued(name);
+    for (const name of ['web.h2.test', 'site.h2.test', 'api.h2.test'])
+      await certificateIssued(env.tp.platform, name);
 
     local = createServer((req, res) => {
       let length = 0;
@@ -102,16 +104,6 @@ describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
     await env?.pebble.close();
     await dns?.close();
   }, 30_000);
-
-  async function issued(name: string): Promise<void> {
-    const certificates = env.tp.platform.tls!.certificates;
-    await until(
-      async () => (await certificates.status(name))?.status === 'issued',
-      `${name}'s certificate`,
-      30_000,
-      100,
-    );
-  }
 
   const session = (host: string) => http2Session(env.tp.httpsPort!, host, env.root);
 

@@ -15,7 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../../src/server/app.js';
 import type { Domain } from '../../src/shared/api/domains.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
-import { httpsGet, httpsPlatform, pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
+import {
+  certificateIssued,
+  httpsGet,
+  httpsPlatform,
+  pebbleMissing,
+  startPebble,
+  type TestAcme,
+} from '../helpers/acme.js';
 import {
   archiveOf,
   createProject,
@@ -394,12 +401,7 @@ describe.skipIf(missing !== null)('wildcards over DNS-01', () => {
     responder = tp.platform.tls!.responder!.address!;
     const { certificates } = tp.platform.tls!;
     await certificates.reconcileNow();
-    await until(
-      async () => (await certificates.status('*.resp.test'))?.status === 'issued',
-      'the wildcard',
-      30_000,
-      100,
-    );
+    await certificateIssued(tp.platform, '*.resp.test');
     await createProject(tp, { name: 'Resp', subdomain: 'resp', deploy_source: 'upload' });
     const answer = await httpsGet(tp.httpsPort!, 'resp.resp.test', '/', root);
     expect(answer.certificate.subjectaltname).toBe('DNS:*.resp.test');
