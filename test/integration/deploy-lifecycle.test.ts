@@ -1,8 +1,9 @@
 // Deploys over time: zero-downtime redeploys under load, failed redeploys, cancelled deploys, stop and
 // delete, crash restarts with backoff, and a platform restart that runs the release again unbuilt.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -544,9 +545,12 @@ describe('platform restart', () => {
 
   it('a deploy interrupted by a shutdown runs again after the restart', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'wharf-restart-'));
-    // While this file exists the build takes long: the first platform is closed during it.
-    const marker = join(dataDir, 'slow-build');
-    writeFileSync(marker, '');
+    // While this port answers the build takes long: the first platform is closed during it. (A file
+    // would not do: the sandbox gives builds a /tmp of their own.)
+    const slow = createServer();
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const slowPort = (slow.address() as AddressInfo).port;
+    const waitWhileSlow = `node -e "require('net').connect(${slowPort}, '127.0.0.1').on('connect', () => setTimeout(() => {}, 30000)).on('error', () => {})"`;
     let first: TestPlatform | null = await startPlatform({ dataDir });
     let second: TestPlatform | null = null;
     try {
@@ -555,7 +559,7 @@ describe('platform restart', () => {
         subdomain: 'interrupted',
         deploy_source: 'upload',
         build_config: {
-          build_cmd: `echo build started && if [ -e ${marker} ]; then sleep 30; fi`,
+          build_cmd: `echo build started && ${waitWhileSlow}`,
           start_cmd: 'node server.js',
         },
       });
@@ -564,7 +568,7 @@ describe('platform restart', () => {
       await waitForLog(first, project.id, /^build started$/);
       await first.close();
       first = null;
-      rmSync(marker);
+      await new Promise((resolve) => slow.close(resolve));
 
       second = await startPlatform({ dataDir });
       const restarted = second;
@@ -576,6 +580,7 @@ describe('platform restart', () => {
     } finally {
       await first?.close();
       await second?.close();
+      slow.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
