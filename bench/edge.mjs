@@ -26,15 +26,15 @@
 //          [--latency-requests 2000] [--strict] [--cpu-prof DIR]
 // --cpu-prof DIR: each platform's V8 CPU profile, `<front>[-tls].cpuprofile` (bench/profile-summary.mjs).
 // Needs HAProxy (apt-get install haproxy) and openssl; --strict: exit non-zero when a target is missed.
-import { execFileSync, fork, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { deployApp } from './lib/deploy-app.mjs';
+import { HAVE_WRK, fmt, latency as sequential, wrk as runWrk } from './lib/load.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -190,49 +190,7 @@ async function serveOn(platform, dataDir, cert, key) {
   await platform.app.listen({ host: '127.0.0.1', port: 0 });
   await platform.tls?.start();
 
-  const api = `http://127.0.0.1:${platform.app.server.address().port}/api/v1`;
-  const apiKey = JSON.parse(readFileSync(join(dataDir, 'local-account.json'), 'utf8')).api_key;
-  const call = async (method, path, body, type) => {
-    const res = await fetch(`${api}${path}`, {
-      method,
-      headers: { 'x-api-key': apiKey, ...(type ? { 'content-type': type } : {}) },
-      body,
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-  const project = await call(
-    'POST',
-    '/projects',
-    JSON.stringify({ name: 'Bench edge', subdomain: 'bench', deploy_source: 'upload' }),
-    'application/json',
-  );
-  const appDir = join(dataDir, 'bench-app');
-  mkdirSync(appDir, { recursive: true });
-  writeFileSync(
-    join(appDir, 'package.json'),
-    JSON.stringify({ name: 'bench-edge', private: true, scripts: { start: 'node server.js' } }),
-  );
-  writeFileSync(join(appDir, 'server.js'), SERVER_JS);
-  const { create } = await import('tar');
-  const chunks = [];
-  for await (const chunk of create({ gzip: true, cwd: appDir, portable: true }, [
-    'package.json',
-    'server.js',
-  ]))
-    chunks.push(chunk);
-  await call('POST', `/projects/${project.id}/upload`, Buffer.concat(chunks), 'application/gzip');
-  await call('POST', `/projects/${project.id}/deploy`);
-  for (const deadline = Date.now() + 60_000; ;) {
-    const detail = await call('GET', `/projects/${project.id}`);
-    if (detail.project.status === 'running') break;
-    if (detail.project.status === 'failed' || Date.now() > deadline)
-      throw new Error(`the bench app did not start: ${detail.project.last_deploy_error}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const target = platform.runtime.target(project.id, null);
-  target.done();
+  const target = await deployApp(platform, { dataDir, subdomain: 'bench', serverJs: SERVER_JS });
   await platform.front?.sync();
   process.send({
     edgePort,
@@ -294,50 +252,23 @@ function startPlatform(front, tls, dataDir, pem) {
 }
 
 /** The load generator: wrk (a C client: its own cost, TLS above all, weighs less) when installed. */
-const CLIENT = values.client ?? (spawnSync('wrk', ['--version']).error ? 'autocannon' : 'wrk');
+const CLIENT = values.client ?? (HAVE_WRK ? 'wrk' : 'autocannon');
 
 function load(target, path) {
   return CLIENT === 'wrk' ? wrk(target, path) : autocannon(target, path);
 }
 
 /** One wrk load (after a 1 s warm-up): requests/s and its p50/p99 in ms. */
-async function wrk(target, path) {
+function wrk(target, path) {
   const url = target.tls ? `https://${SNI}:${target.port}${path}` : `http://127.0.0.1:${target.port}${path}`;
-  const run = (seconds) =>
-    new Promise((resolve, reject) => {
-      const args = [
-        '-t1',
-        `-c${values.connections}`,
-        `-d${seconds}s`,
-        '--latency',
-        '-H',
-        `Host: ${target.host}`,
-        url,
-      ];
-      const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.once('error', reject);
-      child.once('exit', (code) =>
-        code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}`)),
-      );
-    });
-  await run(1);
-  const out = await run(Number(values.duration));
-  const ms = (label) => {
-    const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(out);
-    if (!match) return NaN;
-    return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2]];
-  };
-  const requests = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
-  const total = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-  const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const failed =
-    Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) +
-    (errors ? errors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0);
-  if (failed > 0 || !(requests > 0))
-    throw new Error(`${target.name} ${path}: ${failed} of ${total} requests failed\n${out}`);
-  return { requests, p50: ms(50), p99: ms(99) };
+  const connections = Number(values.connections);
+  return runWrk({
+    url,
+    host: target.host,
+    connections,
+    seconds: Number(values.duration),
+    name: `${target.name} ${path}`,
+  });
 }
 
 /** One autocannon load, in a child process: requests/s and its p50/p99 (whole ms). */
@@ -365,38 +296,9 @@ function autocannon(target, path) {
 }
 
 /** Sequential requests on one keep-alive connection, timed in µs: p50/p99 in ms. */
-async function latency(target, path, count) {
-  const agent = target.tls
-    ? new HttpsAgent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false, servername: SNI })
-    : new Agent({ keepAlive: true, maxSockets: 1 });
-  const send = target.tls ? httpsRequest : request;
-  const one = () =>
-    new Promise((resolve, reject) => {
-      const started = process.hrtime.bigint();
-      const req = send(
-        { host: '127.0.0.1', port: target.port, path, agent, headers: { host: target.host } },
-        (res) => {
-          res.on('data', () => undefined);
-          res.on('end', () =>
-            res.statusCode === 200
-              ? resolve(Number(process.hrtime.bigint() - started) / 1e6)
-              : reject(new Error(`${target.name} ${path}: ${res.statusCode}`)),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-  for (let i = 0; i < 200; i++) await one();
-  const times = [];
-  for (let i = 0; i < count; i++) times.push(await one());
-  agent.destroy();
-  times.sort((a, b) => a - b);
-  return { p50: times[Math.floor(count * 0.5)], p99: times[Math.floor(count * 0.99)] };
-}
-
-function fmt(n, digits = 0) {
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+function latency(target, path, count) {
+  const tls = target.tls ? { servername: SNI } : null;
+  return sequential({ port: target.port, host: target.host, path, count, tls, name: target.name });
 }
 
 function selfSigned(dir) {

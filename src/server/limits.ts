@@ -8,6 +8,13 @@ import { ApiError } from './errors.js';
 import type { Store } from './store/open.js';
 
 /** The limits that refuse a request (capture memory is shared out, and the body limit is a 413). */
+/** A byte count as people read it: `100 MiB`, `512 KiB`, `100 bytes`. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
 export type CountedLimit = 'tunnels' | 'projects' | 'builds' | 'streams';
 
 /** What an account at each limit holds, and what the caller can do about it. */

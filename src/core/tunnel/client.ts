@@ -23,6 +23,7 @@ import {
 } from '../capture/capture.js';
 import {
   GOAWAY_REPLACED,
+  PIPE_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
@@ -30,6 +31,7 @@ import {
   responseHeadersToH2,
   sessionTransport,
 } from './protocol.js';
+import { answerPipe } from './pipe.js';
 
 export interface TunnelClientOptions {
   /** The platform's origin, e.g. `http://127.0.0.1:8787` or `https://api.example.com`. */
@@ -51,6 +53,11 @@ export interface TunnelClientOptions {
   heartbeatMs?: number;
   /** Capture each exchange and emit it as `exchange` (default true; off only to measure its cost). */
   capture?: boolean;
+  /**
+   * Offer the byte path (default true): the edge then passes public HTTP/1.1 connections whole, one
+   * stream each, instead of one stream per request. Off: the request-per-stream protocol alone.
+   */
+  pipe?: boolean;
 }
 
 export interface TunnelInfo {
@@ -124,6 +131,11 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private setState(state: TunnelState, detail?: string) {
     this.state = state;
     this.emit('state', state, detail);
+  }
+
+  /** The protocol features this client speaks, offered on connect. */
+  private featureHeaders(): Record<string, string> {
+    return this.options.pipe === false ? {} : { [TUNNEL_HEADERS.features]: PIPE_FEATURE };
   }
 
   private connectUrl(): URL {
@@ -225,6 +237,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         ...trustedCas(),
         headers: {
           'x-api-key': this.options.apiKey,
+          ...this.featureHeaders(),
           connection: 'Upgrade',
           upgrade: TUNNEL_UPGRADE_PROTOCOL,
         },
@@ -248,7 +261,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       const ws = new WebSocket(url, {
         ...trustedCas(),
-        headers: { 'x-api-key': this.options.apiKey },
+        headers: { 'x-api-key': this.options.apiKey, ...this.featureHeaders() },
         // A redirect would carry the key elsewhere: it is refused like any other answer (see refusal).
         followRedirects: false,
         perMessageDeflate: false,
@@ -283,6 +296,24 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     stream.on('error', () => undefined);
     if (headers[STREAM_HEADERS.upgrade]) {
       this.answerUpgrade(stream, headers);
+      return;
+    }
+    if (headers[STREAM_HEADERS.pipe]) {
+      const authority = headers[':authority'] as string | undefined;
+      answerPipe(stream, headers, {
+        localHost: this.options.localHost ?? '127.0.0.1',
+        localPort: this.options.localPort,
+        hostFor: (publicHost) => this.localHostHeader(publicHost),
+        capture:
+          (this.options.capture ?? true)
+            ? {
+                tunnelId: this.info?.id ?? 'tun_unknown',
+                url: this.info?.url ?? `http://${authority}`,
+                remoteAddr: this.remoteAddrOf(headers),
+              }
+            : null,
+        emit: (exchange) => this.emit('exchange', exchange),
+      });
       return;
     }
     const method = String(headers[':method'] ?? 'GET');

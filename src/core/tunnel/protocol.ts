@@ -7,6 +7,10 @@
 // plus the headers below. A public WebSocket (or any Upgrade) travels as a stream marked with
 // `wharf-upgrade`: the client replays the request head to the local app over a fresh TCP connection,
 // and from then on the stream carries raw bytes both ways, the app's `101` response included.
+//
+// A client that offers the `pipe` feature gets the byte path instead for public HTTP/1.1 connections:
+// one stream per public connection (STREAM_HEADERS.pipe), its bytes passed through with only request
+// heads rewritten (http1.ts); requests replayed from the capture still travel one stream each.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Settings } from 'node:http2';
 import { Duplex } from 'node:stream';
@@ -28,10 +32,19 @@ export const STREAM_HEADERS = {
   error: 'wharf-error',
   /** On upgrade streams: the public request's own `Connection` and `Upgrade` headers, as JSON. */
   upgradeHeaders: 'wharf-upgrade-headers',
+  /**
+   * Set on byte-path streams: the stream carries one public HTTP/1.1 connection's bytes both ways, to
+   * a connection of the client's own to the local app. Each request head in it carries
+   * `wharf-request-id` (when the edge captures), which the client takes out before the app sees it.
+   */
+  pipe: 'wharf-pipe',
 } as const;
 
+/** The features a tunnel client offers when it connects (TUNNEL_HEADERS.features), comma-separated. */
+export const PIPE_FEATURE = 'pipe';
+
 /** Our stream headers: never taken from a public request or an app's response, never passed on. */
-const OURS: ReadonlySet<string> = new Set(Object.values(STREAM_HEADERS));
+export const OURS: ReadonlySet<string> = new Set(Object.values(STREAM_HEADERS));
 
 /** Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. */
 export const STREAM_WINDOW = 16 * 1024 * 1024;

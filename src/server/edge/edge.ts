@@ -11,14 +11,19 @@ import {
   type Server,
   type ServerResponse,
   createServer,
+  maxHeaderSize,
 } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { PlatformConfig } from '../config.js';
+import { formatBytes } from '../limits.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
+import { normalizeHost } from '../tunnels/conduit.js';
 import type { TunnelHub } from '../tunnels/hub.js';
+import { type GiveToServer, takeConnections } from './handoff.js';
 import { forwardedHeader, publicProto } from './forwarded.js';
 import { type EdgeTlsServer, cancelStream, createEdgeTlsServer, forHttp2Client } from './http2.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
@@ -62,6 +67,8 @@ export class Edge {
   private readonly tunnelSuffix: string;
   /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
   private readonly upgraded = new Set<Duplex>();
+  /** Connections whose first request head is being read (sniff). */
+  private readonly sniffing = new Set<Socket>();
   /** The app request each proxied request became, so that a body over the limit can be cut there too. */
   private readonly upstream = new WeakMap<IncomingMessage, ClientRequest>();
   /** Responses answered 413 while their app request was being cut: its error must not end them. */
@@ -90,6 +97,56 @@ export class Edge {
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
     this.server.keepAliveTimeout = KEEP_ALIVE_MS;
+    this.tunnels.idleMs = KEEP_ALIVE_MS;
+    takeConnections(this.server, (socket, give) => this.sniff(socket, give));
+  }
+
+  /**
+   * A new plain connection (or one a conduit hands back): its first request head is read to see where
+   * it goes. A tunnel host's goes onto the byte path when its client takes connections whole; anything
+   * else, with the bytes read, to the HTTP server.
+   */
+  sniff(socket: Socket, give: GiveToServer): void {
+    if (this.challenges && !isEncryptedSocket(socket)) {
+      // Plain HTTP once HTTPS is on: answered by the HTTP server (challenges, redirects).
+      give(socket);
+      return;
+    }
+    this.sniffing.add(socket);
+    let read: Buffer | null = null;
+    const stop = () => {
+      socket.off('data', onData);
+      socket.off('error', onGone);
+      socket.off('close', onGone);
+      clearTimeout(timer);
+      this.sniffing.delete(socket);
+      socket.pause();
+    };
+    const onGone = () => {
+      stop();
+      socket.destroy();
+    };
+    const onData = (chunk: Buffer) => {
+      read = read === null ? chunk : Buffer.concat([read, chunk]);
+      const end = read.indexOf('\r\n\r\n');
+      // Not a request line's method (a TLS hello on the plain port, noise): the HTTP server says so.
+      const http = read[0]! >= 0x41 && read[0]! <= 0x5a;
+      if (end < 0 && http && read.length < maxHeaderSize) return;
+      stop();
+      const host = end < 0 ? null : hostInHead(read.subarray(0, end));
+      const reroute = (again: Socket, rest: Buffer) => {
+        if (rest.length > 0) again.unshift(rest);
+        this.sniff(again, give);
+      };
+      if (host !== null && this.tunnels.claim(socket, read, host, reroute)) return;
+      give(socket, read);
+    };
+    // A head that does not come is dropped as the HTTP server would drop it.
+    const timer = setTimeout(onGone, this.server.headersTimeout);
+    socket.on('data', onData);
+    socket.on('error', onGone);
+    socket.on('close', onGone);
+    socket.resume();
   }
 
   // Nothing one request does may take the platform down: an unexpected error ends that request only.
@@ -172,6 +229,7 @@ export class Edge {
       this.server.closeAllConnections();
       // An open WebSocket would otherwise keep the server, and the platform's shutdown, waiting.
       for (const socket of this.upgraded) socket.destroy();
+      for (const socket of this.sniffing) socket.destroy();
       this.proxy.close();
     });
   }
@@ -437,7 +495,17 @@ export class Edge {
 }
 
 function isEncrypted(req: IncomingMessage): boolean {
-  return publicProto(req.socket) === 'https';
+  return isEncryptedSocket(req.socket);
+}
+
+function isEncryptedSocket(socket: object): boolean {
+  return publicProto(socket) === 'https';
+}
+
+/** The host a request head names (its Host header: lowercase, no port), or null. */
+function hostInHead(head: Buffer): string | null {
+  const match = /\r\nhost:[ \t]*([^\r\n]*)/i.exec(head.toString('latin1'));
+  return match ? normalizeHost(match[1]) : null;
 }
 
 function hostOf(req: IncomingMessage): string {
@@ -475,11 +543,4 @@ function lingerOnClose(socket: Duplex): void {
 
 function isServerResponse(value: unknown): value is ServerResponse {
   return typeof (value as ServerResponse | undefined)?.writeHead === 'function';
-}
-
-/** A byte count as people read it: `100 MiB`, `512 KiB`, `100 bytes`. */
-function formatBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-  return `${bytes} bytes`;
 }

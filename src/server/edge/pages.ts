@@ -2,7 +2,7 @@
 // to do, for a person who opened an app's URL. They are public: an app that is down or whose deploy
 // failed gets the same plain page whatever the reason, since deploy errors and logs may name
 // repositories, paths and other things meant for the owner only (who reads them in Wharf).
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 export interface EdgePage {
   status: number;
   title: string;
@@ -69,4 +69,19 @@ export function sendPage(res: ServerResponse, page: EdgePage): void {
     ...(page.retryAfter ? { 'retry-after': String(page.retryAfter) } : {}),
   });
   res.end(body);
+}
+
+/** The page as a whole HTTP/1.1 response, for a connection the edge writes to itself. */
+export function pageResponse(page: EdgePage, options: { close?: boolean } = {}): Buffer {
+  const body = Buffer.from(renderPage(page));
+  const lines = [
+    `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Error'}`,
+    'content-type: text/html; charset=utf-8',
+    `content-length: ${body.length}`,
+    'cache-control: no-store',
+    `x-wharf-edge: ${page.title}`,
+    ...(page.retryAfter ? [`retry-after: ${page.retryAfter}`] : []),
+    ...(options.close ? ['connection: close'] : []),
+  ];
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }

@@ -31,6 +31,7 @@ import type { PlatformConfig } from '../config.js';
 import type { Edge } from '../edge/edge.js';
 import { type EdgePage, notRunningPage, renderPage } from '../edge/pages.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { formatBytes } from '../limits.js';
 import type { Store } from '../store/open.js';
 import {
   EDGE_SOCKET,
@@ -161,7 +162,9 @@ export class FrontProxy {
         hint: 'Send a smaller body, or split it over several requests.',
       }),
     );
-    this.proxied = await listenProxied(join(this.dir, EDGE_SOCKET), this.deps.edge.server);
+    this.proxied = await listenProxied(join(this.dir, EDGE_SOCKET), this.deps.edge.server, (socket, give) =>
+      this.deps.edge.sniff(socket, give),
+    );
     if (this.runAs) {
       // The workers (as `haproxy`) reach the Node edge's socket through its group, and nothing else
       // here: the configuration, certificates and HAProxy's own sockets stay the platform's (the master,
@@ -472,13 +475,6 @@ function writeAtomic(path: string, text: string): void {
   rmSync(temp, { force: true });
   writeFileSync(temp, text, { mode: 0o600 });
   renameSync(temp, path);
-}
-
-/** A byte count as the Node edge says it (edge.ts formatBytes). */
-function formatBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-  return `${bytes} bytes`;
 }
 
 /**

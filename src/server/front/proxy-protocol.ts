@@ -9,6 +9,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { type GiveToServer, takeConnections } from '../edge/handoff.js';
 
 /** `\r\n\r\n\0\r\nQUIT\n`: the first 12 bytes of every v2 header. */
 const SIGNATURE = Buffer.from('0d0a0d0a000d0a515549540a', 'hex');
@@ -140,7 +141,12 @@ export interface ProxiedEdge {
  * Listens on `path` for HAProxy's connections and hands their requests and upgrades to `edge` (the
  * Node edge's own server), each socket first taking on the client the PROXY header names.
  */
-export async function listenProxied(path: string, edge: Server): Promise<ProxiedEdge> {
+export async function listenProxied(
+  path: string,
+  edge: Server,
+  /** Sees each connection once its PROXY header is read (the edge's tunnel byte path), else `give`. */
+  next: (socket: Socket, give: GiveToServer) => void = (socket, give) => give(socket),
+): Promise<ProxiedEdge> {
   const server = createServer();
   server.keepAliveTimeout = edge.keepAliveTimeout;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => edge.emit('request', req, res));
@@ -148,9 +154,7 @@ export async function listenProxied(path: string, edge: Server): Promise<Proxied
     edge.emit('upgrade', req, socket, head),
   );
   // The HTTP server's own handling of a connection runs once the PROXY header is read.
-  const http = server.listeners('connection') as Array<(socket: Socket) => void>;
-  server.removeAllListeners('connection');
-  server.on('connection', (socket: Socket) => {
+  takeConnections(server, (socket, give) => {
     let buffered: Buffer = Buffer.alloc(0);
     const fail = () => socket.destroy();
     const timer = setTimeout(fail, HEADER_TIMEOUT_MS);
@@ -172,13 +176,7 @@ export async function listenProxied(path: string, edge: Server): Promise<Proxied
       const rest = buffered.subarray(parsed.length);
       if (rest.length > 0) socket.unshift(rest);
       adopt(socket, parsed.header);
-      // Bytes already read from the socket are in its stream buffer: the HTTP parser must read through
-      // the stream too (not straight from the handle, which would pass them by), so it is told the
-      // handle was taken already.
-      const handle = (socket as unknown as { _handle?: { _consumed?: boolean } })._handle;
-      if (handle) handle._consumed = true;
-      for (const listener of http) listener.call(server, socket);
-      socket.resume();
+      next(socket, give);
     };
     socket.on('data', onData);
     socket.on('error', fail);

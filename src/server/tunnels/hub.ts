@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
+import { Conduit } from './conduit.js';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import {
@@ -27,6 +28,7 @@ import {
 } from '../../core/capture/capture.js';
 import {
   GOAWAY_REPLACED,
+  PIPE_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
@@ -47,7 +49,7 @@ import { assertScope } from '../auth/authenticate.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
-import { type AccountLimits, type Lease, accountLimits } from '../limits.js';
+import { type AccountLimits, type Lease, accountLimits, formatBytes } from '../limits.js';
 import type { Store } from '../store/open.js';
 import { forwardedHeader, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
@@ -72,6 +74,8 @@ export class Tunnel {
   generation = 0;
   /** When its last connection ended (0: never connected yet, or connected now). */
   offlineSince = 0;
+  /** Its client takes public connections whole (the byte path, conduit.ts). */
+  pipes = false;
 
   constructor(
     readonly id: string,
@@ -115,6 +119,8 @@ export class TunnelHub {
   private readonly limits: AccountLimits;
   /** The relay stream of each public request in flight, so that the edge can cancel one. */
   private readonly relays = new WeakMap<IncomingMessage, ClientHttp2Stream>();
+  /** Public connections on the byte path: close() ends them. */
+  private readonly piped = new Set<Socket>();
   /** Whether public exchanges are captured (always, but for measuring what capture costs). */
   capture = true;
 
@@ -199,6 +205,7 @@ export class TunnelHub {
       tunnel.session?.destroy();
     }
     this.wss.close();
+    for (const socket of this.piped) socket.destroy();
   }
 
   /** The API server's `upgrade` requests: tunnel connections and the traffic feed. */
@@ -269,6 +276,9 @@ export class TunnelHub {
     tunnel.slot = slot;
     tunnel.stream = stream;
     tunnel.offlineSince = 0;
+    tunnel.pipes = String(req.headers[TUNNEL_HEADERS.features] ?? '')
+      .split(',')
+      .some((feature) => feature.trim() === PIPE_FEATURE);
     const generation = ++tunnel.generation;
     socket.once('close', () => stream.release());
     /** This connection is gone: the tunnel slot goes back, unless a newer connection holds it now. */
@@ -344,6 +354,45 @@ export class TunnelHub {
     tunnel.session = session;
     tunnel.connectedAt = new Date().toISOString();
   }
+
+  /**
+   * Takes a public HTTP/1.1 connection whose first request (its bytes `first`) is for `host`, a host of
+   * this tunnel domain, onto the byte path, when that tunnel's client is online and takes connections
+   * whole; false leaves it to the edge's HTTP server (and so to relay()).
+   */
+  claim(
+    socket: Socket,
+    first: Buffer,
+    host: string,
+    reroute: (socket: Socket, rest: Buffer) => void,
+  ): boolean {
+    const subdomain = this.subdomainOf(host);
+    const tunnel = subdomain === null ? undefined : this.tunnels.get(subdomain);
+    if (!tunnel?.online || !tunnel.pipes) return false;
+    try {
+      const conduit = new Conduit({
+        tunnel,
+        host,
+        socket,
+        first,
+        capture: this.capture,
+        bodyLimit: this.config.limits.bodyBytes,
+        bodyLimitText: formatBytes(this.config.limits.bodyBytes),
+        idleMs: this.idleMs,
+        reroute,
+      });
+      void conduit;
+      this.piped.add(socket);
+      socket.once('close', () => this.piped.delete(socket));
+    } catch {
+      // The session refused a new stream (it is going away): the HTTP path answers.
+      return false;
+    }
+    return true;
+  }
+
+  /** How long a public connection on the byte path is kept without a request (the edge's keep-alive). */
+  idleMs = 65_000;
 
   /** Relays a public request for a tunnel host. */
   relay(req: IncomingMessage, res: ServerResponse, subdomain: string): void {

@@ -6,6 +6,8 @@ export const TUNNEL_HEADERS = {
   id: 'wharf-tunnel-id',
   subdomain: 'wharf-tunnel-subdomain',
   url: 'wharf-tunnel-url',
+  /** Sent by the client on connect: the protocol features it speaks, comma-separated (`pipe`). */
+  features: 'wharf-tunnel-features',
 } as const;
 
 export const TUNNEL_UPGRADE_PROTOCOL = 'wharf-tunnel';
