@@ -8,6 +8,8 @@ import { HTTPParser } from 'http-parser-js';
 
 // Header bytes as they are (RFC 9110 allows obs-text): 'ascii', the default, would clear their top bit.
 HTTPParser.encoding = 'latin1';
+// Heads as large as Node's own server takes (16 KiB), not 80 KiB: the parser sets this on every message.
+HTTPParser.maxHeaderSize = maxHeaderSize;
 
 /**
  * http-parser-js reads a chunk size with parseInt, which takes `1x`, `-0` or `0x10`; a proxy that reads
@@ -33,6 +35,7 @@ interface ParserState {
   consumeLine(): string | undefined;
   execute(chunk: Buffer): number | Error;
   finish(): void | Error;
+  reinitialize(type: string): void;
   BODY_CHUNKHEAD(): void;
 }
 
@@ -120,7 +123,6 @@ export class Http1Framer {
     private readonly handlers: FramerHandlers,
   ) {
     const parser = new HTTPParser(kind === 'request' ? HTTPParser.REQUEST : HTTPParser.RESPONSE);
-    parser.maxHeaderSize = maxHeaderSize;
     parser[HTTPParser.kOnHeadersComplete] = (info) => this.onHead(info as HeadInfo);
     parser[HTTPParser.kOnBody] = (chunk) => this.handlers.body?.(chunk);
     parser[HTTPParser.kOnMessageComplete] = () => this.onMessageEnd();
@@ -178,6 +180,8 @@ export class Http1Framer {
       this.raw = true;
       return { out: held.length > 0 ? [held] : [], rest: null };
     }
+    // The hold cut the parser off as it went on to the next message: it starts that one afresh.
+    this.parser.reinitialize(this.kind === 'request' ? HTTPParser.REQUEST : HTTPParser.RESPONSE);
     return held.length > 0 ? this.write(held) : { out: [], rest: null };
   }
 
@@ -199,6 +203,8 @@ export class Http1Framer {
     const tail = this.chunk.subarray(this.mark, offset);
     const raw = this.headParts.length === 0 ? tail : Buffer.concat([...this.headParts, tail]);
     this.headParts = [];
+    // The parser counts a head's size only across chunks: one that came whole is measured here.
+    if (raw.length > maxHeaderSize) throw framingError('a head over the size limit');
     const head: MessageHead = {
       method: HTTPParser.methods[info.method] ?? '',
       url: info.url ?? '',

@@ -223,8 +223,9 @@ export class Conduit {
 
   /** Reads on from the public client while nothing holds it back. */
   private readMore(): void {
+    // Once done, the socket is no longer this conduit's to pause (it may be rerouted already).
+    if (this.done) return;
     const blocked =
-      this.done ||
       this.streamFull ||
       this.held !== null ||
       this.rerouteWith !== null ||
@@ -349,9 +350,10 @@ export class Conduit {
     const reason = overLimit
       ? `the request body is over the edge's limit of ${this.options.bodyLimitText}`
       : `a bad request: ${(error as Error).message}`;
-    // The answer can be this page only when no earlier request waits for its response (over the limit,
-    // the refused request is the last in flight; a request framed wrongly never was).
-    const earlier = this.inFlight.length - (overLimit ? 1 : 0);
+    // The answer can be this page only when no earlier request waits for its response. The refused
+    // request is the last in flight when its body was under way (over the limit, or framed wrongly
+    // there); a head framed wrongly never was in flight.
+    const earlier = this.inFlight.length - (overLimit || this.requests.midMessage ? 1 : 0);
     const answered = earlier > 0 || this.inFlight.some((r) => r.answered);
     if (!answered) {
       const request = this.inFlight.shift();

@@ -1,0 +1,290 @@
+// The tunnel's byte path end to end, over raw public sockets (so that what goes on the wire is what the
+// test wrote): a public connection rides one stream to one connection of the client's to the app, its
+// requests pipelined or one by one; a request for another host on the same connection is routed
+// afresh; framing two parsers could read differently is refused before the app sees it; a Connection
+// header cannot take the framing out; an Upgrade the app refuses leaves the connection HTTP; a client
+// that does not offer the byte path gets a stream per request as before.
+import { type IncomingMessage, type Server, createServer } from 'node:http';
+import http2 from 'node:http2';
+import { type AddressInfo, type Socket, connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TunnelClient } from '../../src/core/tunnel/client.js';
+import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
+import { until } from '../helpers/deploy.js';
+import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+
+let tp: TestPlatform;
+const apps: Server[] = [];
+const clients: TunnelClient[] = [];
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+  /** Which of the app's connections it came on (1, 2, …). */
+  connection: number;
+}
+
+/** A local app that answers `<name> <method> <url>` and remembers what it saw. */
+async function startApp(name: string): Promise<{ port: number; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  let connections = 0;
+  const ids = new WeakMap<object, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+        connection: ids.get(req.socket) ?? 0,
+      });
+      const body = `${name} ${req.method} ${req.url}`;
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    });
+  });
+  server.on('connection', (socket) => ids.set(socket, ++connections));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  apps.push(server);
+  return { port: (server.address() as AddressInfo).port, seen };
+}
+
+async function startTunnel(subdomain: string, localPort: number, pipe = true): Promise<TunnelClient> {
+  const client = new TunnelClient({
+    platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+    apiKey: tp.key,
+    localPort,
+    subdomain,
+    pipe,
+  });
+  await client.start();
+  clients.push(client);
+  return client;
+}
+
+function host(sub: string): string {
+  return `${sub}.tunnel.localhost:${tp.edgePort}`;
+}
+
+/** A raw public connection to the edge: write bytes, read responses as they come. */
+async function rawConnection(): Promise<{ socket: Socket; text: () => string; closed: Promise<void> }> {
+  const socket = connect(tp.edgePort, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, text: () => received, closed };
+}
+
+/** The complete responses in `text` (each with a Content-Length, but those at `bodiless` indexes). */
+function responses(
+  text: string,
+  bodiless: readonly number[] = [],
+): Array<{ status: number; body: string; head: string }> {
+  const out: Array<{ status: number; body: string; head: string }> = [];
+  let at = 0;
+  for (;;) {
+    const end = text.indexOf('\r\n\r\n', at);
+    if (end < 0) return out;
+    const head = text.slice(at, end);
+    const length = bodiless.includes(out.length)
+      ? 0
+      : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+    if (text.length < end + 4 + length) return out;
+    out.push({ status: Number(head.slice(9, 12)), body: text.slice(end + 4, end + 4 + length), head });
+    at = end + 4 + length;
+  }
+}
+
+/** Node's count of a session's open streams (no public API tells it). */
+function openStreams(sub: string): number {
+  const tunnels = (
+    tp.platform.tunnels as unknown as { tunnels: Map<string, { session: http2.Http2Session | null }> }
+  ).tunnels;
+  const session = tunnels.get(sub)?.session;
+  if (!session) return 0;
+  const symbol = Object.getOwnPropertySymbols(session).find((s) => s.description === 'state')!;
+  const state = (session as unknown as Record<symbol, { streams: Map<number, unknown> } | undefined>)[symbol];
+  return state?.streams.size ?? 0;
+}
+
+async function captured(sub: string): Promise<CapturedRequest[]> {
+  return (await call<CapturedRequest[]>(`${tp.api}/tunnels/${sub}/requests`, { key: tp.key })).body;
+}
+
+beforeAll(async () => {
+  tp = await startPlatform();
+});
+
+afterAll(async () => {
+  for (const client of clients) await client.stop();
+  for (const app of apps) app.close();
+  await tp?.close();
+});
+
+describe('the byte path', () => {
+  it('carries a connection on one stream to one app connection, pipelined requests answered in order and each captured once with the same id on both sides', async () => {
+    const app = await startApp('A');
+    const client = await startTunnel('pipe-one', app.port);
+    const onClient: string[] = [];
+    client.on('exchange', (exchange) => onClient.push(exchange.request.id));
+    const { socket, text } = await rawConnection();
+    const h = host('pipe-one');
+    socket.write(
+      `GET /first HTTP/1.1\r\nHost: ${h}\r\n\r\n` +
+        `POST /second HTTP/1.1\r\nHost: ${h}\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n` +
+        `HEAD /third HTTP/1.1\r\nHost: ${h}\r\n\r\n` +
+        `GET /fourth HTTP/1.1\r\nHost: ${h}\r\nX-Forwarded-For: 6.6.6.6\r\nWharf-Request-Id: req_forged\r\n\r\n`,
+    );
+    await until(() => responses(text(), [2]).length === 4, 'four responses');
+    const answers = responses(text(), [2]);
+    expect(answers.map((a) => a.body)).toEqual(['A GET /first', 'A POST /second', '', 'A GET /fourth']);
+    expect(answers[2]!.head).toMatch(/content-length: 13/i);
+    expect(openStreams('pipe-one')).toBe(1);
+    expect(new Set(app.seen.map((s) => s.connection)).size).toBe(1);
+    expect(app.seen[1]!.body).toBe('body');
+    // What the public client claims of the hop is replaced, and nothing of ours reaches the app.
+    const fourth = app.seen[3]!.headers;
+    expect(fourth['x-forwarded-for']).toBe('127.0.0.1');
+    expect(fourth['x-forwarded-host']).toBe(h);
+    expect(fourth.host).toBe(h);
+    expect(Object.keys(fourth).filter((name) => name.startsWith('wharf-'))).toEqual([]);
+
+    const list = await captured('pipe-one');
+    expect(list.map((r) => `${r.method} ${r.path} ${r.status_code}`).reverse()).toEqual([
+      'GET /first 200',
+      'POST /second 200',
+      'HEAD /third 200',
+      'GET /fourth 200',
+    ]);
+    expect(list.find((r) => r.path === '/second')!.request_size).toBe(4);
+    expect(list.every((r) => r.id !== 'req_forged')).toBe(true);
+    await until(() => onClient.length === 4, 'the client to capture all four');
+    expect([...onClient].sort()).toEqual(list.map((r) => r.id).sort());
+
+    socket.end();
+    await until(() => openStreams('pipe-one') === 0, 'the stream to close with the connection');
+  });
+
+  it('routes each request of a kept-alive connection to the host it names: another tunnel, then a host no tunnel has', async () => {
+    const a = await startApp('A');
+    const b = await startApp('B');
+    await startTunnel('route-a', a.port);
+    await startTunnel('route-b', b.port);
+    const { socket, text } = await rawConnection();
+    const ask = async (hostName: string, path: string, count: number) => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostName}\r\n\r\n`);
+      await until(() => responses(text()).length === count, `response ${count}`);
+      return responses(text())[count - 1]!;
+    };
+    expect((await ask(host('route-a'), '/1', 1)).body).toBe('A GET /1');
+    expect((await ask(host('route-b'), '/2', 2)).body).toBe('B GET /2');
+    expect((await ask(host('route-a'), '/3', 3)).body).toBe('A GET /3');
+    const none = await ask(host('route-none'), '/4', 4);
+    expect(none.status).toBe(404);
+    expect(none.body).toContain('No tunnel here');
+    // Back from the HTTP server's side to a tunnel, still on the same connection.
+    expect((await ask(host('route-b'), '/5', 5)).body).toBe('B GET /5');
+    expect(a.seen.map((s) => s.url)).toEqual(['/1', '/3']);
+    expect(b.seen.map((s) => s.url)).toEqual(['/2', '/5']);
+    socket.destroy();
+  });
+
+  it('refuses framing two parsers could read differently with 400 and closes, and the app never sees it', async () => {
+    const app = await startApp('A');
+    await startTunnel('pipe-smuggle', app.port);
+    const h = host('pipe-smuggle');
+    for (const attempt of [
+      `POST / HTTP/1.1\r\nHost: ${h}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: ${h}\r\n\r\n`,
+      `POST / HTTP/1.1\r\nHost: ${h}\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`,
+      `POST / HTTP/1.1\r\nHost: ${h}\r\nContent-Length: 1\r\nContent-Length: 40\r\n\r\nx`,
+    ]) {
+      const { socket, text, closed } = await rawConnection();
+      socket.write(attempt);
+      await closed;
+      expect(text()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(text()).toMatch(/connection: close/i);
+    }
+    // A chunk size parseInt would read: the head went on, the body is cut, the app sees no request end.
+    const { socket, text, closed } = await rawConnection();
+    socket.write(`POST /chunks HTTP/1.1\r\nHost: ${h}\r\nTransfer-Encoding: chunked\r\n\r\n1x\r\n`);
+    await closed;
+    expect(text()).toMatch(/^HTTP\/1\.1 400 /);
+    expect(app.seen).toEqual([]);
+    const list = await captured('pipe-smuggle');
+    expect(list.length).toBeGreaterThanOrEqual(1);
+    expect(list[0]!.error).toMatch(/a bad request: an invalid chunk size/);
+  });
+
+  it('never lets a Connection header take out the framing: a listed Content-Length stays, and the body with it', async () => {
+    const app = await startApp('A');
+    await startTunnel('pipe-hop', app.port);
+    const h = host('pipe-hop');
+    const { socket, text } = await rawConnection();
+    // Were Content-Length dropped, this body would reach the app as a request of its own.
+    const hidden = `GET /hidden HTTP/1.1\r\nHost: ${h}\r\n\r\n`;
+    socket.write(
+      `POST /one HTTP/1.1\r\nHost: ${h}\r\nConnection: content-length, x-hop\r\nX-Hop: dropped\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}` +
+        `GET /three HTTP/1.1\r\nHost: ${h}\r\n\r\n`,
+    );
+    await until(() => responses(text()).length === 2, 'two responses');
+    expect(app.seen.map((s) => s.url)).toEqual(['/one', '/three']);
+    expect(app.seen[0]!.body).toBe(hidden);
+    expect(app.seen[0]!.headers['x-hop']).toBeUndefined();
+    expect(app.seen[0]!.headers['content-length']).toBe(String(hidden.length));
+    socket.destroy();
+  });
+
+  it('keeps a connection HTTP after an Upgrade the app answers without 101: the next request is still rewritten', async () => {
+    const app = await startApp('A');
+    await startTunnel('pipe-upgrade', app.port);
+    const h = host('pipe-upgrade');
+    const { socket, text } = await rawConnection();
+    socket.write(
+      `GET /ws HTTP/1.1\r\nHost: ${h}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n` +
+        `GET /after HTTP/1.1\r\nHost: ${h}\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n`,
+    );
+    await until(() => responses(text()).length === 2, 'two responses');
+    expect(responses(text()).map((r) => r.body)).toEqual(['A GET /ws', 'A GET /after']);
+    expect(app.seen[1]!.headers['x-forwarded-for']).toBe('127.0.0.1');
+    socket.destroy();
+  });
+
+  it('closes a public connection that stays idle past the keep-alive, and its stream with it', async () => {
+    const app = await startApp('A');
+    await startTunnel('pipe-idle', app.port);
+    const idleMs = tp.platform.tunnels.idleMs;
+    tp.platform.tunnels.idleMs = 300;
+    try {
+      const { socket, text, closed } = await rawConnection();
+      socket.write(`GET / HTTP/1.1\r\nHost: ${host('pipe-idle')}\r\n\r\n`);
+      await until(() => responses(text()).length === 1, 'the response');
+      await closed;
+      await until(() => openStreams('pipe-idle') === 0, 'the stream to close');
+    } finally {
+      tp.platform.tunnels.idleMs = idleMs;
+    }
+  });
+});
+
+describe('a client without the byte path', () => {
+  it('gets a stream per request, as before, and the same answers', async () => {
+    const app = await startApp('A');
+    await startTunnel('no-pipe', app.port, false);
+    const { socket, text } = await rawConnection();
+    const h = host('no-pipe');
+    socket.write(
+      `GET /x HTTP/1.1\r\nHost: ${h}\r\n\r\nPOST /y HTTP/1.1\r\nHost: ${h}\r\nContent-Length: 2\r\n\r\nhi`,
+    );
+    await until(() => responses(text()).length === 2, 'two responses');
+    expect(responses(text()).map((r) => r.body)).toEqual(['A GET /x', 'A POST /y']);
+    // The connection is kept alive, yet no stream stays open between requests.
+    await until(() => openStreams('no-pipe') === 0, 'no stream between requests');
+    expect(app.seen[1]!.body).toBe('hi');
+    socket.destroy();
+  });
+});
