@@ -5,7 +5,7 @@
 // header cannot take the framing out; an Upgrade the app refuses leaves the connection HTTP; a client
 // that does not offer the byte path gets a stream per request as before.
 import { type IncomingMessage, type Server, createServer } from 'node:http';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import { type AddressInfo, type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
