@@ -32,6 +32,10 @@ async function startApp(name: string): Promise<{ port: number; seen: Seen[] }> {
   let connections = 0;
   const ids = new WeakMap<object, number>();
   const server = createServer((req, res) => {
+    if (req.url === '/hang-up') {
+      req.socket.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -268,6 +272,25 @@ describe('the byte path', () => {
     } finally {
       tp.platform.tunnels.idleMs = idleMs;
     }
+  });
+
+  it('answers 502 when the app closes the connection before answering, with why, on both sides', async () => {
+    const app = await startApp('A');
+    const client = await startTunnel('pipe-hang-up', app.port);
+    const onClient: Array<{ status: number; error: string | null }> = [];
+    client.on('exchange', (e) => onClient.push({ status: e.request.status_code, error: e.request.error }));
+    const { socket, text, closed } = await rawConnection();
+    socket.write(`GET /hang-up HTTP/1.1\r\nHost: ${host('pipe-hang-up')}\r\n\r\n`);
+    await closed;
+    const [answer] = responses(text());
+    expect(answer?.status).toBe(502);
+    expect(answer?.body).toBe(
+      'Wharf tunnel: the local app did not answer (the app closed the connection before answering).\n',
+    );
+    const [edge] = await captured('pipe-hang-up');
+    expect(edge).toMatchObject({ status_code: 502, error: 'the app closed the connection before answering' });
+    await until(() => onClient.length === 1, 'the client to capture it');
+    expect(onClient[0]).toEqual({ status: 502, error: 'the app closed the connection before answering' });
   });
 });
 

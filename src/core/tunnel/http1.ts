@@ -8,8 +8,9 @@ import { HTTPParser } from 'http-parser-js';
 
 // Header bytes as they are (RFC 9110 allows obs-text): 'ascii', the default, would clear their top bit.
 HTTPParser.encoding = 'latin1';
-// Heads as large as Node's own server takes (16 KiB), not 80 KiB: the parser sets this on every message.
-HTTPParser.maxHeaderSize = maxHeaderSize;
+// The parser's own head size check counts the bytes of a message that ended at a chunk's end into the
+// next message's head (a 64 KiB chunk of body would trip it): the framer measures heads itself instead.
+HTTPParser.maxHeaderSize = Number.MAX_SAFE_INTEGER;
 
 /**
  * http-parser-js reads a chunk size with parseInt, which takes `1x`, `-0` or `0x10`; a proxy that reads
@@ -27,12 +28,34 @@ function strictChunkHead(this: ParserState): void {
   this.state = this.body_bytes === 0 ? 'BODY_CHUNKTRAILERS' : 'BODY_CHUNK';
 }
 
+/**
+ * The parser's line reader, finding the line's end with Buffer#indexOf (memchr) instead of a loop
+ * over each byte in JavaScript: the same lines, a fraction of the time on every head.
+ */
+function fastConsumeLine(this: ParserState): string | undefined {
+  const { chunk, end } = this;
+  const newline = chunk.indexOf(0x0a, this.offset);
+  if (newline < 0 || newline >= end) {
+    this.line += chunk.latin1Slice(this.offset, end);
+    this.offset = end;
+    return undefined;
+  }
+  let line = this.line + chunk.latin1Slice(this.offset, newline);
+  if (line.charCodeAt(line.length - 1) === 0x0d) line = line.slice(0, -1);
+  this.line = '';
+  this.offset = newline + 1;
+  return line;
+}
+
 /** The parser's own state and methods, as far as this file reads them (the typings call them private). */
 interface ParserState {
+  chunk: Buffer & { latin1Slice(start: number, end: number): string };
+  end: number;
+  line: string;
   offset: number;
   state: string;
   body_bytes: number | null;
-  consumeLine(): string | undefined;
+  consumeLine(this: ParserState): string | undefined;
   execute(chunk: Buffer): number | Error;
   finish(): void | Error;
   reinitialize(type: string): void;
@@ -103,6 +126,7 @@ export class Http1Framer {
   private mark = 0;
   /** Head bytes from earlier chunks of a head still being read. */
   private headParts: Buffer[] = [];
+  private headBytes = 0;
   private inHead = true;
   private out: Buffer[] = [];
   private rest: Buffer | null = null;
@@ -129,6 +153,7 @@ export class Http1Framer {
     this.parser = parser as unknown as ParserState;
     // The state machine calls each state by name on the parser: this one reads chunk sizes strictly.
     this.parser.BODY_CHUNKHEAD = strictChunkHead;
+    this.parser.consumeLine = fastConsumeLine;
   }
 
   /** Whether a message has begun and not ended (its head, or its body, is still coming). */
@@ -167,8 +192,12 @@ export class Http1Framer {
       );
     }
     if (this.mark < chunk.length) {
-      if (this.inHead) this.headParts.push(chunk.subarray(this.mark));
-      else this.out.push(chunk.subarray(this.mark));
+      if (this.inHead) {
+        this.headParts.push(chunk.subarray(this.mark));
+        this.headBytes += chunk.length - this.mark;
+        // As large as Node's own server takes (16 KiB): a head that never ends must not grow forever.
+        if (this.headBytes > maxHeaderSize) throw framingError('a head over the size limit');
+      } else this.out.push(chunk.subarray(this.mark));
     }
     return { out: this.out, rest: null };
   }
@@ -203,7 +232,7 @@ export class Http1Framer {
     const tail = this.chunk.subarray(this.mark, offset);
     const raw = this.headParts.length === 0 ? tail : Buffer.concat([...this.headParts, tail]);
     this.headParts = [];
-    // The parser counts a head's size only across chunks: one that came whole is measured here.
+    this.headBytes = 0;
     if (raw.length > maxHeaderSize) throw framingError('a head over the size limit');
     const head: MessageHead = {
       method: HTTPParser.methods[info.method] ?? '',

@@ -132,11 +132,17 @@ export function answerPipe(
     }
     stream.resume();
   };
-  /** Ends both sides; what is in flight is recorded with `error`. */
+  /**
+   * Ends both sides; what is in flight is recorded with `error`, a request the app never began to
+   * answer with the 502 the edge answers it with.
+   */
   const end = (error: string, reset: boolean) => {
     if (done) return;
     done = true;
-    for (const request of inFlight.splice(0)) record(request, error);
+    for (const request of inFlight.splice(0)) {
+      if (!request.answered && !reset) refusedAnswer(request, error);
+      else record(request, error);
+    }
     if (reset) {
       socket.destroy();
       if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);

@@ -277,18 +277,29 @@ export class Conduit {
   /** The client could not connect to the local app: the public client gets the 502 it used to send. */
   private appUnreachable(why: string): void {
     if (this.done) return;
+    this.noAnswer(why);
+    this.finish(why, { end: true });
+  }
+
+  /**
+   * The app will not answer the first request in flight (it cannot be reached, or closed the
+   * connection first): the public client gets a 502 saying so, as the client used to send it, and the
+   * capture has both. Nothing is written if a response to it has begun.
+   */
+  private noAnswer(why: string): void {
+    const request = this.inFlight[0];
+    if (!request || request.answered) return;
+    this.inFlight.shift();
     const body = Buffer.from(`Wharf tunnel: the local app did not answer (${why}).\n`);
-    const request = this.inFlight.shift();
-    if (request?.exchange) {
+    if (request.exchange) {
       request.exchange.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
       request.exchange.responseBody.push(body);
     }
-    if (request) this.record(request, why);
+    this.record(request, why);
     this.socket.write(
       `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
     );
     this.socket.write(body);
-    this.finish(why, { end: true });
   }
 
   /** The app closed its connection (the client ended the stream): a body read to the close is whole. */
@@ -299,12 +310,12 @@ export class Conduit {
     } catch {
       // an incomplete response: recorded below as cut off
     }
-    this.finish(
-      this.inFlight[0]?.answered
-        ? 'the app closed the connection in the middle of its response'
-        : 'the app closed the connection before answering',
-      { end: true },
-    );
+    if (this.inFlight[0]?.answered) {
+      this.finish('the app closed the connection in the middle of its response', { end: true });
+      return;
+    }
+    this.noAnswer('the app closed the connection before answering');
+    this.finish('the app closed the connection before answering', { end: true });
   }
 
   private streamClosed(): void {

@@ -104,6 +104,22 @@ describe('Http1Framer on requests', () => {
     expect(seen).toEqual(['/ws', '/after']);
   });
 
+  it('counts no body into the next head: a 64 KiB body that ends with its chunk, then another request', () => {
+    const framer = new Http1Framer('request', { head: () => undefined });
+    const head = Buffer.from('POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 65536\r\n\r\n');
+    framer.write(head);
+    expect(framer.write(Buffer.alloc(65536, 'b')).out[0]!.length).toBe(65536);
+    expect(() => framer.write(Buffer.from('GET /next HTTP/1.1\r\nHost: a\r\n\r\n'))).not.toThrow();
+  });
+
+  it('refuses a head that grows past 16 KiB over many chunks', () => {
+    const framer = new Http1Framer('request', { head: () => undefined });
+    framer.write(Buffer.from('GET / HTTP/1.1\r\nHost: a\r\n'));
+    expect(() => {
+      for (let i = 0; i < 40; i++) framer.write(Buffer.from(`X-Filler-${i}: ${'f'.repeat(500)}\r\n`));
+    }).toThrow(/size limit/);
+  });
+
   const refusals: Array<[string, string, RegExp]> = [
     [
       'Transfer-Encoding next to Content-Length',
