@@ -119,7 +119,8 @@ export interface ExchangeStart {
   /** The public URL the request was made to. */
   url: string;
   httpVersion: string;
-  requestHeaders: HeaderList;
+  /** A list, or names and values alternating as parsers give them (turned into a list when read). */
+  requestHeaders: HeaderList | readonly string[];
   /** The public client as `<host>:<port>` (see `peerAddress`). */
   remoteAddr: string;
   replayOf?: string | null;
@@ -139,36 +140,17 @@ export const CLIENT_WENT_AWAY_STATUS = 499;
 export class Exchange {
   readonly requestBody = new BodyTap();
   readonly responseBody = new BodyTap();
+  readonly id: string;
   private readonly startedMs = performance.now();
-  private readonly record: CapturedRequest;
+  private readonly startedAt = Date.now();
   private status: number | null = null;
-  private finished = false;
+  /** The status recorded when no response comes (see noResponse). */
+  private fallbackStatus = NO_RESPONSE_STATUS;
+  private responseHeaders: HeaderList | readonly string[] = [];
+  private ended: Ended | null = null;
 
-  constructor(start: ExchangeStart) {
-    this.record = {
-      id: start.id ?? newRequestId(),
-      method: start.method,
-      path: start.path,
-      status_code: NO_RESPONSE_STATUS,
-      duration_ms: 0,
-      request_headers: headerObject(start.requestHeaders),
-      response_headers: {},
-      request_size: 0,
-      response_size: 0,
-      remote_addr: start.remoteAddr,
-      timestamp: new Date().toISOString(),
-      tunnel_id: start.tunnelId,
-      url: start.url,
-      http_version: start.httpVersion,
-      request_header_list: start.requestHeaders,
-      response_header_list: [],
-      error: null,
-      replay_of: start.replayOf ?? null,
-    };
-  }
-
-  get id(): string {
-    return this.record.id;
+  constructor(private readonly start: ExchangeStart) {
+    this.id = start.id ?? newRequestId();
   }
 
   /** Whether a response (the app's, or one the tunnel answered with) has been recorded. */
@@ -176,11 +158,10 @@ export class Exchange {
     return this.status !== null;
   }
 
-  response(status: number, headers: HeaderList): void {
+  /** `headers`: a list, or names and values alternating (turned into a list when read). */
+  response(status: number, headers: HeaderList | readonly string[]): void {
     this.status = status;
-    this.record.status_code = status;
-    this.record.response_header_list = headers;
-    this.record.response_headers = headerObject(headers);
+    this.responseHeaders = headers;
   }
 
   /**
@@ -188,31 +169,103 @@ export class Exchange {
    * 504 on a time-out, 499 when the public client went away); a response already recorded stays.
    */
   noResponse(status: number): void {
-    if (this.status === null) this.record.status_code = status;
+    if (this.status === null) this.fallbackStatus = status;
   }
 
   /**
    * Ends the exchange (with why it failed, if it did) and returns the captured request. Its bodies are
    * buffers of their own, or, given `store`, wherever the store copies them (null: not kept).
+   *
+   * The captured request itself is put together when first read: an edge keeps a thousand exchanges
+   * and is asked for few of them, so building each one's header objects as it passes would be work
+   * (and garbage) on every request for nothing.
    */
   finish(error: string | null = null, store?: BodyStore): CapturedExchange {
-    if (!this.finished) {
-      this.finished = true;
-      this.record.duration_ms = Math.round(performance.now() - this.startedMs);
-      this.record.request_size = this.requestBody.size;
-      this.record.response_size = this.responseBody.size;
-      this.record.error = error;
-    }
+    const ended = (this.ended ??= {
+      start: this.start,
+      id: this.id,
+      startedAt: this.startedAt,
+      status: this.status ?? this.fallbackStatus,
+      responseHeaders: this.responseHeaders,
+      durationMs: Math.round(performance.now() - this.startedMs),
+      requestSize: this.requestBody.size,
+      responseSize: this.responseBody.size,
+      error,
+    });
     const stored = store ? store(this.requestBody, this.responseBody) : undefined;
     const dropped = stored === null;
-    return {
-      request: { ...this.record },
-      requestBody: stored ? stored.request : dropped ? EMPTY : this.requestBody.body,
-      responseBody: stored ? stored.response : dropped ? EMPTY : this.responseBody.body,
-      requestBodyTruncated: this.requestBody.truncated || (dropped && this.requestBody.keptBytes > 0),
-      responseBodyTruncated: this.responseBody.truncated || (dropped && this.responseBody.keptBytes > 0),
-    };
+    return new Captured(
+      ended,
+      stored ? stored.request : dropped ? EMPTY : this.requestBody.body,
+      stored ? stored.response : dropped ? EMPTY : this.responseBody.body,
+      this.requestBody.truncated || (dropped && this.requestBody.keptBytes > 0),
+      this.responseBody.truncated || (dropped && this.responseBody.keptBytes > 0),
+    );
   }
+}
+
+/**
+ * A finished exchange. It holds what its captured request needs (never the exchange, whose taps hold
+ * the bodies' chunks), and puts that request together when it is first read.
+ */
+class Captured implements CapturedExchange {
+  private view: CapturedRequest | null = null;
+
+  constructor(
+    private readonly ended: Ended,
+    public requestBody: Buffer,
+    public responseBody: Buffer,
+    public requestBodyTruncated: boolean,
+    public responseBodyTruncated: boolean,
+  ) {}
+
+  get request(): CapturedRequest {
+    return (this.view ??= capturedRequest(this.ended));
+  }
+}
+
+/** What a finished exchange keeps for its captured request. */
+interface Ended {
+  start: ExchangeStart;
+  id: string;
+  startedAt: number;
+  status: number;
+  responseHeaders: HeaderList | readonly string[];
+  durationMs: number;
+  requestSize: number;
+  responseSize: number;
+  error: string | null;
+}
+
+/** A header list, from a list or from names and values alternating. */
+function listOf(headers: HeaderList | readonly string[]): HeaderList {
+  return typeof headers[0] === 'string' ? headerList(headers as readonly string[]) : (headers as HeaderList);
+}
+
+function capturedRequest(ended: Ended): CapturedRequest {
+  const { start } = ended;
+  const requestHeaders = listOf(start.requestHeaders);
+  const responseHeaders = listOf(ended.responseHeaders);
+  return {
+    id: ended.id,
+    method: start.method,
+    path: start.path,
+    status_code: ended.status,
+    duration_ms: ended.durationMs,
+    request_headers: headerObject(requestHeaders),
+    response_headers: headerObject(responseHeaders),
+    request_size: ended.requestSize,
+    response_size: ended.responseSize,
+    remote_addr: start.remoteAddr,
+    timestamp: new Date(ended.startedAt).toISOString(),
+    tunnel_id: start.tunnelId,
+    url: start.url,
+    http_version: start.httpVersion,
+    request_header_list: requestHeaders,
+    response_header_list: responseHeaders,
+    error: ended.error,
+    replay_of: start.replayOf ?? null,
+  };
 }
 
 /** Copies an exchange's kept bodies somewhere; null when it cannot keep them. */
@@ -247,13 +300,16 @@ export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
  * outlive the next exchange recorded).
  */
 export class CaptureRing {
-  private readonly items: CapturedExchange[] = [];
+  /** The exchanges kept, oldest first from `first` on. */
+  private readonly items: Array<{ id: string; captured: CapturedExchange }> = [];
+  private first = 0;
   private readonly byId = new Map<string, CapturedExchange>();
   /** Allocated on the first body (its pages are touched only as they are written). */
   private arena: Buffer | null = null;
   private writeAt = 0;
   /** The exchanges whose bodies are in the arena, in the order they were written (oldest first). */
   private readonly placed: Array<{ exchange: CapturedExchange; start: number; end: number }> = [];
+  private placedFirst = 0;
   total = 0;
 
   constructor(
@@ -263,29 +319,54 @@ export class CaptureRing {
 
   /** Finishes an exchange and keeps it, with its bodies copied into the ring's buffer. */
   record(exchange: Exchange, error: string | null = null): CapturedExchange {
-    const at: { range?: { start: number; end: number } } = {};
-    const captured = exchange.finish(error, (request, response) => {
-      const length = request.keptBytes + response.keptBytes;
-      if (length === 0) return { request: EMPTY, response: EMPTY };
-      const range = this.reserve(length);
-      if (!range) return null;
-      at.range = range;
-      const arena = this.arena!;
-      const split = range.start + request.copyTo(arena, range.start);
-      response.copyTo(arena, split);
-      return { request: arena.subarray(range.start, split), response: arena.subarray(split, range.end) };
-    });
-    if (at.range) this.placed.push({ exchange: captured, ...at.range });
-    this.items.push(captured);
-    this.byId.set(captured.request.id, captured);
+    this.placedAt = null;
+    const captured = exchange.finish(error, this.store);
+    // Set by the store during finish (TypeScript cannot see that it may have changed).
+    const placed = this.placedAt as { start: number; end: number } | null;
+    if (placed) this.placed.push({ exchange: captured, start: placed.start, end: placed.end });
+    this.items.push({ id: exchange.id, captured });
+    this.byId.set(exchange.id, captured);
     this.total += 1;
-    while (this.items.length > this.capacity) {
-      const dropped = this.items.shift()!;
-      this.byId.delete(dropped.request.id);
+    if (this.items.length - this.first > this.capacity) {
+      const dropped = this.items[this.first]!;
+      this.first += 1;
+      this.byId.delete(dropped.id);
       // Written in the order they were kept: a dropped exchange still in the arena is the oldest there.
-      if (this.placed[0]?.exchange === dropped) this.placed.shift();
+      if (this.placed[this.placedFirst]?.exchange === dropped.captured) this.placedFirst += 1;
+      this.compact();
     }
     return captured;
+  }
+
+  /** Where the last record's bodies went in the arena (set by store). */
+  private placedAt: { start: number; end: number } | null = null;
+
+  /** Copies an exchange's kept bodies into the arena (the BodyStore of record). */
+  private readonly store: BodyStore = (request, response) => {
+    const length = request.keptBytes + response.keptBytes;
+    if (length === 0) return { request: EMPTY, response: EMPTY };
+    const range = this.reserve(length);
+    if (!range) return null;
+    this.placedAt = range;
+    const arena = this.arena!;
+    const split = range.start + request.copyTo(arena, range.start);
+    response.copyTo(arena, split);
+    return { request: arena.subarray(range.start, split), response: arena.subarray(split, range.end) };
+  };
+
+  /**
+   * Items and placements leave from the front: an index moves instead of the arrays shifting each time,
+   * and the arrays are cut once that many have gone.
+   */
+  private compact(): void {
+    if (this.first >= 1024) {
+      this.items.splice(0, this.first);
+      this.first = 0;
+    }
+    if (this.placedFirst >= 1024) {
+      this.placed.splice(0, this.placedFirst);
+      this.placedFirst = 0;
+    }
   }
 
   get(id: string): CapturedExchange | undefined {
@@ -294,16 +375,19 @@ export class CaptureRing {
 
   /** Newest first. */
   list(): CapturedRequest[] {
-    return this.items.map((e) => e.request).reverse();
+    const newestFirst: CapturedRequest[] = [];
+    for (let i = this.items.length - 1; i >= this.first; i--)
+      newestFirst.push(this.items[i]!.captured.request);
+    return newestFirst;
   }
 
   get size(): number {
-    return this.items.length;
+    return this.items.length - this.first;
   }
 
   /** How many of the exchanges kept still have their bodies. */
   get withBodies(): number {
-    return this.placed.length;
+    return this.placed.length - this.placedFirst;
   }
 
   /** Room for `length` bytes in the arena, taken from the oldest bodies there; null if it cannot fit. */
@@ -313,12 +397,17 @@ export class CaptureRing {
     let start = this.writeAt;
     if (start + length > this.bodyBudget) {
       // The end of the arena is skipped: the bodies there are the oldest, and go first.
-      while (this.placed.length > 0 && this.placed[0]!.start >= start) this.evictOldest();
+      while (this.placed.length > this.placedFirst && this.placed[this.placedFirst]!.start >= start)
+        this.evictOldest();
       start = 0;
     }
     const end = start + length;
     // The bodies in the way are the oldest ones: the arena is written in order, round and round.
-    while (this.placed.length > 0 && this.placed[0]!.start < end && start < this.placed[0]!.end) {
+    while (
+      this.placed.length > this.placedFirst &&
+      this.placed[this.placedFirst]!.start < end &&
+      start < this.placed[this.placedFirst]!.end
+    ) {
       this.evictOldest();
     }
     this.writeAt = end;
@@ -326,7 +415,9 @@ export class CaptureRing {
   }
 
   private evictOldest(): void {
-    const old = this.placed.shift()!.exchange;
+    const old = this.placed[this.placedFirst]!.exchange;
+    this.placedFirst += 1;
+    this.compact();
     if (old.requestBody.length > 0) old.requestBodyTruncated = true;
     if (old.responseBody.length > 0) old.responseBodyTruncated = true;
     old.requestBody = EMPTY;

@@ -350,6 +350,33 @@ export function hasAnyHeader(headers: readonly string[], names: ReadonlySet<stri
   return false;
 }
 
+const HEAD_END = Buffer.from('\r\n\r\n');
+
+/**
+ * A head with `drop` left out and `add` appended, like rewriteHead, but without taking the head apart
+ * when none of `drop` is in it (the common case: the lines are put before its blank line).
+ */
+export function editHead(
+  head: { raw: Buffer; headers: readonly string[] },
+  drop: ReadonlySet<string>,
+  add: readonly string[],
+): Buffer {
+  const { raw } = head;
+  if (hasAnyHeader(head.headers, drop) || !raw.subarray(-4).equals(HEAD_END))
+    return rewriteHead(raw, drop, add);
+  if (add.length === 0) return raw;
+  return Buffer.concat([raw.subarray(0, raw.length - 2), Buffer.from(add.join('\r\n'), 'latin1'), HEAD_END]);
+}
+
+/**
+ * A head without its last line when that line is `line` (what the edge appended): null when it is not.
+ */
+export function withoutLastLine(raw: Buffer, line: string): Buffer | null {
+  const tail = `\r\n${line}\r\n\r\n`;
+  if (raw.length <= tail.length || raw.toString('latin1', raw.length - tail.length) !== tail) return null;
+  return Buffer.concat([raw.subarray(0, raw.length - tail.length), HEAD_END]);
+}
+
 /**
  * A request head with the headers named in `drop` left out and `add` (`name: value` lines) added at
  * its end: the request line and every other line stay byte for byte.

@@ -6,7 +6,14 @@
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect } from 'node:net';
 import { CLIENT_WENT_AWAY_STATUS, type CapturedExchange, Exchange, headerList } from '../capture/capture.js';
-import { Http1Framer, connectionListed, hasAnyHeader, headerValue, rewriteHead } from './http1.js';
+import {
+  Http1Framer,
+  connectionListed,
+  hasAnyHeader,
+  headerValue,
+  rewriteHead,
+  withoutLastLine,
+} from './http1.js';
 import { OURS, STREAM_HEADERS } from './protocol.js';
 
 export interface PipeOptions {
@@ -78,13 +85,13 @@ export function answerPipe(
       }
       inFlight.push(request);
       const host = options.hostFor(publicHost);
-      // The fast path: nothing of ours in the head and the Host kept.
-      if (
-        host === publicHost &&
-        exchange === null &&
-        headerValue(head.headers, STREAM_HEADERS.requestId) === undefined
-      )
-        return undefined;
+      if (host === publicHost) {
+        // The Host kept: at most the edge's request id, its last line, comes out.
+        const id = headerValue(head.headers, STREAM_HEADERS.requestId);
+        if (id === undefined && !hasAnyHeader(head.headers, OURS)) return undefined;
+        const trimmed = withoutLastLine(head.raw, `${STREAM_HEADERS.requestId}: ${id}`);
+        if (trimmed && !hasAnyHeader(head.headers.slice(0, -2), OURS)) return { replace: trimmed };
+      }
       return { replace: rewriteHead(head.raw, DROPPED, [`host: ${host}`]) };
     },
     body: (data) => inFlight.at(-1)?.exchange?.requestBody.push(data),

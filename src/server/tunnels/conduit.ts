@@ -7,13 +7,13 @@
 // to the edge to be routed afresh.
 import http2, { type ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { CLIENT_WENT_AWAY_STATUS, Exchange, headerList, peerAddress } from '../../core/capture/capture.js';
+import { CLIENT_WENT_AWAY_STATUS, Exchange, peerAddress } from '../../core/capture/capture.js';
 import {
   FramingError,
   Http1Framer,
   connectionListed,
+  editHead,
   headerValue,
-  rewriteHead,
 } from '../../core/tunnel/http1.js';
 import { OURS, STREAM_HEADERS } from '../../core/tunnel/protocol.js';
 import { forwardedHeader, publicProto } from '../edge/forwarded.js';
@@ -110,7 +110,7 @@ export class Conduit {
               path: head.url,
               url: tunnel.url + head.url,
               httpVersion: `HTTP/${head.version}`,
-              requestHeaders: headerList(head.headers),
+              requestHeaders: head.headers,
               remoteAddr: peerAddress(socket),
             })
           : null;
@@ -127,7 +127,7 @@ export class Conduit {
         ];
         if (exchange) add.push(`${STREAM_HEADERS.requestId}: ${exchange.id}`);
         const listed = connectionListed(head.headers);
-        return { replace: rewriteHead(head.raw, listed ? new Set([...REPLACED, ...listed]) : REPLACED, add) };
+        return { replace: editHead(head, listed ? new Set([...REPLACED, ...listed]) : REPLACED, add) };
       },
       body: (data) => {
         this.bodySeen += data.length;
@@ -140,7 +140,7 @@ export class Conduit {
         const request = this.inFlight[0];
         if (!request || (head.status < 200 && head.status !== 101)) return undefined;
         request.answered = true;
-        request.exchange?.response(head.status, headerList(head.headers));
+        request.exchange?.response(head.status, head.headers);
         if (request.upgrade) this.releaseHeld(head.status === 101);
         if (head.status === 101) return { raw: true };
         const connect = request.method === 'CONNECT' && head.status < 300;

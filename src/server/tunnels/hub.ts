@@ -106,7 +106,8 @@ export class Tunnel {
   /** Finishes a captured exchange (with why it failed, if it did), keeps it and feeds it live. */
   record(exchange: Exchange, error: string | null = null): CapturedExchange {
     const captured = this.ring.record(exchange, error);
-    this.feed.emit('request', captured.request);
+    // The captured request is put together only for someone who reads it (capture.ts).
+    if (this.feed.listenerCount('request') > 0) this.feed.emit('request', captured.request);
     return captured;
   }
 }

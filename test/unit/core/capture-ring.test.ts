@@ -44,6 +44,26 @@ describe('BodyTap', () => {
 });
 
 describe('CaptureRing', () => {
+  it('keeps the newest exchanges in order through thousands dropped, and their bodies while they fit', () => {
+    const ring = new CaptureRing(10, 64);
+    const ids: string[] = [];
+    for (let i = 0; i < 5_000; i++) {
+      const e = exchange(8, i % 256);
+      ids.push(e.id);
+      ring.record(e);
+    }
+    expect(ring.size).toBe(10);
+    expect(ring.total).toBe(5_000);
+    expect(ring.list().map((r) => r.id)).toEqual(ids.slice(-10).reverse());
+    expect(ring.get(ids[4_989]!)).toBeUndefined();
+    // 64 bytes of budget: the last 8 bodies of 8 bytes, the two before written over.
+    expect(ring.withBodies).toBe(8);
+    const last = ring.get(ids[4_999]!)!;
+    expect(last.requestBody.equals(Buffer.alloc(8, 4_999 % 256))).toBe(true);
+    expect(ring.get(ids[4_990]!)!.requestBodyTruncated).toBe(true);
+    expect(last.request).toBe(last.request);
+  });
+
   it('keeps the last `capacity` exchanges, newest first', () => {
     const ring = new CaptureRing(3);
     const all = Array.from({ length: 5 }, () => ring.record(exchange(1)));

@@ -7,8 +7,10 @@ import {
   Http1Framer,
   type MessageHead,
   connectionListed,
+  editHead,
   headerValue,
   rewriteHead,
+  withoutLastLine,
 } from '../../../src/core/tunnel/http1.js';
 
 const PIPELINED = Buffer.from(
@@ -238,6 +240,33 @@ describe('rewriteHead and connectionListed', () => {
     expect(rewriteHead(raw, new Set(['x-forwarded-for']), ['x-forwarded-for: 1.2.3.4']).toString()).toBe(
       'GET /x?y=1 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\nx-forwarded-for: 1.2.3.4\r\n\r\n',
     );
+  });
+
+  it('appends to a head without taking it apart when nothing in it is dropped, and takes it apart when something is', () => {
+    const raw = Buffer.from('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+    const headers = ['Host', 'a'];
+    expect(editHead({ raw, headers }, new Set(['x-real-ip']), ['x-real-ip: 1.2.3.4']).toString()).toBe(
+      'GET / HTTP/1.1\r\nHost: a\r\nx-real-ip: 1.2.3.4\r\n\r\n',
+    );
+    const claimed = Buffer.from('GET / HTTP/1.1\r\nX-Real-IP: 6.6.6.6\r\nHost: a\r\n\r\n');
+    expect(
+      editHead({ raw: claimed, headers: ['X-Real-IP', '6.6.6.6', 'Host', 'a'] }, new Set(['x-real-ip']), [
+        'x-real-ip: 1.2.3.4',
+      ]).toString(),
+    ).toBe('GET / HTTP/1.1\r\nHost: a\r\nx-real-ip: 1.2.3.4\r\n\r\n');
+    // Bare LF line ends: taken apart, written back with CRLF.
+    expect(
+      editHead({ raw: Buffer.from('GET / HTTP/1.1\nHost: a\n\n'), headers }, new Set(), ['x: 1']).toString(),
+    ).toBe('GET / HTTP/1.1\r\nHost: a\r\nx: 1\r\n\r\n');
+  });
+
+  it('takes off a last line only when it is the one given', () => {
+    const raw = Buffer.from('GET / HTTP/1.1\r\nHost: a\r\nwharf-request-id: req_1\r\n\r\n');
+    expect(withoutLastLine(raw, 'wharf-request-id: req_1')!.toString()).toBe(
+      'GET / HTTP/1.1\r\nHost: a\r\n\r\n',
+    );
+    expect(withoutLastLine(raw, 'wharf-request-id: req_2')).toBeNull();
+    expect(withoutLastLine(Buffer.from('GET / HTTP/1.1\r\n\r\n'), 'wharf-request-id: req_1')).toBeNull();
   });
 
   it('lists what Connection names, but never a header that frames the message or names its host', () => {
