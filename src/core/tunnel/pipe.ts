@@ -137,7 +137,7 @@ export function answerPipe(
       end('the request could not be read', true);
       return;
     }
-    stream.resume();
+    if (!socket.writableNeedDrain) stream.resume();
   };
   /**
    * Ends both sides; what is in flight is recorded with `error`, a request the app never began to
@@ -176,7 +176,11 @@ export function answerPipe(
     }
     if (unreachable !== null) return;
     toApp(framed.out);
-    if (requests.holding) held = framed.rest ?? Buffer.alloc(0);
+    if (requests.holding) {
+      // Nothing more is read until the app says whether it upgraded (release resumes).
+      held = framed.rest ?? Buffer.alloc(0);
+      stream.pause();
+    }
   });
   stream.on('end', () => {
     if (!done) socket.end();
