@@ -255,6 +255,10 @@ HAVE_PODMAN=0
 command -v podman >/dev/null && HAVE_PODMAN=1
 
 ensure_docker
+# Project networks earlier runs' platforms left unused (a platform removes its own when it stops its
+# containers; one killed mid-run cannot): the engine has room for a few dozen bridge networks only.
+pruned=$(docker network prune -f --filter label=dev.wharf.platform 2>/dev/null | grep -c '^wharf-' || true)
+log "docker: removed $pruned unused project networks left by earlier runs"
 [ "$HAVE_PODMAN" = 0 ] || ensure_containers_conf
 ensure_images
 if [ "$HAVE_PODMAN" = 1 ]; then

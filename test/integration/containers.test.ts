@@ -455,6 +455,25 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
 });
 
 describe.skipIf(reason !== null)('a platform restart with the container runtime', () => {
+  it('removes its project networks once it has stopped their containers', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-networks-'));
+    const tp = await startPlatform({ runtime: 'container', images, dataDir, stopContainersOnExit: true });
+    let closed = false;
+    try {
+      const project = await createProject(tp, { name: 'Net', subdomain: 'c-net', deploy_source: 'upload' });
+      await deployFiles(tp, project.id, plainNode('networked'));
+      const network = docker.getNetwork(`wharf-${project.id.toLowerCase()}`);
+      expect((await network.inspect()) as unknown).toBeTruthy();
+      await tp.close();
+      closed = true;
+      expect(await containersOf(tp, project.id)).toEqual([]);
+      await expect(network.inspect()).rejects.toThrow(/no such network|not found/i);
+    } finally {
+      if (!closed) await tp.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it('follows the running container instead of rebuilding or restarting it', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'wharf-restart-'));
     const config = { runtime: 'container' as const, images, dataDir, stopContainersOnExit: false };

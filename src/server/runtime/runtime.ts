@@ -31,6 +31,7 @@ import {
   connectDocker,
   listContainers,
   removeContainer,
+  removeIdleNetworks,
   removeNetwork,
 } from './drivers/docker.js';
 import { Planner, type ReleasePlan, isDirectory, normalizePlan } from './plan.js';
@@ -290,6 +291,9 @@ export class Runtime {
       }),
     );
     await this.images.idle();
+    // With its containers gone, the platform's project networks go too (the engine has few of them).
+    if (this.config.stopContainersOnExit && this.engine)
+      await removeIdleNetworks(this.engine, this.platformId).catch(() => undefined);
   }
 
   /** The edge's question: where does a request for `service` (null: the main one) of a project go? */

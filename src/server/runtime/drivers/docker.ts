@@ -322,6 +322,26 @@ export async function removeNetwork(docker: Docker, name: string): Promise<void>
 }
 
 /**
+ * Removes this platform's project networks that no container uses any more. A project's network
+ * outlives containers stopped with the platform (stopContainersOnExit), and the engine has room for a
+ * few dozen bridge networks only: left behind, they end every later deploy's network with "could not
+ * find an available, non-overlapping IPv4 address pool".
+ */
+export async function removeIdleNetworks(docker: Docker, platformId: string): Promise<void> {
+  const networks = await docker
+    .listNetworks({ filters: { label: [`${PLATFORM_LABEL}=${platformId}`] } })
+    .catch(() => []);
+  for (const network of networks) {
+    const detail = (await docker
+      .getNetwork(network.Id)
+      .inspect()
+      .catch(() => null)) as { Containers?: Record<string, unknown> } | null;
+    if (detail && Object.keys(detail.Containers ?? {}).length === 0)
+      await removeNetwork(docker, network.Name);
+  }
+}
+
+/**
  * Waits until an HTTP server answers at 127.0.0.1:`port` (any status counts). A TCP connect is not
  * enough: the engine's port proxy accepts connections before the app inside listens.
  */
