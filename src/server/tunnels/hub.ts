@@ -371,7 +371,8 @@ export class TunnelHub {
     const tunnel = subdomain === null ? undefined : this.tunnels.get(subdomain);
     if (!tunnel?.online || !tunnel.pipes) return false;
     try {
-      const conduit = new Conduit({
+      // The conduit lives as long as the connection and its stream: their events hold it.
+      new Conduit({
         tunnel,
         host,
         socket,
@@ -382,7 +383,6 @@ export class TunnelHub {
         idleMs: this.idleMs,
         reroute,
       });
-      void conduit;
       this.piped.add(socket);
       socket.once('close', () => this.piped.delete(socket));
     } catch {
