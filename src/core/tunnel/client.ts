@@ -28,6 +28,7 @@ import {
   SESSION_WINDOW,
   STREAM_HEADERS,
   h2HeadersToHttp1,
+  noAnswerText,
   responseHeadersToH2,
   sessionTransport,
 } from './protocol.js';
@@ -349,7 +350,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       settled = true;
       controller?.abort(new Error(reason));
       if (!stream.headersSent && !stream.closed && !stream.destroyed) {
-        const body = Buffer.from(`Wharf tunnel: the local app did not answer (${reason}).\n`);
+        const body = Buffer.from(noAnswerText(reason));
         exchange?.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
         exchange?.responseBody.push(body);
         stream.respond({

@@ -14,7 +14,7 @@ import {
   rewriteHead,
   withoutLastLine,
 } from './http1.js';
-import { OURS, STREAM_HEADERS } from './protocol.js';
+import { OURS, STREAM_HEADERS, noAnswerText } from './protocol.js';
 
 export interface PipeOptions {
   localHost: string;
@@ -57,7 +57,7 @@ export function answerPipe(
     if (request.exchange) options.emit(request.exchange.finish(error));
   };
   const refusedAnswer = (request: InFlight, why: string) => {
-    const body = Buffer.from(`Wharf tunnel: the local app did not answer (${why}).\n`);
+    const body = Buffer.from(noAnswerText(why));
     request.exchange?.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
     request.exchange?.responseBody.push(body);
     record(request, why);

@@ -46,6 +46,15 @@ export const PIPE_FEATURE = 'pipe';
 /** Our stream headers: never taken from a public request or an app's response, never passed on. */
 export const OURS: ReadonlySet<string> = new Set(Object.values(STREAM_HEADERS));
 
+/**
+ * The body of the 502 a public client gets when the local app does not answer a request (it cannot be
+ * reached, or closed the connection first): the client writes it on the request path, the edge on the
+ * byte path, and both capture it.
+ */
+export function noAnswerText(why: string): string {
+  return `Wharf tunnel: the local app did not answer (${why}).\n`;
+}
+
 /** Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. */
 export const STREAM_WINDOW = 16 * 1024 * 1024;
 export const SESSION_WINDOW = 64 * 1024 * 1024;

@@ -7,6 +7,24 @@ export function forwardedHeader(address: string, host: string, proto: 'http' | '
   return `for=${node};host=${JSON.stringify(host)};proto=${proto}`;
 }
 
+/**
+ * The headers the tunnel edge gives an app about the public hop (the request path and the byte path
+ * alike), replacing whatever the public client sent under these names.
+ */
+export function forwardingHeaders(
+  address: string,
+  host: string,
+  proto: 'http' | 'https',
+): Record<string, string> {
+  return {
+    'x-forwarded-for': address,
+    'x-forwarded-proto': proto,
+    'x-forwarded-host': host,
+    'x-real-ip': address,
+    forwarded: forwardedHeader(address, host, proto),
+  };
+}
+
 /** The scheme the public client used: `https` when its connection to the edge (or the front) is TLS. */
 export function publicProto(socket: object): 'http' | 'https' {
   return (socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';

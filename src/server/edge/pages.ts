@@ -58,30 +58,31 @@ ${page.retryAfter ? `<p class="hint">This page retries by itself every ${page.re
 `;
 }
 
-/** Answers with the page, never cached, with Retry-After when it retries. */
-export function sendPage(res: ServerResponse, page: EdgePage): void {
-  const body = renderPage(page);
-  res.writeHead(page.status, {
+/** A page's response headers: never cached, with Retry-After when it retries. */
+function pageHeaders(page: EdgePage, length: number): Record<string, string | number> {
+  return {
     'content-type': 'text/html; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
+    'content-length': length,
     'cache-control': 'no-store',
     'x-wharf-edge': page.title,
     ...(page.retryAfter ? { 'retry-after': String(page.retryAfter) } : {}),
-  });
+  };
+}
+
+/** Answers with the page. */
+export function sendPage(res: ServerResponse, page: EdgePage): void {
+  const body = renderPage(page);
+  res.writeHead(page.status, pageHeaders(page, Buffer.byteLength(body)));
   res.end(body);
 }
 
 /** The page as a whole HTTP/1.1 response, for a connection the edge writes to itself. */
 export function pageResponse(page: EdgePage, options: { close?: boolean } = {}): Buffer {
   const body = Buffer.from(renderPage(page));
+  const headers = { ...pageHeaders(page, body.length), ...(options.close ? { connection: 'close' } : {}) };
   const lines = [
     `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Error'}`,
-    'content-type: text/html; charset=utf-8',
-    `content-length: ${body.length}`,
-    'cache-control: no-store',
-    `x-wharf-edge: ${page.title}`,
-    ...(page.retryAfter ? [`retry-after: ${page.retryAfter}`] : []),
-    ...(options.close ? ['connection: close'] : []),
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
   ];
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }

@@ -15,8 +15,8 @@ import {
   editHead,
   headerValue,
 } from '../../core/tunnel/http1.js';
-import { OURS, STREAM_HEADERS } from '../../core/tunnel/protocol.js';
-import { forwardedHeader, publicProto } from '../edge/forwarded.js';
+import { OURS, STREAM_HEADERS, noAnswerText } from '../../core/tunnel/protocol.js';
+import { forwardingHeaders, publicProto } from '../edge/forwarded.js';
 import { type EdgePage, pageResponse } from '../edge/pages.js';
 import type { Tunnel } from './hub.js';
 
@@ -78,15 +78,12 @@ export class Conduit {
   private bodySeen = 0;
   private streamFull = false;
   private done = false;
-  /** X-Forwarded-* for every request of this connection (its client and scheme do not change). */
-  private readonly forwarded: string[];
 
   constructor(private readonly options: ConduitOptions) {
     const { tunnel, socket, host } = options;
     this.socket = socket;
     const address = socket.remoteAddress ?? '';
     const proto = publicProto(socket);
-    this.forwarded = [`x-forwarded-for: ${address}`, `x-forwarded-proto: ${proto}`, `x-real-ip: ${address}`];
     this.stream = tunnel.session!.request(
       {
         ':method': 'POST',
@@ -119,12 +116,8 @@ export class Conduit {
         // Refused before any of it reaches the app.
         const length = headerValue(head.headers, 'content-length');
         if (length !== undefined && Number(length) > options.bodyLimit) throw new OverLimit();
-        const hostValue = headerValue(head.headers, 'host') ?? host;
-        const add = [
-          ...this.forwarded,
-          `x-forwarded-host: ${hostValue}`,
-          `forwarded: ${forwardedHeader(address, hostValue, proto)}`,
-        ];
+        const forwarding = forwardingHeaders(address, headerValue(head.headers, 'host') ?? host, proto);
+        const add = Object.entries(forwarding).map(([name, value]) => `${name}: ${value}`);
         if (exchange) add.push(`${STREAM_HEADERS.requestId}: ${exchange.id}`);
         const listed = connectionListed(head.headers);
         return { replace: editHead(head, listed ? new Set([...REPLACED, ...listed]) : REPLACED, add) };
@@ -290,7 +283,7 @@ export class Conduit {
     const request = this.inFlight[0];
     if (!request || request.answered) return;
     this.inFlight.shift();
-    const body = Buffer.from(`Wharf tunnel: the local app did not answer (${why}).\n`);
+    const body = Buffer.from(noAnswerText(why));
     if (request.exchange) {
       request.exchange.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
       request.exchange.responseBody.push(body);

@@ -51,7 +51,7 @@ import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import { type AccountLimits, type Lease, accountLimits, formatBytes } from '../limits.js';
 import type { Store } from '../store/open.js';
-import { forwardedHeader, publicProto } from '../edge/forwarded.js';
+import { forwardedHeader, forwardingHeaders, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 
 const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -805,15 +805,7 @@ export class TunnelHub {
 const REPLACED_ON_REPLAY = new Set(['content-length', 'x-forwarded-for', 'x-real-ip', 'forwarded']);
 
 function forwarded(req: IncomingMessage): Record<string, string> {
-  const address = req.socket.remoteAddress ?? '';
-  const proto = publicProto(req.socket);
-  return {
-    'x-forwarded-for': address,
-    'x-forwarded-proto': proto,
-    'x-forwarded-host': req.headers.host ?? '',
-    'x-real-ip': address,
-    forwarded: forwardedHeader(address, req.headers.host ?? '', proto),
-  };
+  return forwardingHeaders(req.socket.remoteAddress ?? '', req.headers.host ?? '', publicProto(req.socket));
 }
 
 /** Whether a public request has a body (HTTP/1.1 framing: a length, or chunked). */
