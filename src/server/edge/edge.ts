@@ -21,8 +21,9 @@ import type { PlatformConfig } from '../config.js';
 import { formatBytes } from '../limits.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
-import { normalizeHost } from '../tunnels/conduit.js';
 import type { TunnelHub } from '../tunnels/hub.js';
+import { openAppConduit } from './app-conduit.js';
+import { normalizeHost } from './conduit.js';
 import { type GiveToServer, takeConnections } from './handoff.js';
 import { forwardedHeader, publicProto } from './forwarded.js';
 import { type EdgeTlsServer, cancelStream, createEdgeTlsServer, forHttp2Client } from './http2.js';
@@ -67,8 +68,10 @@ export class Edge {
   private readonly tunnelSuffix: string;
   /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
   private readonly upgraded = new Set<Duplex>();
-  /** Connections whose first request head is being read (sniff). */
-  private readonly sniffing = new Set<Socket>();
+  /** Ends every connection of the plain server, wherever it went (the HTTP server, a byte path). */
+  private readonly endConnections: () => void;
+  /** Route lookups under way, so that many requests for one host wait on one query. */
+  private readonly lookups = new Map<string, Promise<Route | null>>();
   /** The app request each proxied request became, so that a body over the limit can be cut there too. */
   private readonly upstream = new WeakMap<IncomingMessage, ClientRequest>();
   /** Responses answered 413 while their app request was being cut: its error must not end them. */
@@ -98,7 +101,7 @@ export class Edge {
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
     this.server.keepAliveTimeout = KEEP_ALIVE_MS;
     this.tunnels.idleMs = KEEP_ALIVE_MS;
-    takeConnections(this.server, (socket, give) => this.sniff(socket, give));
+    this.endConnections = takeConnections(this.server, (socket, give) => this.sniff(socket, give));
   }
 
   /**
@@ -112,14 +115,12 @@ export class Edge {
       give(socket);
       return;
     }
-    this.sniffing.add(socket);
     let read: Buffer | null = null;
     const stop = () => {
       socket.off('data', onData);
       socket.off('error', onGone);
       socket.off('close', onGone);
       clearTimeout(timer);
-      this.sniffing.delete(socket);
       socket.pause();
     };
     const onGone = () => {
@@ -138,8 +139,16 @@ export class Edge {
         if (rest.length > 0) again.unshift(rest);
         this.sniff(again, give);
       };
-      if (host !== null && this.tunnels.claim(socket, read, host, reroute)) return;
-      give(socket, read);
+      if (host === null || host === this.apiHost) {
+        give(socket, read);
+        return;
+      }
+      if (this.tunnels.claim(socket, read, host, reroute)) return;
+      const first = read;
+      this.claimForApp(socket, first, host, reroute).then(
+        (claimed) => claimed || give(socket, first),
+        () => give(socket, first),
+      );
     };
     // A head that does not come is dropped as the HTTP server would drop it.
     const timer = setTimeout(onGone, this.server.headersTimeout);
@@ -147,6 +156,52 @@ export class Edge {
     socket.on('error', onGone);
     socket.on('close', onGone);
     socket.resume();
+  }
+
+  /**
+   * Puts a connection whose first request is for a running app (not a static site) on the byte path.
+   * False when it is for anything else: the HTTP server answers it (pages, static files, and an HSTS
+   * domain over HTTPS, whose header the byte path does not add).
+   */
+  private async claimForApp(
+    socket: Socket,
+    first: Buffer,
+    host: string,
+    reroute: (socket: Socket, rest: Buffer) => void,
+  ): Promise<boolean> {
+    const route = await this.route(host);
+    if (route === null || (route.hsts && isEncryptedSocket(socket))) return false;
+    if (socket.destroyed) return true;
+    const routed = this.runtime.target(route.projectId, route.service);
+    if (routed?.kind !== 'proxy') return false;
+    // Only where the app runs is wanted here: each request of the connection counts on its own.
+    routed.done();
+    openAppConduit({
+      host,
+      socket,
+      first,
+      port: routed.port,
+      target: () =>
+        this.stillRoutes(host, route) ? this.runtime.target(route.projectId, route.service) : null,
+      bodyLimit: this.config.limits.bodyBytes,
+      bodyLimitText: formatBytes(this.config.limits.bodyBytes),
+      idleMs: KEEP_ALIVE_MS,
+      reroute,
+    });
+    return true;
+  }
+
+  /**
+   * Whether `host` still routes to `route`, as far as the edge knows now: a routing change (a domain
+   * moved or deleted, a project renamed) reaches a kept-alive connection within the route cache's
+   * time (a lookup is started once it is out of date), and the connection is routed afresh.
+   */
+  private stillRoutes(host: string, route: Route): boolean {
+    const entry = this.routeEntry(host);
+    if (entry === undefined || entry.until <= Date.now()) this.route(host).catch(() => undefined);
+    if (entry === undefined) return true;
+    const now = entry.route;
+    return now !== null && now.projectId === route.projectId && now.service === route.service;
   }
 
   // Nothing one request does may take the platform down: an unexpected error ends that request only.
@@ -226,10 +281,9 @@ export class Edge {
     }
     return new Promise((resolve) => {
       this.server.close(() => resolve());
-      this.server.closeAllConnections();
+      this.endConnections();
       // An open WebSocket would otherwise keep the server, and the platform's shutdown, waiting.
       for (const socket of this.upgraded) socket.destroy();
-      for (const socket of this.sniffing) socket.destroy();
       this.proxy.close();
     });
   }
@@ -406,12 +460,27 @@ export class Edge {
     this.domainRoutes.delete(domain);
   }
 
-  private async route(host: string): Promise<Route | null> {
+  /** The route cache's entry for `host`, however old. */
+  private routeEntry(host: string): { route: Route | null; until: number } | undefined {
+    if (!host.endsWith(this.suffix)) return this.domainRoutes.get(host);
+    return this.routes.get(host.slice(0, -this.suffix.length));
+  }
+
+  private route(host: string): Promise<Route | null> {
+    const entry = this.routeEntry(host);
+    if (entry && entry.until > Date.now()) return Promise.resolve(entry.route);
+    let lookup = this.lookups.get(host);
+    if (lookup === undefined) {
+      lookup = this.lookUpRoute(host).finally(() => this.lookups.delete(host));
+      this.lookups.set(host, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookUpRoute(host: string): Promise<Route | null> {
     if (!host.endsWith(this.suffix)) return this.customDomainRoute(host);
     const label = host.slice(0, -this.suffix.length);
     if (label.includes('.') || label === '') return null;
-    const cached = this.routes.get(label);
-    if (cached && cached.until > Date.now()) return cached.route;
     const row = await this.db
       .selectFrom('project_hosts')
       .innerJoin('projects', 'projects.id', 'project_hosts.project_id')
@@ -429,8 +498,6 @@ export class Edge {
   private async customDomainRoute(host: string): Promise<Route | null> {
     if (host === '' || host === this.config.baseDomain) return null;
     if (host === this.config.tunnelDomain || host.endsWith(this.tunnelSuffix)) return null;
-    const cached = this.domainRoutes.get(host);
-    if (cached && cached.until > Date.now()) return cached.route;
     const row = await this.db
       .selectFrom('domains')
       .select(['project_id', 'hsts'])

@@ -8,21 +8,35 @@ export function forwardedHeader(address: string, host: string, proto: 'http' | '
 }
 
 /**
- * The headers the tunnel edge gives an app about the public hop (the request path and the byte path
- * alike), replacing whatever the public client sent under these names.
+ * The headers an edge gives an app about the public hop, replacing whatever the public client sent
+ * under these names. `upgrade`: the request asks for a WebSocket (its proto is then `ws` or `wss`).
  */
 export function forwardingHeaders(
   address: string,
   host: string,
   proto: 'http' | 'https',
+  upgrade = false,
 ): Record<string, string> {
   return {
     'x-forwarded-for': address,
-    'x-forwarded-proto': proto,
+    'x-forwarded-proto': upgrade ? (proto === 'https' ? 'wss' : 'ws') : proto,
     'x-forwarded-host': host,
+    'x-forwarded-port': /:(\d+)$/.exec(host)?.[1] ?? (proto === 'https' ? '443' : '80'),
     'x-real-ip': address,
     forwarded: forwardedHeader(address, host, proto),
   };
+}
+
+/** forwardingHeaders as `name: value` lines, for a request head the byte path writes. */
+export function forwardingLines(
+  address: string,
+  host: string,
+  proto: 'http' | 'https',
+  upgrade = false,
+): string[] {
+  return Object.entries(forwardingHeaders(address, host, proto, upgrade)).map(
+    ([name, value]) => `${name}: ${value}`,
+  );
 }
 
 /** The scheme the public client used: `https` when its connection to the edge (or the front) is TLS. */

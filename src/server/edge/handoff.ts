@@ -10,9 +10,13 @@ export type GiveToServer = (socket: Socket, read?: Buffer) => void;
 
 /**
  * Runs `take` for each new connection of `server` instead of the server's own handling, which `take`
- * reaches through `give`.
+ * reaches through `give`. Returns what ends every connection the server accepted, wherever it went
+ * (the HTTP server's closeAllConnections knows only those given to it).
  */
-export function takeConnections(server: Server, take: (socket: Socket, give: GiveToServer) => void): void {
+export function takeConnections(
+  server: Server,
+  take: (socket: Socket, give: GiveToServer) => void,
+): () => void {
   const own = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');
   const give: GiveToServer = (socket, read) => {
@@ -26,5 +30,13 @@ export function takeConnections(server: Server, take: (socket: Socket, give: Giv
     for (const listener of own) listener.call(server, socket);
     socket.resume();
   };
-  server.on('connection', (socket: Socket) => take(socket, give));
+  const open = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    take(socket, give);
+  });
+  return () => {
+    for (const socket of open) socket.destroy();
+  };
 }

@@ -3,6 +3,7 @@
 // failed gets the same plain page whatever the reason, since deploy errors and logs may name
 // repositories, paths and other things meant for the owner only (who reads them in Wharf).
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { HeaderList } from '../../shared/api/tunnels.js';
 export interface EdgePage {
   status: number;
   title: string;
@@ -58,11 +59,10 @@ ${page.retryAfter ? `<p class="hint">This page retries by itself every ${page.re
 `;
 }
 
-/** A page's response headers: never cached, with Retry-After when it retries. */
-function pageHeaders(page: EdgePage, length: number): Record<string, string | number> {
+/** A page's response headers but its length: never cached, with Retry-After when it retries. */
+function pageHeaders(page: EdgePage): Record<string, string> {
   return {
     'content-type': 'text/html; charset=utf-8',
-    'content-length': length,
     'cache-control': 'no-store',
     'x-wharf-edge': page.title,
     ...(page.retryAfter ? { 'retry-after': String(page.retryAfter) } : {}),
@@ -72,17 +72,27 @@ function pageHeaders(page: EdgePage, length: number): Record<string, string | nu
 /** Answers with the page. */
 export function sendPage(res: ServerResponse, page: EdgePage): void {
   const body = renderPage(page);
-  res.writeHead(page.status, pageHeaders(page, Buffer.byteLength(body)));
+  res.writeHead(page.status, { ...pageHeaders(page), 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
 
 /** The page as a whole HTTP/1.1 response, for a connection the edge writes to itself. */
 export function pageResponse(page: EdgePage, options: { close?: boolean } = {}): Buffer {
   const body = Buffer.from(renderPage(page));
-  const headers = { ...pageHeaders(page, body.length), ...(options.close ? { connection: 'close' } : {}) };
+  const headers = {
+    ...pageHeaders(page),
+    'content-length': body.length,
+    ...(options.close ? { connection: 'close' } : {}),
+  };
   const lines = [
     `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Error'}`,
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
   ];
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
+}
+
+/** The page's headers (but its length) as a list, and its body: for the byte path's own 502. */
+export function pageParts(page: EdgePage): { headers: HeaderList; body: Buffer } {
+  const headers = Object.entries(pageHeaders(page)).map(([name, value]) => ({ name, value }));
+  return { headers, body: Buffer.from(renderPage(page)) };
 }

@@ -154,7 +154,7 @@ export async function listenProxied(
     edge.emit('upgrade', req, socket, head),
   );
   // The HTTP server's own handling of a connection runs once the PROXY header is read.
-  takeConnections(server, (socket, give) => {
+  const endAll = takeConnections(server, (socket, give) => {
     let buffered: Buffer = Buffer.alloc(0);
     const fail = () => socket.destroy();
     const timer = setTimeout(fail, HEADER_TIMEOUT_MS);
@@ -195,7 +195,7 @@ export async function listenProxied(
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        endAll();
         rmSync(path, { force: true });
       }),
   };

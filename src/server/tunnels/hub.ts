@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { Conduit } from './conduit.js';
+import { openTunnelConduit } from './tunnel-conduit.js';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import {
@@ -74,7 +74,7 @@ export class Tunnel {
   generation = 0;
   /** When its last connection ended (0: never connected yet, or connected now). */
   offlineSince = 0;
-  /** Its client takes public connections whole (the byte path, conduit.ts). */
+  /** Its client takes public connections whole (the byte path, tunnel-conduit.ts). */
   pipes = false;
 
   constructor(
@@ -372,7 +372,7 @@ export class TunnelHub {
     if (!tunnel?.online || !tunnel.pipes) return false;
     try {
       // The conduit lives as long as the connection and its stream: their events hold it.
-      new Conduit({
+      openTunnelConduit({
         tunnel,
         host,
         socket,

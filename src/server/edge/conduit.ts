@@ -1,29 +1,33 @@
-// The tunnel's byte path at the edge: one public HTTP/1.1 connection carried whole over one stream of
-// the tunnel connection, to a connection the client makes to the local app. The bytes pass untouched
-// but for each request head, where the edge puts its X-Forwarded-* and the capture's request id in
-// place of what the public client claimed; a parser on each direction (http1.ts) finds the messages
-// for the capture, the body limit and the order of responses. A request on the same connection for
-// another host ends the conduit once the responses before it are out, and the connection goes back
-// to the edge to be routed afresh.
-import http2, { type ClientHttp2Stream } from 'node:http2';
+// The edge's byte path: one public HTTP/1.1 connection carried whole to one upstream, a stream of a
+// tunnel connection (tunnels/tunnel-conduit.ts) or a TCP connection to a deployed app (app-conduit.ts).
+// The bytes pass untouched but for each request head, where the edge puts its X-Forwarded-* (and, for
+// a tunnel, the capture's request id) in place of what the public client claimed; a parser on each
+// direction (http1.ts) finds the messages for the capture, the body limit and the order of responses.
+// A request the upstream should not take (another host, an app that was redeployed elsewhere) ends
+// the conduit once the responses before it are out, and the connection goes back to the edge to be
+// routed afresh.
 import type { Socket } from 'node:net';
-import { CLIENT_WENT_AWAY_STATUS, Exchange, peerAddress } from '../../core/capture/capture.js';
+import type { Duplex } from 'node:stream';
+import { CLIENT_WENT_AWAY_STATUS, type Exchange } from '../../core/capture/capture.js';
 import {
   FramingError,
   Http1Framer,
+  type MessageHead,
   connectionListed,
   editHead,
   headerValue,
 } from '../../core/tunnel/http1.js';
-import { OURS, STREAM_HEADERS, noAnswerText } from '../../core/tunnel/protocol.js';
-import { forwardingHeaders, publicProto } from '../edge/forwarded.js';
-import { type EdgePage, pageResponse } from '../edge/pages.js';
-import type { Tunnel } from './hub.js';
+import { OURS } from '../../core/tunnel/protocol.js';
+import type { HeaderList } from '../../shared/api/tunnels.js';
+import { type EdgePage, pageResponse } from './pages.js';
 
 /** Requests a public client may send ahead of their responses before the edge stops reading. */
 const PIPELINE_DEPTH = 32;
 
-/** What a public request says of the hop that the edge says afresh (and our own stream headers). */
+/** How long the upstream may take to close after the conduit ended its side, before it is cut. */
+const UPSTREAM_CLOSE_MS = 5_000;
+
+/** What a public request says of the hop that the edge says afresh (and a tunnel's stream headers). */
 const REPLACED = new Set([
   'x-forwarded-for',
   'x-forwarded-host',
@@ -38,25 +42,56 @@ const REPLACED = new Set([
   'proxy-connection',
 ]);
 
+/** A request the upstream takes. */
+export interface Admitted {
+  /** `name: value` lines the edge adds to the request head. */
+  add: string[];
+  /** Its capture, when the upstream captures. */
+  exchange: Exchange | null;
+  /** Runs once the request leaves the connection, answered or not. */
+  done?: () => void;
+}
+
+/** A 502 the edge writes itself for a request the upstream will not answer. */
+export interface NoAnswer {
+  headers: HeaderList;
+  body: Buffer;
+}
+
 export interface ConduitOptions {
-  tunnel: Tunnel;
   /** The host the connection's requests are for (lowercase, no port). */
   host: string;
   socket: Socket;
   /** The connection's first bytes, read while routing it. */
   first: Buffer;
-  capture: boolean;
+  /** Where the bytes go: its data is the upstream's responses. */
+  upstream: Duplex;
+  /** Ends the upstream so that its far end sees a request under way aborted. */
+  abort(): void;
+  /** A request head for `host`: what to add to it, or null when it must be routed afresh. */
+  admit(head: MessageHead): Admitted | null;
+  /** The answer to a request the upstream will not answer, for the reason given. */
+  noAnswer(why: string): NoAnswer;
+  /** A captured exchange is over (with why it ended early, if it did). */
+  record?(exchange: Exchange, error: string | null): void;
   bodyLimit: number;
   /** How the limit reads in the 413 page. */
   bodyLimitText: string;
   /** How long a connection without a request in flight is kept. */
   idleMs: number;
-  /** A request for another host came: the connection (its next bytes `rest`) is routed afresh. */
+  /** The connection (its next bytes `rest`) is routed afresh. */
   reroute(socket: Socket, rest: Buffer): void;
 }
 
+/** The public side of a conduit: what the edge routed, as the openers of a conduit take it. */
+export type CarriedConnection = Pick<
+  ConduitOptions,
+  'host' | 'socket' | 'first' | 'bodyLimit' | 'bodyLimitText' | 'idleMs' | 'reroute'
+>;
+
 interface InFlight {
   exchange: Exchange | null;
+  done: (() => void) | undefined;
   method: string;
   upgrade: boolean;
   /** The final (non-1xx) response's head went out. */
@@ -68,59 +103,42 @@ class OverLimit extends Error {}
 
 export class Conduit {
   private readonly socket: Socket;
-  private readonly stream: ClientHttp2Stream;
+  private readonly upstream: Duplex;
   private readonly requests: Http1Framer;
   private readonly responses: Http1Framer;
   private readonly inFlight: InFlight[] = [];
-  /** Bytes of the public connection not yet parsed: after an Upgrade request, or a request for another host. */
+  /** Bytes of the public connection not yet parsed: after an Upgrade request, or a request routed afresh. */
   private held: Buffer | null = null;
   private rerouteWith: Buffer | null = null;
   private bodySeen = 0;
-  private streamFull = false;
+  private upstreamFull = false;
   private done = false;
 
   constructor(private readonly options: ConduitOptions) {
-    const { tunnel, socket, host } = options;
+    const { socket, upstream, host } = options;
     this.socket = socket;
-    const address = socket.remoteAddress ?? '';
-    const proto = publicProto(socket);
-    this.stream = tunnel.session!.request(
-      {
-        ':method': 'POST',
-        ':path': '/',
-        ':authority': host,
-        ':scheme': 'http',
-        [STREAM_HEADERS.pipe]: '1',
-        [STREAM_HEADERS.remoteAddr]: peerAddress(socket),
-      },
-      { endStream: false },
-    );
+    this.upstream = upstream;
     this.requests = new Http1Framer('request', {
       head: (head) => {
-        const named = normalizeHost(headerValue(head.headers, 'host'));
-        if (named !== host) return { stop: true };
+        if (normalizeHost(headerValue(head.headers, 'host')) !== host) return { stop: true };
+        const admitted = options.admit(head);
+        if (admitted === null) return { stop: true };
         this.bodySeen = 0;
-        const exchange = options.capture
-          ? new Exchange({
-              tunnelId: tunnel.id,
-              method: head.method,
-              path: head.url,
-              url: tunnel.url + head.url,
-              httpVersion: `HTTP/${head.version}`,
-              requestHeaders: head.headers,
-              remoteAddr: peerAddress(socket),
-            })
-          : null;
-        this.inFlight.push({ exchange, method: head.method, upgrade: head.upgrade, answered: false });
+        this.inFlight.push({
+          exchange: admitted.exchange,
+          done: admitted.done,
+          method: head.method,
+          upgrade: head.upgrade,
+          answered: false,
+        });
         this.socket.setTimeout(0);
-        // Refused before any of it reaches the app.
+        // Refused before any of it reaches the upstream.
         const length = headerValue(head.headers, 'content-length');
         if (length !== undefined && Number(length) > options.bodyLimit) throw new OverLimit();
-        const forwarding = forwardingHeaders(address, headerValue(head.headers, 'host') ?? host, proto);
-        const add = Object.entries(forwarding).map(([name, value]) => `${name}: ${value}`);
-        if (exchange) add.push(`${STREAM_HEADERS.requestId}: ${exchange.id}`);
         const listed = connectionListed(head.headers);
-        return { replace: editHead(head, listed ? new Set([...REPLACED, ...listed]) : REPLACED, add) };
+        return {
+          replace: editHead(head, listed ? new Set([...REPLACED, ...listed]) : REPLACED, admitted.add),
+        };
       },
       body: (data) => {
         this.bodySeen += data.length;
@@ -149,17 +167,12 @@ export class Conduit {
       },
     });
 
-    this.stream.on('response', (headers) => {
-      if (headers[':status'] === 200) return;
-      const why = String(headers[STREAM_HEADERS.error] ?? 'the tunnel client could not reach the local app');
-      this.appUnreachable(why);
-    });
-    this.stream.on('data', (chunk: Buffer) => this.fromApp(chunk));
-    this.stream.on('end', () => this.appEnded());
-    this.stream.on('error', () => undefined);
-    this.stream.on('close', () => this.streamClosed());
-    this.stream.on('drain', () => {
-      this.streamFull = false;
+    upstream.on('data', (chunk: Buffer) => this.fromUpstream(chunk));
+    upstream.on('end', () => this.upstreamEnded());
+    upstream.on('error', () => undefined);
+    upstream.on('close', () => this.upstreamClosed());
+    upstream.on('drain', () => {
+      this.upstreamFull = false;
       this.readMore();
     });
     socket.on('data', (chunk: Buffer) => this.fromPublic(chunk));
@@ -167,7 +180,7 @@ export class Conduit {
     // aborted); an upgraded connection's end is passed on (the app may still have bytes to send).
     socket.on('end', () => {
       if (this.done) return;
-      if (this.requests.raw && !this.stream.writableEnded) this.stream.end();
+      if (this.requests.raw && !upstream.writableEnded) upstream.end();
       else if (!this.requests.raw) this.publicClosed();
     });
     socket.on('error', () => socket.destroy());
@@ -175,15 +188,22 @@ export class Conduit {
     socket.on('timeout', () => {
       if (this.inFlight.length === 0) this.finish(null, { destroy: true });
     });
-    socket.on('drain', () => this.stream.resume());
+    socket.on('drain', () => upstream.resume());
     this.fromPublic(options.first);
-    socket.resume();
+    this.readMore();
+  }
+
+  /** The upstream could not be reached: the request in flight gets the 502 that says why. */
+  unreachable(why: string): void {
+    if (this.done) return;
+    this.noAnswer(why);
+    this.finish(why, { end: true });
   }
 
   private fromPublic(chunk: Buffer): void {
     if (this.done) return;
     if (this.held !== null || this.rerouteWith !== null) {
-      // Not parsed until the app's answer (an Upgrade) or the responses before a reroute are out.
+      // Not parsed until the upstream's answer (an Upgrade) or the responses before a reroute are out.
       if (this.rerouteWith !== null) this.rerouteWith = Buffer.concat([this.rerouteWith, chunk]);
       else this.held = Buffer.concat([this.held!, chunk]);
       this.socket.pause();
@@ -196,7 +216,7 @@ export class Conduit {
       this.refuse(error);
       return;
     }
-    this.toApp(framed.out);
+    this.toUpstream(framed.out);
     if (this.requests.holding) {
       this.held = framed.rest ?? Buffer.alloc(0);
       this.socket.pause();
@@ -208,10 +228,21 @@ export class Conduit {
     this.readMore();
   }
 
-  private toApp(parts: Buffer[]): void {
-    if (parts.length === 0 || this.stream.destroyed) return;
+  private toUpstream(parts: Buffer[]): void {
+    if (parts.length === 0 || this.upstream.destroyed) return;
     const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-    if (!this.stream.write(data)) this.streamFull = true;
+    if (!this.upstream.write(data)) this.upstreamFull = true;
+  }
+
+  /** No request is in flight or under way, and the connection is still HTTP. */
+  private idle(): boolean {
+    return (
+      this.inFlight.length === 0 &&
+      !this.requests.midMessage &&
+      !this.requests.raw &&
+      this.held === null &&
+      this.rerouteWith === null
+    );
   }
 
   /** Reads on from the public client while nothing holds it back. */
@@ -219,7 +250,7 @@ export class Conduit {
     // Once done, the socket is no longer this conduit's to pause (it may be rerouted already).
     if (this.done) return;
     const blocked =
-      this.streamFull ||
+      this.upstreamFull ||
       this.held !== null ||
       this.rerouteWith !== null ||
       this.inFlight.length >= PIPELINE_DEPTH;
@@ -238,20 +269,20 @@ export class Conduit {
       this.refuse(error);
       return;
     }
-    this.toApp(framed.out);
+    this.toUpstream(framed.out);
     if (this.requests.stopped) this.rerouteWith = framed.rest ?? Buffer.alloc(0);
     this.readMore();
   }
 
-  private fromApp(chunk: Buffer): void {
+  private fromUpstream(chunk: Buffer): void {
     if (this.done) return;
     try {
       this.responses.write(chunk);
     } catch {
-      // The app's response is not HTTP the parser reads: pass it on all the same, captured no further.
+      // The upstream's response is not HTTP the parser reads: it is passed on all the same, unparsed.
       this.responses.raw = true;
     }
-    if (!this.socket.write(chunk)) this.stream.pause();
+    if (!this.socket.write(chunk)) this.upstream.pause();
   }
 
   /** A response went out whole: reroute once none is left, else read on (or wait, idle). */
@@ -267,37 +298,34 @@ export class Conduit {
     this.readMore();
   }
 
-  /** The client could not connect to the local app: the public client gets the 502 it used to send. */
-  private appUnreachable(why: string): void {
-    if (this.done) return;
-    this.noAnswer(why);
-    this.finish(why, { end: true });
-  }
-
   /**
-   * The app will not answer the first request in flight (it cannot be reached, or closed the
-   * connection first): the public client gets a 502 saying so, as the client used to send it, and the
-   * capture has both. Nothing is written if a response to it has begun.
+   * The upstream will not answer the first request in flight: the public client gets a 502 saying so,
+   * and the capture has it. Nothing is written if a response to it has begun.
    */
   private noAnswer(why: string): void {
     const request = this.inFlight[0];
     if (!request || request.answered) return;
     this.inFlight.shift();
-    const body = Buffer.from(noAnswerText(why));
-    if (request.exchange) {
-      request.exchange.response(502, [{ name: 'content-type', value: 'text/plain; charset=utf-8' }]);
-      request.exchange.responseBody.push(body);
-    }
+    const { headers, body } = this.options.noAnswer(why);
+    request.exchange?.response(502, headers);
+    request.exchange?.responseBody.push(body);
     this.record(request, why);
+    const lines = headers.map(({ name, value }) => `${name}: ${value}\r\n`).join('');
     this.socket.write(
-      `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
+      `HTTP/1.1 502 Bad Gateway\r\n${lines}content-length: ${body.length}\r\nconnection: close\r\n\r\n`,
     );
     this.socket.write(body);
   }
 
-  /** The app closed its connection (the client ended the stream): a body read to the close is whole. */
-  private appEnded(): void {
+  /** The upstream closed its side: a body read to the close is whole. */
+  private upstreamEnded(): void {
     if (this.done) return;
+    if (this.idle()) {
+      // An idle connection the app closed (its keep-alive ran out, it restarted): the public client's
+      // stays, and its next request is routed afresh.
+      this.finish(null, { reroute: Buffer.alloc(0) });
+      return;
+    }
     try {
       this.responses.finish();
     } catch {
@@ -311,17 +339,17 @@ export class Conduit {
     this.finish('the app closed the connection before answering', { end: true });
   }
 
-  private streamClosed(): void {
+  /** The upstream went without ending its side (reset, or a tunnel stream cancelled). */
+  private upstreamClosed(): void {
     if (this.done) return;
-    const request = this.inFlight[0];
-    if (request && !request.answered) {
-      this.socket.write(
-        pageResponse(
-          { status: 502, title: 'No response', message: 'The tunnel client did not answer.' },
-          { close: true },
-        ),
-      );
-      this.finish('the tunnel client closed the stream without a response', { end: true });
+    if (this.idle()) {
+      this.finish(null, { reroute: Buffer.alloc(0) });
+      return;
+    }
+    if (this.inFlight[0] && !this.inFlight[0].answered) {
+      const why = 'the connection to the app closed without a response';
+      this.noAnswer(why);
+      this.finish(why, { end: true });
       return;
     }
     this.finish('the response was cut off', { destroy: true });
@@ -329,7 +357,7 @@ export class Conduit {
 
   private publicClosed(): void {
     if (this.done) return;
-    // A request under way is aborted at the app; an idle connection, or an upgraded one (whose last
+    // A request under way is aborted upstream; an idle connection, or an upgraded one (whose last
     // bytes, a WebSocket close frame, must still arrive), is ended.
     const busy = this.inFlight.length > 0 || (this.requests.midMessage && !this.requests.raw);
     for (const request of this.inFlight) request.exchange?.noResponse(CLIENT_WENT_AWAY_STATUS);
@@ -374,8 +402,9 @@ export class Conduit {
   }
 
   /**
-   * Ends the conduit: what is still in flight is recorded with `error`; the stream is ended (or reset,
-   * so that the app sees its request aborted), and the public connection ended, destroyed, or rerouted.
+   * Ends the conduit: what is still in flight is recorded with `error`; the upstream is ended (or
+   * aborted, so that the app sees its request aborted), and the public connection ended, destroyed, or
+   * rerouted.
    */
   private finish(
     error: string | null,
@@ -384,22 +413,26 @@ export class Conduit {
     if (this.done) return;
     this.done = true;
     for (const request of this.inFlight.splice(0)) this.record(request, error ?? 'the connection closed');
-    const stream = this.stream;
-    if (!stream.closed && !stream.destroyed) {
-      if (how.reset) stream.close(http2.constants.NGHTTP2_CANCEL);
-      else if (!stream.writableEnded) stream.end();
-      // The client ends its side once the app's connection is closed; it may not, so it goes anyway.
+    const { upstream } = this;
+    if (!upstream.closed && !upstream.destroyed) {
+      if (how.reset) this.options.abort();
+      else if (!upstream.writableEnded) upstream.end();
+      // The far end closes once it has its end; it may not, so it goes anyway.
       setTimeout(() => {
-        if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
-      }, 5_000).unref();
+        if (!upstream.closed && !upstream.destroyed) this.options.abort();
+      }, UPSTREAM_CLOSE_MS).unref();
     }
-    stream.removeAllListeners('data');
-    stream.on('data', () => undefined);
+    upstream.removeAllListeners('data');
+    upstream.on('data', () => undefined);
+    upstream.resume();
     const socket = this.socket;
     socket.setTimeout(0);
     if (how.reroute) {
       for (const event of ['data', 'end', 'close', 'timeout', 'drain', 'error'] as const)
         socket.removeAllListeners(event);
+      // Paused, so that the bytes put back before it are read first once it flows again (a flowing
+      // stream with no reader would keep them buffered, unread).
+      socket.pause();
       this.options.reroute(socket, how.reroute);
       return;
     }
@@ -409,7 +442,8 @@ export class Conduit {
   }
 
   private record(request: InFlight, error: string | null): void {
-    if (request.exchange) this.options.tunnel.record(request.exchange, error);
+    request.done?.();
+    if (request.exchange) this.options.record?.(request.exchange, error);
   }
 }
 
