@@ -47,7 +47,7 @@ describe.each(COMPATIBLE)('%s over the chat-completions protocol', (provider) =>
   it('sends the key and model to the base URL and reads the text and token counts', async () => {
     const before = fake.requests.length;
     fake.push({ text: `hello from ${provider}`, usage: { input: 42, output: 7 } });
-    const result = await generateText({ model: modelOf(provider), prompt: 'Say hello', maxRetries: 0 });
+    const result = await generateText({ model: await modelOf(provider), prompt: 'Say hello', maxRetries: 0 });
     expect(result.text).toBe(`hello from ${provider}`);
     expect(result.usage).toMatchObject({ inputTokens: 42, outputTokens: 7 });
     const request = fake.requests[before]!;
@@ -69,7 +69,7 @@ describe.each(COMPATIBLE)('%s over the chat-completions protocol', (provider) =>
     );
     const seen: unknown[] = [];
     const result = streamText({
-      model: modelOf(provider),
+      model: await modelOf(provider),
       prompt: 'Weather in Lisbon?',
       maxRetries: 0,
       stopWhen: stepCountIs(3),
@@ -96,7 +96,7 @@ describe('google over the generateContent protocol', () => {
 
   it('sends the key and model to the base URL and reads the text and token counts', async () => {
     google.push({ text: 'hello from google', usage: { input: 42, output: 7 } });
-    const result = await generateText({ model: model(), prompt: 'Say hello', maxRetries: 0 });
+    const result = await generateText({ model: await model(), prompt: 'Say hello', maxRetries: 0 });
     expect(result.text).toBe('hello from google');
     expect(result.usage).toMatchObject({ inputTokens: 42, outputTokens: 7 });
     const request = google.requests.at(-1)!;
@@ -112,7 +112,7 @@ describe('google over the generateContent protocol', () => {
     );
     const seen: unknown[] = [];
     const result = streamText({
-      model: model(),
+      model: await model(),
       prompt: 'Weather in Lisbon?',
       maxRetries: 0,
       stopWhen: stepCountIs(3),

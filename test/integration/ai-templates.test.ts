@@ -489,7 +489,7 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       kind: 'own_key',
       provider: 'openai',
       modelId: 'gpt-test',
-      model: languageModel('openai', { apiKey: 'sk-test', baseURL: fake.baseUrl, modelId: 'gpt-test' }),
+      model: await languageModel('openai', { apiKey: 'sk-test', baseURL: fake.baseUrl, modelId: 'gpt-test' }),
     };
   });
   afterAll(async () => {

@@ -75,7 +75,7 @@ export class AiEngines {
       return own;
     }
     if (asked === 'included') {
-      const included = this.included();
+      const included = await this.included();
       if (!included) {
         throw new ApiError(
           'unavailable',
@@ -84,7 +84,7 @@ export class AiEngines {
       }
       return included;
     }
-    return (await this.ownKey(accountId)) ?? this.included();
+    return (await this.ownKey(accountId)) ?? (await this.included());
   }
 
   /**
@@ -151,7 +151,7 @@ export class AiEngines {
     }
   }
 
-  private included(): ResolvedEngine | null {
+  private async included(): Promise<ResolvedEngine | null> {
     const { provider, key, model, baseUrls } = this.config.ai;
     if (provider === null || key === null) return null;
     const modelId = model ?? DEFAULT_MODELS[provider];
@@ -159,7 +159,7 @@ export class AiEngines {
       kind: 'included',
       provider,
       modelId,
-      model: languageModel(provider, { apiKey: key, baseURL: baseUrls[provider], modelId }),
+      model: await languageModel(provider, { apiKey: key, baseURL: baseUrls[provider], modelId }),
     };
   }
 
@@ -171,7 +171,7 @@ export class AiEngines {
       kind: 'own_key',
       provider: saved.provider,
       modelId,
-      model: languageModel(saved.provider, {
+      model: await languageModel(saved.provider, {
         apiKey: saved.key,
         baseURL: this.config.ai.baseUrls[saved.provider],
         modelId,

@@ -3,12 +3,15 @@
 // provider error). Each model call is admitted before (rate limit, balance) and metered after through
 // AiEngines; every event of API.md §8 goes through `emit`, in order, and the run always ends with one
 // result (the routes send it as `done`, after an `error` event when one stopped the run).
-import { APICallError, type ModelMessage, type ToolSet, stepCountIs, streamText } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
 import type { AgentStep } from '../../../shared/api/ai.js';
 import { ApiError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { AiEngines, ResolvedEngine, TokenUsage } from '../engines.js';
+import { aiSdk } from '../sdk.js';
 import { type EmitAgentEvent, StepRecorder } from './steps.js';
+
+type AiSdk = Awaited<ReturnType<typeof aiSdk>>;
 
 export interface AgentRunInput {
   accountId: string;
@@ -66,17 +69,18 @@ export async function runAgent(
     emit({ event: 'token', data: { text } });
   };
 
+  const ai = await aiSdk();
   // At most one model call per allowed tool call, plus the one that answers.
   for (let call = 1; call <= input.maxSteps + 1; call += 1) {
     if (signal.aborted) break;
     try {
       if (call > 1 || !input.firstCallAdmitted) await engines.admit(accountId, engine);
     } catch (cause) {
-      error = stopping(cause, input);
+      error = stopping(ai, cause, input);
       break;
     }
     let textStarted = false;
-    const outcome = await modelCall(engine, tools, messages, recorder, signal, (text) => {
+    const outcome = await modelCall(ai, engine, tools, messages, recorder, signal, (text) => {
       // Text of separate model calls reads as separate paragraphs.
       if (reply !== '' && !textStarted && !/\s$/.test(reply)) token('\n\n');
       textStarted = true;
@@ -92,9 +96,9 @@ export async function runAgent(
       );
       costMicroUsd += Math.round(cost * 1_000_000);
     } catch (cause) {
-      error ??= stopping(cause, input);
+      error ??= stopping(ai, cause, input);
     }
-    if (outcome.error !== undefined) error ??= stopping(outcome.error, input);
+    if (outcome.error !== undefined) error ??= stopping(ai, outcome.error, input);
     if (error || signal.aborted) break;
     messages.push(...outcome.responseMessages);
     if (outcome.toolCalls === 0) break;
@@ -126,6 +130,7 @@ interface ModelCallOutcome {
 }
 
 async function modelCall(
+  ai: AiSdk,
   engine: ResolvedEngine,
   tools: ToolSet,
   messages: ModelMessage[],
@@ -134,13 +139,13 @@ async function modelCall(
   onText: (text: string) => void,
 ): Promise<ModelCallOutcome> {
   const outcome: ModelCallOutcome = { usage: {}, toolCalls: 0, responseMessages: [] };
-  const result = streamText({
+  const result = ai.streamText({
     model: engine.model,
     system: SYSTEM_PROMPT,
     messages,
     tools,
     // One model call per loop turn: admitting and metering happen around each call here.
-    stopWhen: stepCountIs(1),
+    stopWhen: ai.stepCountIs(1),
     // A retry is another billed call the loop would not see.
     maxRetries: 0,
     abortSignal: signal,
@@ -181,9 +186,9 @@ async function modelCall(
 }
 
 /** What an error that stops the run says in the `error` event. */
-function stopping(cause: unknown, input: AgentRunInput): NonNullable<AgentRunResult['error']> {
+function stopping(ai: AiSdk, cause: unknown, input: AgentRunInput): NonNullable<AgentRunResult['error']> {
   if (cause instanceof ApiError) return { code: cause.code, detail: cause.detail, cause };
-  if (APICallError.isInstance(cause)) {
+  if (ai.APICallError.isInstance(cause)) {
     const status = cause.statusCode === undefined ? '' : ` (HTTP ${cause.statusCode})`;
     return {
       code: 'provider_error',

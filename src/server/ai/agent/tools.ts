@@ -4,7 +4,7 @@
 // progress as `build_log` / `build_status` events and wait for the outcome, up to a bound.
 //
 // Secrets stay out of the model's context: projects are shown with their env var names, never values.
-import { type ToolSet, tool } from 'ai';
+import type { Tool, ToolSet } from 'ai';
 import { z } from 'zod';
 import { GENERATORS, type Generator } from '../../../shared/api/ai.js';
 import { DnsLabel } from '../../../shared/api/common.js';
@@ -66,11 +66,13 @@ export function createAgentTools(deps: AgentToolDeps, ctx: AgentToolContext): To
     inputSchema: S,
     run: (input: z.infer<S>) => Promise<unknown>,
   ) {
-    return tool({
+    // What the SDK's tool() helper returns, written out: that helper would load the SDK with this file.
+    const made: Tool<z.infer<S>, unknown> = {
       description,
       inputSchema,
       execute: (input: z.infer<S>, { toolCallId }) => recorder.run(toolCallId, name, input, () => run(input)),
-    });
+    };
+    return made;
   }
 
   /** Where a project's log is now: what a deploy writes after this is its progress. */

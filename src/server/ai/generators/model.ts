@@ -2,10 +2,11 @@
 // asked as a single fenced JSON block validated with zod (rather than the providers' structured output,
 // which some OpenAI-compatible gateways lack). An answer that does not parse or validate is sent back
 // once with the reason; a second bad answer is an Error. Every call reports its token usage.
-import { type ModelMessage, generateText } from 'ai';
+import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { Generator } from '../../../shared/api/ai.js';
 import type { ResolvedEngine } from '../engines.js';
+import { aiSdk } from '../sdk.js';
 import { fileSetFromList, filesForPrompt, validateFileSet } from './files.js';
 import { SiteContent } from './site/content.js';
 import type { AppNeeds, BaseImages, FileSet, UsageReporter } from './types.js';
@@ -112,6 +113,7 @@ async function askForJson<T>(
   onUsage: UsageReporter | undefined,
   what: string,
 ): Promise<T> {
+  const { generateText } = await aiSdk();
   const messages: ModelMessage[] = [{ role: 'user', content: prompt }];
   let reason = '';
   for (let attempt = 1; attempt <= 2; attempt += 1) {

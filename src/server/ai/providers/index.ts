@@ -1,14 +1,6 @@
 // The eight providers of API.md §3 behind one function: a Vercel AI SDK language model from a provider
 // name, a key, an optional base URL (an OpenAI-compatible gateway, a proxy, or a local fake in tests)
 // and a model id. Both engines (included and own key) come through here.
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createDeepSeek } from '@ai-sdk/deepseek';
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createGroq } from '@ai-sdk/groq';
-import { createMistral } from '@ai-sdk/mistral';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createXai } from '@ai-sdk/xai';
-import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 import type { LanguageModel } from 'ai';
 import type { AiProvider } from '../../../shared/api/account.js';
 
@@ -34,28 +26,29 @@ export interface ModelSettings {
   modelId: string;
 }
 
-export function languageModel(
+/** A provider's language model; its package is loaded when first asked for (see ../sdk.ts). */
+export async function languageModel(
   provider: AiProvider,
   { apiKey, baseURL, modelId }: ModelSettings,
-): LanguageModel {
+): Promise<LanguageModel> {
   const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
   switch (provider) {
     // Chat completions rather than the Responses API: it is what OpenAI-compatible gateways speak.
     case 'openai':
-      return createOpenAI(settings).chat(modelId);
+      return (await import('@ai-sdk/openai')).createOpenAI(settings).chat(modelId);
     case 'anthropic':
-      return createAnthropic(settings)(modelId);
+      return (await import('@ai-sdk/anthropic')).createAnthropic(settings)(modelId);
     case 'google':
-      return createGoogleGenerativeAI(settings)(modelId);
+      return (await import('@ai-sdk/google')).createGoogleGenerativeAI(settings)(modelId);
     case 'mistral':
-      return createMistral(settings)(modelId);
+      return (await import('@ai-sdk/mistral')).createMistral(settings)(modelId);
     case 'groq':
-      return createGroq(settings)(modelId);
+      return (await import('@ai-sdk/groq')).createGroq(settings)(modelId);
     case 'deepseek':
-      return createDeepSeek(settings)(modelId);
+      return (await import('@ai-sdk/deepseek')).createDeepSeek(settings)(modelId);
     case 'xai':
-      return createXai(settings).chat(modelId);
+      return (await import('@ai-sdk/xai')).createXai(settings).chat(modelId);
     case 'openrouter':
-      return createOpenRouter(settings).chat(modelId);
+      return (await import('@openrouter/ai-sdk-provider')).createOpenRouter(settings).chat(modelId);
   }
 }
