@@ -5,7 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
-import * as acme from 'acme-client';
+import type * as Acme from 'acme-client';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
 import type { Store } from '../store/open.js';
 
@@ -37,23 +37,39 @@ export interface AcmeOptions {
   caPem: string | null;
 }
 
-// A CA that does not answer fails the order after a few seconds (3 tries, 2 s apart) instead of 25:
-// the certificate manager retries with its own back-off, and a visitor's handshake may be waiting.
-const settings = (acme.axios.defaults as unknown as { acmeSettings: Record<string, number> }).acmeSettings;
-settings.retryMaxAttempts = 3;
-settings.retryDefaultDelay = 2;
-
 // acme-client talks through one shared axios instance: every directory's extra CA joins its trust.
 const extraCas = new Set<string>();
-function trust(caPem: string | null): void {
-  if (caPem === null || extraCas.has(caPem)) return;
-  extraCas.add(caPem);
-  acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, ...extraCas], keepAlive: true });
+
+let loaded: Promise<typeof Acme> | null = null;
+/** How many extra CAs the shared agent trusts (-1: none made yet). */
+let trustedCas = -1;
+
+/**
+ * acme-client, loaded when a certificate is first ordered (it and axios hold some 20 MB a platform
+ * without HTTPS should not), set up once: retries, and the extra CAs' trust.
+ */
+function acmeClient(): Promise<typeof Acme> {
+  loaded ??= import('acme-client').then((acme) => {
+    // A CA that does not answer fails the order after a few seconds (3 tries, 2 s apart) instead of
+    // 25: the certificate manager retries with its own back-off, and a visitor's handshake may wait.
+    const settings = (acme.axios.defaults as unknown as { acmeSettings: Record<string, number> })
+      .acmeSettings;
+    settings.retryMaxAttempts = 3;
+    settings.retryDefaultDelay = 2;
+    return acme;
+  });
+  return loaded.then((acme) => {
+    if (trustedCas !== extraCas.size) {
+      trustedCas = extraCas.size;
+      acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, ...extraCas], keepAlive: true });
+    }
+    return acme;
+  });
 }
 
 export class AcmeIssuer {
   private readonly kek: Buffer;
-  private client: Promise<acme.Client> | null = null;
+  private client: Promise<Acme.Client> | null = null;
 
   constructor(
     private readonly db: Store,
@@ -61,7 +77,7 @@ export class AcmeIssuer {
     private readonly options: AcmeOptions,
   ) {
     this.kek = deriveKeyEncryptionKey(secret);
-    trust(options.caPem);
+    if (options.caPem !== null) extraCas.add(options.caPem);
   }
 
   get directoryUrl(): string {
@@ -108,6 +124,7 @@ export class AcmeIssuer {
 
   private async order(name: string, solver: ChallengeSolver): Promise<IssuedCertificate> {
     const client = await this.account();
+    const acme = await acmeClient();
     const key = await acme.crypto.createPrivateEcdsaKey('P-256');
     const [, csr] = await acme.crypto.createCsr({ altNames: [name] }, key);
     const certPem = await client.auto({
@@ -130,7 +147,7 @@ export class AcmeIssuer {
   }
 
   /** The client of this directory's account: created once, its key kept sealed in the store. */
-  private account(): Promise<acme.Client> {
+  private account(): Promise<Acme.Client> {
     this.client ??= this.openAccount().catch((error: unknown) => {
       // A CA that could not be reached is asked again next time.
       this.client = null;
@@ -139,7 +156,8 @@ export class AcmeIssuer {
     return this.client;
   }
 
-  private async openAccount(): Promise<acme.Client> {
+  private async openAccount(): Promise<Acme.Client> {
+    const acme = await acmeClient();
     const { directoryUrl, email } = this.options;
     const context = `acme-account:${directoryUrl}`;
     const row = await this.db
