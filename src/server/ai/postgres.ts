@@ -5,7 +5,7 @@
 // recorded in the store; deleting the project drops it with its role, and a drop that could not be done
 // then (the server was unreachable) is done at the next start.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { ApiError } from '../errors.js';
 import { randomBase62 } from '../ids.js';
 import type { PlatformConfig } from '../config.js';
@@ -94,7 +94,9 @@ function serverOf(adminUrl: string): string {
 }
 
 async function connectAdmin(adminUrl: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // pg loads with the first database asked for: most platforms never ask.
+  const { Client } = (await import('pg')).default;
+  const client = new Client({ connectionString: adminUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // A dropped connection after connect() surfaces here, not as an unhandled 'error' event.
   client.on('error', () => undefined);
   try {

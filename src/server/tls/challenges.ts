@@ -5,7 +5,6 @@
 import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import type DNS from 'dns2';
-import { Packet, createTCPServer, createUDPServer } from 'dns2';
 import type { ChallengeSolver } from './acme.js';
 
 export const CHALLENGE_PATH = '/.well-known/acme-challenge/';
@@ -96,9 +95,12 @@ export class DnsResponder implements ChallengeSolver {
   address: string | null = null;
   private udp: DNS.UDPServer | null = null;
   private tcp: DNS.TCPServer | null = null;
+  /** dns2, loaded when the responder starts (a platform without DNS-01 never needs it). */
+  private dns: typeof DNS | null = null;
 
   /** Starts answering on `host:port`, UDP and TCP (port 0: a free one); resolves with the port. */
   async listen(host: string, port: number): Promise<number> {
+    const { createTCPServer, createUDPServer } = (this.dns = (await import('dns2')).default);
     const handle: DNS.DnsHandler = (request, send) => {
       void send(this.respond(request)).catch(() => undefined);
     };
@@ -154,6 +156,7 @@ export class DnsResponder implements ChallengeSolver {
   }
 
   private respond(request: DNS.Packet): DNS.Packet {
+    const { Packet } = this.dns!;
     const response = Packet.createResponseFromRequest(request);
     response.header.aa = 1;
     const [question] = request.questions;
