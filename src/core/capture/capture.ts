@@ -99,6 +99,9 @@ let sequence = 0;
 /** Random bytes drawn 4 KiB at a time: one call per request costs more than the rest of its id. */
 let entropy = Buffer.alloc(0);
 let entropyAt = 0;
+/** The id's time part, made once per millisecond. */
+let stampMs = -1;
+let stamp = '';
 
 /** Request ids sort by time, like the platform's other ids: base36 milliseconds, a counter, randomness. */
 export function newRequestId(): string {
@@ -109,8 +112,31 @@ export function newRequestId(): string {
   }
   const random = entropy.toString('hex', entropyAt, entropyAt + 6);
   entropyAt += 6;
-  return `req_${Date.now().toString(36).padStart(9, '0')}${sequence.toString(36).padStart(2, '0')}${random}`;
+  const now = Date.now();
+  if (now !== stampMs) {
+    stampMs = now;
+    stamp = `req_${now.toString(36).padStart(9, '0')}`;
+  }
+  return `${stamp}${sequence.toString(36).padStart(2, '0')}${random}`;
 }
+
+/**
+ * A message head as it came (latin1 text, request or status line first), whose headers are taken
+ * apart only when the captured request is read. What a ring keeps for a thousand exchanges is then one
+ * string each, not a string per header name and value: under load those would outlive the young
+ * generation and be copied and promoted, a cost the capture paid on every request.
+ */
+export class RawHead {
+  constructor(readonly text: string) {}
+
+  /** The head's bytes (a copy: they must not hold on to the chunk they came in). */
+  static of(bytes: Buffer): RawHead {
+    return new RawHead(bytes.toString('latin1'));
+  }
+}
+
+/** Headers as a list, as names and values alternating, or as the head they came in. */
+export type CapturedHeaders = HeaderList | readonly string[] | RawHead;
 
 export interface ExchangeStart {
   tunnelId: string;
@@ -120,7 +146,7 @@ export interface ExchangeStart {
   url: string;
   httpVersion: string;
   /** A list, or names and values alternating as parsers give them (turned into a list when read). */
-  requestHeaders: HeaderList | readonly string[];
+  requestHeaders: CapturedHeaders;
   /** The public client as `<host>:<port>` (see `peerAddress`). */
   remoteAddr: string;
   replayOf?: string | null;
@@ -146,7 +172,7 @@ export class Exchange {
   private status: number | null = null;
   /** The status recorded when no response comes (see noResponse). */
   private fallbackStatus = NO_RESPONSE_STATUS;
-  private responseHeaders: HeaderList | readonly string[] = [];
+  private responseHeaders: CapturedHeaders = [];
   private ended: Ended | null = null;
 
   constructor(private readonly start: ExchangeStart) {
@@ -159,7 +185,7 @@ export class Exchange {
   }
 
   /** `headers`: a list, or names and values alternating (turned into a list when read). */
-  response(status: number, headers: HeaderList | readonly string[]): void {
+  response(status: number, headers: CapturedHeaders): void {
     this.status = status;
     this.responseHeaders = headers;
   }
@@ -230,16 +256,41 @@ interface Ended {
   id: string;
   startedAt: number;
   status: number;
-  responseHeaders: HeaderList | readonly string[];
+  responseHeaders: CapturedHeaders;
   durationMs: number;
   requestSize: number;
   responseSize: number;
   error: string | null;
 }
 
-/** A header list, from a list or from names and values alternating. */
-function listOf(headers: HeaderList | readonly string[]): HeaderList {
+/** A header list, from a list, from names and values alternating, or from the head they came in. */
+function listOf(headers: CapturedHeaders): HeaderList {
+  if (headers instanceof RawHead) return headerListOfHead(headers.text);
   return typeof headers[0] === 'string' ? headerList(headers as readonly string[]) : (headers as HeaderList);
+}
+
+/** Spaces and tabs around a header value go (RFC 9110 §5.5); other bytes stay, as the parser keeps them. */
+function trimSpaces(value: string): string {
+  return value.replace(/^[ \t]+|[ \t]+$/g, '');
+}
+
+/** The header lines of a head (its first line, and the blank line that ends it, left out). */
+function headerListOfHead(text: string): HeaderList {
+  const list: HeaderList = [];
+  const lines = text.split('\r\n');
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const last = list.at(-1);
+    // A line folded onto the one above continues its value, as the parser read it.
+    if (last && (line.startsWith(' ') || line.startsWith('\t'))) {
+      last.value = `${last.value} ${trimSpaces(line)}`;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    list.push({ name: line.slice(0, colon), value: trimSpaces(line.slice(colon + 1)) });
+  }
+  return list;
 }
 
 function capturedRequest(ended: Ended): CapturedRequest {
@@ -301,9 +352,10 @@ export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
  */
 export class CaptureRing {
   /** The exchanges kept, oldest first from `first` on. */
-  private readonly items: Array<{ id: string; captured: CapturedExchange }> = [];
+  private readonly items: CapturedExchange[] = [];
+  /** Each item's id, at the same index (get() looks through them: it is asked rarely, recording is not). */
+  private readonly ids: string[] = [];
   private first = 0;
-  private readonly byId = new Map<string, CapturedExchange>();
   /** Allocated on the first body (its pages are touched only as they are written). */
   private arena: Buffer | null = null;
   private writeAt = 0;
@@ -324,15 +376,14 @@ export class CaptureRing {
     // Set by the store during finish (TypeScript cannot see that it may have changed).
     const placed = this.placedAt as { start: number; end: number } | null;
     if (placed) this.placed.push({ exchange: captured, start: placed.start, end: placed.end });
-    this.items.push({ id: exchange.id, captured });
-    this.byId.set(exchange.id, captured);
+    this.items.push(captured);
+    this.ids.push(exchange.id);
     this.total += 1;
     if (this.items.length - this.first > this.capacity) {
       const dropped = this.items[this.first]!;
       this.first += 1;
-      this.byId.delete(dropped.id);
       // Written in the order they were kept: a dropped exchange still in the arena is the oldest there.
-      if (this.placed[this.placedFirst]?.exchange === dropped.captured) this.placedFirst += 1;
+      if (this.placed[this.placedFirst]?.exchange === dropped) this.placedFirst += 1;
       this.compact();
     }
     return captured;
@@ -361,6 +412,7 @@ export class CaptureRing {
   private compact(): void {
     if (this.first >= 1024) {
       this.items.splice(0, this.first);
+      this.ids.splice(0, this.first);
       this.first = 0;
     }
     if (this.placedFirst >= 1024) {
@@ -370,14 +422,15 @@ export class CaptureRing {
   }
 
   get(id: string): CapturedExchange | undefined {
-    return this.byId.get(id);
+    const at = this.ids.lastIndexOf(id);
+    return at >= this.first ? this.items[at] : undefined;
   }
 
   /** Newest first. */
   list(): CapturedRequest[] {
     const newestFirst: CapturedRequest[] = [];
     for (let i = this.items.length - 1; i >= this.first; i--)
-      newestFirst.push(this.items[i]!.captured.request);
+      newestFirst.push(this.items[i]!.request);
     return newestFirst;
   }
 

@@ -5,7 +5,7 @@
 // id the edge gave it, so both sides name it alike.
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect } from 'node:net';
-import { CLIENT_WENT_AWAY_STATUS, type CapturedExchange, Exchange, headerList } from '../capture/capture.js';
+import { CLIENT_WENT_AWAY_STATUS, type CapturedExchange, Exchange, RawHead } from '../capture/capture.js';
 import {
   Http1Framer,
   connectionListed,
@@ -74,7 +74,7 @@ export function answerPipe(
             path: head.url,
             url: options.capture.url + head.url,
             httpVersion: `HTTP/${head.version}`,
-            requestHeaders: headerList(head.headers).filter((h) => !OURS.has(h.name.toLowerCase())),
+            requestHeaders: withoutOurs(head.headers),
             remoteAddr: options.capture.remoteAddr,
           })
         : null;
@@ -101,7 +101,7 @@ export function answerPipe(
       const request = inFlight[0];
       if (!request || (head.status < 200 && head.status !== 101)) return undefined;
       request.answered = true;
-      request.exchange?.response(head.status, headerList(head.headers));
+      request.exchange?.response(head.status, RawHead.of(head.raw));
       if (request.upgrade) release(head.status === 101);
       if (head.status === 101) return { raw: true };
       const noBody = request.method === 'HEAD' || (request.method === 'CONNECT' && head.status < 300);
@@ -248,4 +248,19 @@ export function answerPipe(
     done = true;
     stream.resume();
   });
+}
+
+/**
+ * A head's headers (names and values alternating) without the tunnel's own: the edge's request id is
+ * its last one, so the list is usually cut, not copied header by header.
+ */
+function withoutOurs(headers: readonly string[]): readonly string[] {
+  const last = headers.length - 2;
+  const cut =
+    last >= 0 && headers[last]!.toLowerCase() === STREAM_HEADERS.requestId ? headers.slice(0, last) : headers;
+  if (!hasAnyHeader(cut, OURS)) return cut;
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < cut.length; i += 2)
+    if (!OURS.has(cut[i]!.toLowerCase())) kept.push(cut[i]!, cut[i + 1]!);
+  return kept;
 }

@@ -8,7 +8,7 @@
 // routed afresh.
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CLIENT_WENT_AWAY_STATUS, type Exchange } from '../../core/capture/capture.js';
+import { CLIENT_WENT_AWAY_STATUS, type Exchange, RawHead } from '../../core/capture/capture.js';
 import {
   FramingError,
   Http1Framer,
@@ -151,7 +151,7 @@ export class Conduit {
         const request = this.inFlight[0];
         if (!request || (head.status < 200 && head.status !== 101)) return undefined;
         request.answered = true;
-        request.exchange?.response(head.status, head.headers);
+        request.exchange?.response(head.status, RawHead.of(head.raw));
         if (request.upgrade) this.releaseHeld(head.status === 101);
         if (head.status === 101) return { raw: true };
         const connect = request.method === 'CONNECT' && head.status < 300;

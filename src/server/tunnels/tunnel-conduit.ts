@@ -4,7 +4,7 @@
 // exchange with the request id both sides share, and answers as the client would when the local app
 // cannot be reached.
 import http2 from 'node:http2';
-import { Exchange, peerAddress } from '../../core/capture/capture.js';
+import { Exchange, RawHead, peerAddress } from '../../core/capture/capture.js';
 import { headerValue } from '../../core/tunnel/http1.js';
 import { STREAM_HEADERS, noAnswerText } from '../../core/tunnel/protocol.js';
 import { type CarriedConnection, Conduit } from '../edge/conduit.js';
@@ -44,7 +44,7 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
             path: head.url,
             url: tunnel.url + head.url,
             httpVersion: `HTTP/${head.version}`,
-            requestHeaders: head.headers,
+            requestHeaders: RawHead.of(head.raw),
             remoteAddr: peerAddress(socket),
           })
         : null;

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { Http1Framer, type MessageHead } from '../../../src/core/tunnel/http1.js';
 import {
   BodyTap,
   CaptureRing,
   CLIENT_WENT_AWAY_STATUS,
   Exchange,
+  RawHead,
   ResponseHeadReader,
   formatAddress,
   headerList,
@@ -152,6 +154,41 @@ describe('headerList', () => {
       { name: 'Set-Cookie', value: 'a=1' },
       { name: 'set-cookie', value: 'b=2' },
     ]);
+  });
+});
+
+describe('a head captured as it came (RawHead)', () => {
+  const heads: Array<[string, string]> = [
+    [
+      'request',
+      'GET /a?b=1 HTTP/1.1\r\nHost: x.test\r\nX-Mixed-Case:  padded\t \r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\nEmpty:\r\nLatin: caf\xe9 \xa0\r\n\r\n',
+    ],
+    ['response', 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Folded: one\r\n  two\r\nVia: 1.1 a:b\r\n\r\n'],
+  ];
+  it.each(heads)('gives the %s headers the parser reads, in order, case and value', (kind, text) => {
+    let parsed: MessageHead | null = null;
+    const framer = new Http1Framer(kind as 'request' | 'response', {
+      head: (head) => {
+        parsed = head;
+        return undefined;
+      },
+    });
+    // A folded line is refused in a request (a 400 on the byte path), read in a response: one of each.
+    framer.write(Buffer.from(text, 'latin1'));
+    const e = new Exchange({
+      tunnelId: 'tun_test',
+      method: 'GET',
+      path: '/',
+      url: 'http://t.tunnel.localhost/',
+      httpVersion: 'HTTP/1.1',
+      requestHeaders: RawHead.of(Buffer.from(text, 'latin1')),
+      remoteAddr: '127.0.0.1:50000',
+    });
+    e.response(200, RawHead.of(Buffer.from(text, 'latin1')));
+    const captured = e.finish().request;
+    const expected = headerList(parsed!.headers);
+    expect(captured.request_header_list).toEqual(expected);
+    expect(captured.response_header_list).toEqual(expected);
   });
 });
 
