@@ -10,6 +10,8 @@ import { UsageError, type Io } from './io.js';
 
 interface AppOptions {
   port: number;
+  apiPort?: number;
+  edgePort?: number;
   dataDir?: string;
   platform?: string;
 }
@@ -22,6 +24,22 @@ export function appCommand(io: Io): Command {
         .default(4040)
         .argParser(parsePort)
         .env('WHARF_INSPECTOR_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--api-port <port>',
+        "the embedded platform's API port (default: 8787, or a free one if taken)",
+      )
+        .argParser(parsePort)
+        .env('WHARF_PORT'),
+    )
+    .addOption(
+      new Option(
+        '--edge-port <port>',
+        "the embedded platform's app edge port, where apps and tunnels answer (default: 8788, or a free one if taken)",
+      )
+        .argParser(parsePort)
+        .env('WHARF_EDGE_PORT'),
     )
     .addOption(
       new Option(
@@ -64,7 +82,8 @@ export function appCommand(io: Io): Command {
         secrets: new FileSecretStore(resolve(home, 'secrets.json')),
         localPlatform: async () => {
           local ??= await ensureLocalPlatform(home, {
-            ...(process.env.WHARF_PORT ? { port: Number(process.env.WHARF_PORT) } : {}),
+            ...(options.apiPort === undefined ? {} : { port: options.apiPort }),
+            ...(options.edgePort === undefined ? {} : { config: { edgePort: options.edgePort } }),
           });
           return { url: local.url, apiKey: local.apiKey };
         },
@@ -81,12 +100,19 @@ export function appCommand(io: Io): Command {
       const inspector = await startInspector({ bridge: engine, port: options.port, staticDir, infoFile });
       if (inspector.movedFromPort !== null)
         io.out(`Port ${inspector.movedFromPort} is in use; using ${inspector.port} instead.`);
-      const localLine = local as { url: string; reused: boolean } | null;
+      const localLine = local as Awaited<ReturnType<typeof ensureLocalPlatform>> | null;
       io.out(`Wharf app: ${inspector.pageUrl}`);
       if (settings.mode === 'local' && localLine) {
         io.out(
           `  Platform   ${localLine.url} (local, ${localLine.reused ? 'already running' : 'embedded in this process'})`,
         );
+        io.out(
+          `  Edge       ${localLine.edgeUrl} (apps and tunnels: http://<name>.localhost:${new URL(localLine.edgeUrl).port})`,
+        );
+        if (localLine.movedPorts)
+          io.out(
+            '  The default ports were taken, so the platform took free ones; `wharf` commands find it (in the home below).',
+          );
       } else io.out(`  Platform   ${settings.platformUrl} (${settings.mode})`);
       io.out(`  Home       ${home}`);
       io.out(`  API        ${inspector.origin}/api with X-Wharf-Token (also in ${infoFile})`);

@@ -49,7 +49,7 @@ function row(result: EmailVerification): string[] {
 }
 
 export function emailCommand(io: Io): Command {
-  const email = new Command('email').description('email address verification (API.md §6)');
+  const email = new Command('email').description('verify email addresses: syntax, domain, mail server and mailbox');
   email.addCommand(
     withConnectionOptions(
       new Command('verify')

@@ -56,6 +56,11 @@ export function buildProgram(io: Io = processIo): Command {
   // Every (sub)command throws instead of exiting, so main() decides the exit code.
   const exitOverride = (command: Command) => {
     command.exitOverride();
+    // Commander's own errors (an unknown option, a bad value) start the way every other error does.
+    command.configureOutput({
+      ...command.configureOutput(),
+      outputError: (text, write) => write(text.replace(/^error: /, 'wharf: ')),
+    });
     command.commands.forEach(exitOverride);
   };
   exitOverride(program);

@@ -4,6 +4,7 @@
 // apiKeySecretName(origin). The `wharf` commands resolve their platform here without starting one.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { RUNNING_FILE, type RunningPlatform, parseRunningPlatform } from '../shared/platform-files.js';
 import type { SecretStore } from './secret-store.js';
 import { DEFAULT_LOCAL_PLATFORM_URL, apiKeySecretName, readSettings } from './settings.js';
 
@@ -20,6 +21,27 @@ export interface PlatformTarget {
 /** The local platform's origin: the default one, or the same host on another port (WHARF_PORT). */
 export function localPlatformOrigin(port?: number): string {
   return port === undefined ? DEFAULT_LOCAL_PLATFORM_URL : `http://127.0.0.1:${port}`;
+}
+
+/**
+ * The platform serving `<home>/platform` as it said where it listens, while its process lives (the
+ * app's embedded one may have taken other ports than the defaults); null when none runs.
+ */
+export function runningLocalPlatform(home: string): RunningPlatform | null {
+  let running: RunningPlatform | null;
+  try {
+    running = parseRunningPlatform(readFileSync(join(home, 'platform', RUNNING_FILE), 'utf8'));
+  } catch {
+    return null;
+  }
+  if (running === null) return null;
+  try {
+    process.kill(running.pid, 0);
+  } catch (error) {
+    // EPERM: it lives, as another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return null;
+  }
+  return running;
 }
 
 export function localAccountFile(home: string): string {
@@ -50,7 +72,10 @@ export function resolvePlatformTarget(options: PlatformTargetOptions): PlatformT
   if (platform === 'local') {
     return {
       mode: 'local',
-      origin: localPlatformOrigin(options.localPort),
+      origin:
+        options.localPort === undefined
+          ? (runningLocalPlatform(options.home)?.origin ?? localPlatformOrigin())
+          : localPlatformOrigin(options.localPort),
       apiKey: readLocalApiKey(options.home),
       keySource: localAccountFile(options.home),
     };

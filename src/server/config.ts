@@ -233,8 +233,7 @@ export type FrontKind = (typeof FRONT_KINDS)[number];
 export const DEFAULT_IMAGES = { node: 'node:22-slim', python: 'python:3.12-slim' };
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
-/** Where a platform writes its local account's key: `<dataDir>/local-account.json`. */
-export const LOCAL_ACCOUNT_FILE = 'local-account.json';
+export { LOCAL_ACCOUNT_FILE } from '../shared/platform-files.js';
 
 export const DEFAULT_API_PORT = 8787;
 export const DEFAULT_EDGE_PORT = 8788;

@@ -1,14 +1,25 @@
 // The embedded local platform for the app hosts (`wharf app`, the Electron main process): reuse a
-// `wharf platform` already serving `<home>/platform` at the default address, else start one in this
-// process (on the default port, or any free one when something else holds it).
+// platform already serving `<home>/platform` (where its running.json says, or at the default address),
+// else start one in this process (on the default ports, or any free ones when something else holds
+// them).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LocalAccountFile } from './accounts/accounts.js';
-import { DEFAULT_API_PORT, LOCAL_ACCOUNT_FILE, type PlatformConfigInput } from './config.js';
+import { runningLocalPlatform } from '../core/platform-target.js';
+import {
+  DEFAULT_API_PORT,
+  DEFAULT_EDGE_PORT,
+  LOCAL_ACCOUNT_FILE,
+  type PlatformConfigInput,
+} from './config.js';
 
 export interface LocalPlatform {
   /** The platform's origin, e.g. `http://127.0.0.1:8787`. */
   url: string;
+  /** The app edge's origin, where apps and tunnels answer (e.g. `http://127.0.0.1:8788`). */
+  edgeUrl: string;
+  /** The ports asked for were taken, and the platform took free ones instead. */
+  movedPorts: boolean;
   apiKey: string;
   /** True when an already running platform was reused (and close() leaves it running). */
   reused: boolean;
@@ -43,25 +54,46 @@ export async function ensureLocalPlatform(
   const dataDir = join(home, 'platform');
   const port = options.port ?? DEFAULT_API_PORT;
   const existing = readLocalAccount(dataDir);
-  const defaultOrigin = `http://127.0.0.1:${port}`;
-  if (existing && (await acceptsKey(defaultOrigin, existing.api_key))) {
-    return { url: defaultOrigin, apiKey: existing.api_key, reused: true, close: async () => undefined };
+  const running = runningLocalPlatform(home);
+  const candidates = [
+    ...(running ? [{ url: running.origin, edgeUrl: running.edge_origin }] : []),
+    {
+      url: `http://127.0.0.1:${port}`,
+      edgeUrl: `http://127.0.0.1:${options.config?.edgePort ?? DEFAULT_EDGE_PORT}`,
+    },
+  ];
+  if (existing) {
+    for (const candidate of candidates) {
+      if (await acceptsKey(candidate.url, existing.api_key)) {
+        const reused = { ...candidate, movedPorts: false, reused: true };
+        return { ...reused, apiKey: existing.api_key, close: async () => undefined };
+      }
+    }
   }
   // Loaded only when a platform must be started: reusing one needs none of the server's modules.
   const { PortInUseError, servePlatform } = await import('./serve.js');
   const config = { ...options.config, dataDir };
-  let running;
+  let started;
+  let movedPorts = false;
   try {
-    running = await servePlatform(config, { host: '127.0.0.1', port });
+    started = await servePlatform(config, { host: '127.0.0.1', port });
   } catch (error) {
     if (!(error instanceof PortInUseError)) throw error;
     // The API's port or the edge's is taken (another user's platform, another program): any free ones.
-    running = await servePlatform(config, { host: '127.0.0.1', port: 0 }, { port: 0 });
+    started = await servePlatform(config, { host: '127.0.0.1', port: 0 }, { port: 0 });
+    movedPorts = true;
   }
   const account = readLocalAccount(dataDir);
   if (!account) {
-    await running.close();
+    await started.close();
     throw new Error(`the local platform did not write ${join(dataDir, LOCAL_ACCOUNT_FILE)}`);
   }
-  return { url: running.origin, apiKey: account.api_key, reused: false, close: () => running.close() };
+  return {
+    url: started.origin,
+    edgeUrl: started.edgeOrigin,
+    movedPorts,
+    apiKey: account.api_key,
+    reused: false,
+    close: () => started.close(),
+  };
 }

@@ -1,5 +1,9 @@
 // Starts a built platform listening on its host and port, for `wharf platform` and `wharf app`.
+import { readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, type Server, createServer } from 'node:net';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../core/private-file.js';
+import { RUNNING_FILE, parseRunningPlatform } from '../shared/platform-files.js';
 import { buildPlatform, API_PREFIX, type Platform } from './app.js';
 import type { PlatformConfigInput } from './config.js';
 
@@ -78,13 +82,36 @@ export async function servePlatform(
   }
   const { port } = platform.app.server.address() as AddressInfo;
   const origin = `http://${bracket(listen.host)}:${port}`;
+  const edgeOrigin = `http://${bracket(edgeHost)}:${platform.config.edgePort}`;
+  const running = join(platform.config.dataDir, RUNNING_FILE);
+  writeFileAtomic(
+    running,
+    `${JSON.stringify({ origin: reachable(origin), edge_origin: reachable(edgeOrigin), pid: process.pid }, null, 2)}\n`,
+  );
   return {
     ...platform,
     origin,
-    edgeOrigin: `http://${bracket(edgeHost)}:${platform.config.edgePort}`,
+    edgeOrigin,
     apiUrl: origin + API_PREFIX,
-    close: () => platform.app.close(),
+    close: async () => {
+      // Only this process's own: a second platform on the same data dir may have written its since.
+      if (parseRunningPlatform(readOr(running))?.pid === process.pid) rmSync(running, { force: true });
+      await platform.app.close();
+    },
   };
+}
+
+/** An origin on this machine's any-address as a client reaches it (the loopback address). */
+function reachable(origin: string): string {
+  return origin.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
+}
+
+function readOr(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** Whether `host:port` can be listened on (port 0: a free one, returned): for the front's HAProxy. */

@@ -1,6 +1,6 @@
 // The `wharf` command as a user runs it: the built bin/wharf.js in a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -289,7 +289,7 @@ describe('wharf app', () => {
     const home = tempDir();
     const child = spawn(process.execPath, [bin, 'app', '--port', '0', '--data-dir', home], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, WHARF_PORT: '0' },
+      env: { ...process.env, WHARF_PORT: '0', WHARF_EDGE_PORT: '0' },
     });
     children.push(child);
     let output = '';
@@ -308,6 +308,14 @@ describe('wharf app', () => {
       child.stderr.on('data', onData);
     });
     expect(output).toMatch(/Platform\s+http:\/\/127\.0\.0\.1:\d+ \(local, embedded in this process\)/);
+    // Where apps and tunnels answer, on the edge port asked for (0: a free one).
+    const edge =
+      /Edge\s+http:\/\/127\.0\.0\.1:(\d+) \(apps and tunnels: http:\/\/<name>\.localhost:(\d+)\)/.exec(
+        output,
+      );
+    expect(edge).not.toBeNull();
+    expect(edge![1]).toBe(edge![2]);
+    expect(Number(edge![1])).not.toBe(8788);
     const url = new URL(pageUrl);
     const token = url.hash.replace('#token=', '');
     const page = await fetch(url.origin + '/');
@@ -339,6 +347,48 @@ describe('wharf app', () => {
   });
 });
 
+describe('finding the platform', () => {
+  it('a command finds the local platform on the ports it took, and says when none runs', async () => {
+    const home = tempDir();
+    const cli = await startPlatform(['--data-dir', join(home, 'platform')]);
+    const running = JSON.parse(readFileSync(join(home, 'platform', 'running.json'), 'utf8'));
+    expect(statSync(join(home, 'platform', 'running.json')).mode & 0o777).toBe(0o600);
+    expect(running).toMatchObject({
+      origin: cli.api.replace('/api/v1', ''),
+      edge_origin: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      pid: cli.child.pid,
+    });
+    // Neither 8787 nor a --platform: found through <home>/platform/running.json.
+    const listed = await run(['projects'], { WHARF_HOME: home });
+    expect(listed.stderr).toBe('');
+    expect(listed.code).toBe(0);
+
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(existsSync(join(home, 'platform', 'running.json'))).toBe(false);
+    const gone = await run(['projects'], { WHARF_HOME: home });
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^wharf: /);
+  });
+
+  it.each([
+    ['a port nothing listens on', 'http://127.0.0.1:9', /fetch refuses that port/],
+    ['HTTPS where HTTP is served', 'https://127.0.0.1:PORT', /does not speak HTTPS on that port/],
+  ])('says why a platform cannot be reached: %s', async (_label, url, reason) => {
+    const home = tempDir();
+    const cli = await startPlatform(['--data-dir', join(home, 'platform')]);
+    const port = new URL(cli.api).port;
+    const result = await run(
+      ['projects', '--platform', url.replace('PORT', port), '--api-key', `wk_${'a'.repeat(32)}`],
+      { WHARF_HOME: home },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^wharf: cannot reach the platform at https?:\/\/127\.0\.0\.1:\d+: /);
+    expect(result.stderr).toMatch(reason);
+    expect(result.stderr).not.toMatch(/fetch failed$/m);
+  });
+});
+
 describe('usage', () => {
   it.each([
     [['admin', 'create-account', '--data-dir', '/tmp/x']],
@@ -354,6 +404,25 @@ describe('usage', () => {
     const result = await run(args);
     expect(result.code).toBe(2);
     expect(result.stderr.length + result.stdout.length).toBeGreaterThan(0);
+    // Every error line starts alike, whichever part of the command found it.
+    if (result.stderr !== '') expect(result.stderr).toMatch(/^wharf: /);
+  });
+
+  it.each([
+    [['app', '--api-port', 'eighty'], /^wharf: option '--api-port <port>' argument 'eighty' is invalid/],
+    [['app', '--edge-port', '70000'], /^wharf: option '--edge-port <port>' argument '70000' is invalid/],
+    [['projects', '--nope'], /^wharf: unknown option '--nope'/],
+  ])('refuses %j in the words of every other error', async (args, message) => {
+    const result = await run(args, { WHARF_HOME: tempDir() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('describes email verification in its own words, not a section of a spec', async () => {
+    const result = await run(['email', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toMatch(/API\.md|SPEC\.md|§/);
+    expect(result.stdout).toContain('verify email addresses');
   });
 
   it.each([

@@ -460,14 +460,35 @@ export async function fetchWithinOrigin(
 }
 
 function offlineError(baseUrl: string, error: unknown): BridgeError {
-  const cause = (error as { cause?: { code?: string } }).cause?.code;
-  const reason =
-    (error as Error).name === 'TimeoutError'
-      ? 'it did not answer in time'
-      : cause === 'ECONNREFUSED'
-        ? 'nothing is listening there'
-        : cause === 'ENOTFOUND'
-          ? 'the host name does not resolve'
-          : (error as Error).message;
-  return new BridgeError('offline', 0, `cannot reach the platform at ${baseUrl}: ${reason}`);
+  return new BridgeError('offline', 0, `cannot reach the platform at ${baseUrl}: ${whyUnreachable(error)}`);
+}
+
+const TLS_UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** What went wrong reaching a platform, in words: never a bare "fetch failed". */
+function whyUnreachable(error: unknown): string {
+  if ((error as Error).name === 'TimeoutError') return 'it did not answer in time';
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const code = cause?.code;
+  if (code === 'ECONNREFUSED') return 'nothing is listening there';
+  if (code === 'ENOTFOUND') return 'the host name does not resolve';
+  if (code === 'EAI_AGAIN') return 'the host name could not be looked up (is DNS reachable?)';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was closed before an answer';
+  if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return 'the connection timed out';
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'the network has no route to it';
+  if (code !== undefined && TLS_UNTRUSTED.has(code))
+    return `its TLS certificate is not trusted here (${code}): pass the CA that signed it with --ca FILE`;
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'EPROTO')
+    return 'it does not speak HTTPS on that port (an http:// address?)';
+  if (cause?.message === 'bad port')
+    return 'fetch refuses that port (one of the "bad ports" browsers block): use another port';
+  const message = (error as Error).message;
+  return cause ? `${message} (${code ?? cause.message})` : message;
 }
