@@ -49,7 +49,9 @@ function row(result: EmailVerification): string[] {
 }
 
 export function emailCommand(io: Io): Command {
-  const email = new Command('email').description('verify email addresses: syntax, domain, mail server and mailbox');
+  const email = new Command('email').description(
+    'verify email addresses: syntax, domain, mail server and mailbox',
+  );
   email.addCommand(
     withConnectionOptions(
       new Command('verify')

@@ -429,8 +429,7 @@ export class CaptureRing {
   /** Newest first. */
   list(): CapturedRequest[] {
     const newestFirst: CapturedRequest[] = [];
-    for (let i = this.items.length - 1; i >= this.first; i--)
-      newestFirst.push(this.items[i]!.request);
+    for (let i = this.items.length - 1; i >= this.first; i--) newestFirst.push(this.items[i]!.request);
     return newestFirst;
   }
 
