@@ -357,6 +357,24 @@ describe('DNS', () => {
     expect(isBillable(result)).toBe(false);
   });
 
+  it('reads a resolver saying a well-known provider does not exist as unknown and free, not invalid', async () => {
+    // The fake DNS has no gmail.com: it answers NXDOMAIN, as a filtering or broken resolver does.
+    const result = await check('alice@gmail.com');
+    expect(result).toMatchObject({
+      score: 'unknown',
+      reason: 'smtp_inconclusive',
+      has_mx: false,
+      free_provider: true,
+      mailbox_checked: false,
+    });
+    expect(isBillable(result)).toBe(false);
+  });
+
+  it('never calls a reserved example domain a free provider, whatever a list says', async () => {
+    expect((await check('alice@example.com')).free_provider).toBe(false);
+    expect((await check('alice@mail.example.org')).free_provider).toBe(false);
+  });
+
   it('reads a DNS time-out as unknown', async () => {
     // A UDP socket that reads queries and never answers.
     const mute = createSocket('udp4');

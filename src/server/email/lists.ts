@@ -52,7 +52,13 @@ export function isRoleAccount(local: string): boolean {
   return base.length > 0 && roleLocalParts().has(base);
 }
 
-/** True when `domain` is a free mail provider's (and not a disposable one). */
+/**
+ * Names reserved for examples and tests (RFC 2606, RFC 6761): nobody's mail, whatever a list says
+ * (email-providers lists example.com).
+ */
+const RESERVED = /(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost)$/;
+
+/** True when `domain` is a free mail provider's (and not a disposable one, nor a reserved name). */
 export function isFreeProvider(domain: string): boolean {
-  return freeProviderDomains().has(domain) && !isDisposable(domain);
+  return freeProviderDomains().has(domain) && !isDisposable(domain) && !RESERVED.test(domain);
 }

@@ -6,7 +6,7 @@ import type { EmailConfig } from '../config.js';
 import { EMAIL_REASONS, type EmailVerification } from '../../shared/api/email.js';
 import { MailDns, type MailRoute } from './dns.js';
 import { KeyedLimiter } from './limiter.js';
-import { isDisposable, isFreeProvider, isRoleAccount } from './lists.js';
+import { commonProviderDomains, isDisposable, isFreeProvider, isRoleAccount } from './lists.js';
 import { type ProbeOutcome, probeMailbox, providerOf } from './smtp.js';
 import { suggestDomain } from './suggest.js';
 import { parseAddress } from './syntax.js';
@@ -151,7 +151,13 @@ export class EmailVerifier {
       route = this.#dns.route(domain);
       batch.routes.set(domain, route);
     }
-    const mail = await route;
+    const answered = await route;
+    // A resolver that says one of the most used mail providers does not exist (or takes no mail) is
+    // broken or filtered, not telling the truth about the domain: nothing is concluded, as on a failure.
+    const mail =
+      answered.kind === 'none' && commonProviderDomains().has(domain)
+        ? { kind: 'error' as const, detail: `DNS says ${domain} takes no mail, which is not so` }
+        : answered;
     // A DNS failure concludes nothing; `smtp_inconclusive` is the one reason the contract has for it.
     if (mail.kind === 'none') reasons.add('no_mail_server');
     if (mail.kind === 'error') reasons.add('smtp_inconclusive');

@@ -8,7 +8,16 @@ const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
   minute: '2-digit',
 });
 const dateFormat = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
-const usdFormat = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD' });
+/**
+ * Money as the ledger keeps it: cents always, and the fraction of a cent when there is one ($0.002 a
+ * check, a balance of $4.999), the same on every screen.
+ */
+const usdFormat = new Intl.NumberFormat(undefined, {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 4,
+});
 
 function parse(iso: string | null | undefined): Date | null {
   if (!iso) return null;

@@ -5,7 +5,7 @@ import { useId, useMemo, useState, type FormEvent } from 'react';
 import { TextAreaField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { downloadText } from '../../lib/download';
-import { formatBytes, plural } from '../../lib/format';
+import { formatBytes, formatUsd, plural } from '../../lib/format';
 import { extractAddresses, type ExtractedAddresses } from '../../stores/email/addresses';
 import { BATCH_LIMIT, progressFraction } from '../../stores/email/batch';
 import {
@@ -25,7 +25,7 @@ import { useAccount } from '../../stores/settings/selectors';
 import { EMAIL_SCORES, suggestedAddress } from '../../../../shared/api/email.js';
 import { CheckError } from './CheckError';
 import { EmailScoreBadge } from './EmailResult';
-import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, formatCost } from './explain';
+import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS } from './explain';
 
 /** Larger files are not lists of addresses one would check from here. */
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -300,7 +300,7 @@ function BatchResults() {
               {SCORE_LABELS[score]}
             </li>
           ))}
-          <li className="muted">{formatCost(totalCost(results))} spent</li>
+          <li className="muted">{formatUsd(totalCost(results))} spent</li>
         </ul>
         <div className="batch-filters">
           <div className="filter-field">
@@ -397,7 +397,7 @@ function BatchResults() {
                   <td className="cell-score">{result.confidence}</td>
                   <td title={REASON_MEANINGS[result.reason]}>{REASON_LABELS[result.reason]}</td>
                   <td className="cell-notes">{notesOf(result).join(' · ') || '—'}</td>
-                  <td className="cell-cost">{result.cost_usd > 0 ? formatCost(result.cost_usd) : 'Free'}</td>
+                  <td className="cell-cost">{result.cost_usd > 0 ? formatUsd(result.cost_usd) : 'Free'}</td>
                 </tr>
               ))}
             </tbody>

@@ -2,9 +2,9 @@
 // what it means, the SMTP reply when the server was asked, the cost, and "Did you mean …?" when the
 // platform suggests a likelier address.
 import { type EmailVerification, suggestedAddress } from '../../../../shared/api/email.js';
-import { formatWhen } from '../../lib/format';
+import { formatUsd, formatWhen } from '../../lib/format';
 import { catchAllFinding, mailboxFinding } from '../../stores/email/results';
-import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, SCORE_MEANINGS, formatCost, yesNo } from './explain';
+import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS, SCORE_MEANINGS, yesNo } from './explain';
 
 export function EmailScoreBadge({ score }: { score: EmailVerification['score'] }) {
   return (
@@ -164,7 +164,7 @@ export function EmailResult({
         <div className="overview-item" data-testid="email-flag-cost">
           <dt>Cost</dt>
           <dd>
-            {result.cost_usd > 0 ? formatCost(result.cost_usd) : 'Free'}
+            {result.cost_usd > 0 ? formatUsd(result.cost_usd) : 'Free'}
             <span className="muted"> · checked at {formatWhen(result.checked_at)}</span>
           </dd>
         </div>

@@ -11,7 +11,7 @@ import { useAccount, useSettingsActions } from '../../stores/settings/selectors'
 import { BatchCheck } from './BatchCheck';
 import { CheckError } from './CheckError';
 import { EmailResult } from './EmailResult';
-import { formatCost } from './explain';
+import { formatUsd } from '../../lib/format';
 
 export function EmailView() {
   const { loadAccount } = useSettingsActions();
@@ -66,7 +66,7 @@ export function UsageSummary({ account }: { account: Account }) {
     <dl className="email-summary" data-testid="email-summary">
       <div className="email-summary-item">
         <dt>Available balance</dt>
-        <dd data-testid="email-balance">{formatCost(account.balance.available_usd)}</dd>
+        <dd data-testid="email-balance">{formatUsd(account.balance.available_usd)}</dd>
       </div>
       <div className="email-summary-item email-summary-cap">
         <dt>Checks today</dt>

@@ -45,15 +45,3 @@ export const REASON_MEANINGS: Record<EmailReason, string> = {
 export function yesNo(value: boolean | null, yes: string, no: string, unknown: string): string {
   return value === null ? unknown : value ? yes : no;
 }
-
-const costFormat = new Intl.NumberFormat(undefined, {
-  style: 'currency',
-  currency: 'USD',
-  minimumFractionDigits: 2,
-  maximumFractionDigits: 4,
-});
-
-/** Costs of a check are fractions of a cent: $0.002, not $0.00. */
-export function formatCost(amount: number): string {
-  return costFormat.format(amount);
-}

@@ -6,7 +6,6 @@ import { ErrorNotice } from '../../components/Notice';
 import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
 import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
-import { formatCost } from '../email/explain';
 
 /** Ledger entries shown here; the newest first. */
 const USAGE_SHOWN = 8;
@@ -134,7 +133,7 @@ function RecentUsage() {
                   {formatWhen(entry.at)}
                 </td>
                 <td title={entry.kind}>{entry.description}</td>
-                <td className="cell-cost">{formatCost(entry.amount_usd)}</td>
+                <td className="cell-cost">{formatUsd(entry.amount_usd)}</td>
               </tr>
             ))}
           </tbody>
