@@ -95,6 +95,10 @@ describe('AI builder, offline (no engine configured)', () => {
       });
       expect(built.project.repo_url).toBe(`file://${join(tp.dataDir, 'ai-repos', built.project.id)}`);
       expect(built.url).toBe(built.project.url);
+      // Named as the app calls itself, not after the first 64 characters of the prompt.
+      expect(built.project.name).not.toMatch(/…$/);
+      expect(built.project.name.length).toBeLessThan(prompt.length);
+      expect(built.project.name.toLowerCase()).toContain(word);
       await expectRunning(tp, built.project.id);
       const home = await viaEdge(tp.edgePort, hostOf(built.project), generator === 'api' ? '/books' : '/');
       expect(home.status, home.body).toBe(200);

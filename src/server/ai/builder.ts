@@ -105,7 +105,7 @@ export class AiBuilder {
       created = await projects.create(
         accountId,
         {
-          name: projectName(req.prompt, req.subdomain),
+          name: app.title?.trim() ? oneLine(app.title, 64) : projectName(req.prompt, req.subdomain),
           subdomain: req.subdomain,
           repo_url: staging.url,
           branch: 'main',

@@ -70,7 +70,7 @@ export async function generateApp(ctx: GenerateContext): Promise<GeneratedApp> {
       images,
       ctx.onUsage,
     );
-    return { ...generated, files: validateFileSet(generated.files) };
+    return { ...generated, files: validateFileSet(generated.files), title: readPrompt(prompt).title };
   }
   const facts = readPrompt(prompt);
   let app: GeneratedApp;
@@ -91,7 +91,7 @@ export async function generateApp(ctx: GenerateContext): Promise<GeneratedApp> {
       app = workerApp(facts, images);
       break;
   }
-  return { ...app, files: validateFileSet(app.files) };
+  return { ...app, files: validateFileSet(app.files), title: facts.title };
 }
 
 /**

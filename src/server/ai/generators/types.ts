@@ -21,6 +21,8 @@ export interface GeneratedApp {
   needs: AppNeeds;
   /** One line for the build log and the agent. */
   summary: string;
+  /** The app's own name (a site's title, the subject the prompt names): the project is called so. */
+  title?: string;
 }
 
 /**

@@ -50,6 +50,7 @@ export function siteApp(content: SiteContent, origin: string, images: BaseImages
     files: siteFiles(content, origin, images),
     needs: { env: [], database: null },
     summary: `${content.kind}: a static site "${content.title}" with ${content.sections.length} sections`,
+    title: content.title,
   };
 }
 
