@@ -282,6 +282,8 @@ describe('deploying from the project page', () => {
     expect(await toast.innerText()).toContain(`Broken Shop failed to deploy: ${error}`);
     expect(await toast.getAttribute('data-tone')).toBe('error');
     expect(await page.getByTestId('deploy-project').innerText()).toBe('Redeploy');
+    // Never "deployed …" for a deploy that failed.
+    expect(await page.getByTestId('deploy-phrase').innerText()).toMatch(/^deploy of .+ failed$/);
     await settle(page);
     await screenshot(page, 'deploy-failed');
     await page.getByTestId('toast').getByRole('button', { name: 'Dismiss' }).click();
@@ -307,8 +309,21 @@ describe('deploying from the project page', () => {
       .getByTestId('toast')
       .filter({ hasText: 'Broken Shop failed to deploy' })
       .waitFor({ timeout: 15_000 });
+    expect(await page.getByTestId('deploy-phrase').innerText()).toMatch(
+      /^deploy of .+ failed; the previous version serves$/,
+    );
     await settle(page);
     await screenshot(page, 'deploy-redeploy-failed');
+    // The list says it too, under the Running badge, not plain "Running".
+    await page.getByTestId('nav-projects').click();
+    const row = page.getByTestId('project-row-broken-shop');
+    await row.getByTestId('redeploy-failed').waitFor({ timeout: 10_000 });
+    expect(await row.getByTestId('redeploy-failed').innerText()).toContain('last deploy failed');
+    expect(await row.getByTestId('redeploy-failed').getAttribute('title')).toMatch(
+      /previous version keeps serving/,
+    );
+    await settle(page);
+    await screenshot(page, 'projects-redeploy-failed');
   });
 
   it('filters the logs of a project with services by service, and links each service', async () => {

@@ -64,6 +64,10 @@ async function openDomains(page: Page): Promise<void> {
 
 async function addDomain(page: Page, name: string, projectName?: string): Promise<void> {
   await page.getByLabel('Domain', { exact: true }).fill(name);
+  // Leaving the project out reads as a choice for now, not as if there were no projects.
+  expect(await page.getByTestId('domain-project').locator('option').first().innerText()).toBe(
+    'None for now (link one later)',
+  );
   if (projectName)
     await page.getByLabel('Project', { exact: true }).selectOption({ label: `${projectName} (shop)` });
   await page.getByRole('button', { name: 'Add domain' }).click();
@@ -89,6 +93,10 @@ describe('the Domains screen', () => {
     expect(await instructions.getByTestId('dns-record-cname-type').innerText()).toBe('CNAME');
     expect(await instructions.getByTestId('dns-record-cname-name').innerText()).toBe('shop.example.test');
     expect(await instructions.getByTestId('dns-record-cname-value').innerText()).toBe(TARGET);
+    // A target under .localhost is explained: no DNS provider can reach this machine's own names.
+    expect(await instructions.getByTestId('local-cname-note').innerText()).toContain(
+      `${TARGET} is this machine's own name`,
+    );
     expect(await instructions.getByTestId('dns-record-txt-type').innerText()).toBe('TXT');
     expect(await instructions.getByTestId('dns-record-txt-name').innerText()).toBe(
       '_wharf-challenge.shop.example.test',

@@ -112,7 +112,7 @@ export function AddDomainForm() {
                 }}
                 data-testid="domain-project"
               >
-                <option value="">No project yet</option>
+                <option value="">None for now (link one later)</option>
                 {projects.map((project) => (
                   <option key={project.id} value={project.id}>
                     {project.name} ({project.subdomain})

@@ -14,6 +14,11 @@ export interface DnsRecordRow {
   purpose: string;
 }
 
+/** A target under `.localhost` (the local platform's own names), which only this machine resolves. */
+export function onThisMachine(host: string): boolean {
+  return host === 'localhost' || host.endsWith('.localhost');
+}
+
 /** What to create for a domain: the CNAME to the platform, and the TXT that proves it is the account's. */
 export function recordsFor(domain: Domain): DnsRecordRow[] {
   return [

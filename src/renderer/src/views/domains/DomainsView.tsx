@@ -11,7 +11,7 @@ import {
   useVerification,
 } from '../../stores/domains/selectors';
 import { AddDomainForm } from './AddDomainForm';
-import { DnsRecordTable, VerificationResult, recordsFor } from './DnsRecord';
+import { DnsRecordTable, VerificationResult, onThisMachine, recordsFor } from './DnsRecord';
 import { DomainRow, VerifyButton } from './DomainRow';
 
 const PENDING_REFRESH_MS = 30_000;
@@ -134,6 +134,16 @@ function CreatedInstructions() {
         </button>
       </header>
       <div className="card-body stack">
+        {onThisMachine(domain.cname_target) ? (
+          <p className="notice notice-warning" data-testid="local-cname-note">
+            <span>
+              {domain.cname_target} is this machine&apos;s own name: this platform runs locally, so no DNS
+              provider can point {domain.domain} at it. Serving a real domain takes a platform on a public
+              server (<code>wharf platform --base-domain</code> with your domain), whose CNAME target DNS
+              providers can reach.
+            </span>
+          </p>
+        ) : null}
         <DnsRecordTable records={recordsFor(domain)} testId="dns-record" />
         <div className="button-row">
           <VerifyButton domain={domain} primary />

@@ -17,7 +17,7 @@ import { DeployButtons, DeployStatus } from './DeployControls';
 import { EnvVarsEditor } from './EnvVarsEditor';
 import { LogsPanel } from './LogsPanel';
 import { ReleasesPanel } from './ReleasesPanel';
-import { describeSource } from './source';
+import { deployPhrase, describeSource } from './source';
 import { UploadPanel } from './UploadPanel';
 
 export function ProjectDetailView({ id }: { id: string }) {
@@ -79,10 +79,8 @@ export function ProjectDetailView({ id }: { id: string }) {
             <StatusBadge status={project.status} />
           </div>
           <p className="page-subtitle">
-            <span className="mono">{project.subdomain}</span> · {source.kind}
-            {project.last_deploy_at
-              ? ` · deployed ${formatWhen(project.last_deploy_at)}`
-              : ' · not deployed yet'}
+            <span className="mono">{project.subdomain}</span> · {source.kind} ·{' '}
+            <span data-testid="deploy-phrase">{deployPhrase(project, (iso) => formatWhen(iso))}</span>
           </p>
         </div>
         <DeployButtons project={project} />

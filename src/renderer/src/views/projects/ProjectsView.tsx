@@ -5,7 +5,7 @@ import { StatusBadge } from '../../components/StatusBadge';
 import { formatAgo, formatDateTime } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
 import { useProjectActions, useProjectList } from '../../stores/projects/selectors';
-import { describeSource } from './source';
+import { describeSource, redeployFailed } from './source';
 
 export function ProjectsView() {
   const { list, loading, error } = useProjectList();
@@ -87,7 +87,18 @@ export function ProjectsView() {
                     </span>
                   ) : null}
                 </div>
-                <StatusBadge status={project.status} />
+                <span className="project-status">
+                  <StatusBadge status={project.status} />
+                  {redeployFailed(project) ? (
+                    <span
+                      className="status-note"
+                      data-testid="redeploy-failed"
+                      title={project.last_deploy_error ?? undefined}
+                    >
+                      <Icon name="alert" size={12} /> last deploy failed
+                    </span>
+                  ) : null}
+                </span>
                 <span
                   className="project-updated muted"
                   title={`Updated ${formatDateTime(project.updated_at)}`}
