@@ -530,6 +530,8 @@ describe('with a model (fake OpenAI-compatible server)', () => {
       files: { Procfile: 'web: python app.py\n', 'app.py': 'print("hi")\n' },
       needs: { env: [{ name: 'API_TOKEN', description: 'a token' }], database: null },
       summary: 'a tiny app',
+      // The project's name: the subject the prompt names.
+      title: 'API',
     });
     expect(usage).toEqual([{ inputTokens: 120, outputTokens: 80 }]);
     const request = fake.requests.at(-1)!;
