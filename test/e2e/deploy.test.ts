@@ -176,6 +176,17 @@ describe('deploying from the project page', () => {
     expect(answer.body).toBe('hello from the demo app /from-the-link');
     await expect.poll(() => logTexts(page), { timeout: 10_000 }).toContain('GET /from-the-link');
 
+    // npm's blank lines around its script are thin gaps, not rows as tall as a line of text.
+    const heights = await page
+      .getByTestId('log-line')
+      .evaluateAll((lines) =>
+        lines.map((l) => ({ blank: l.hasAttribute('data-blank'), height: l.getBoundingClientRect().height })),
+      );
+    const blankRows = heights.filter((row) => row.blank);
+    expect(blankRows.length).toBeGreaterThan(0);
+    const textHeight = Math.min(...heights.filter((row) => !row.blank).map((row) => row.height));
+    for (const row of blankRows) expect(row.height).toBeLessThan(textHeight / 2);
+
     // Search keeps and highlights the matching lines.
     const all = (await logTexts(page)).length;
     await page.getByTestId('logs-search').fill('DEMO APP');

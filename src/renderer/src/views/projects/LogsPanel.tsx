@@ -271,8 +271,16 @@ const STATE_LABELS = {
 
 function Line({ entry, query }: { entry: LogEntry; query: string }) {
   const { line } = entry;
+  // A blank line (npm prints some around each script) is a thin gap, not a row of its own: it stays in
+  // the list, and in what Copy takes, as the output had it.
+  const blank = line.line.trim() === '';
   return (
-    <div className="log-line" data-stream={line.stream} data-testid="log-line">
+    <div
+      className={blank ? 'log-line log-line-blank' : 'log-line'}
+      data-stream={line.stream}
+      data-blank={blank || undefined}
+      data-testid="log-line"
+    >
       <time className="log-time" dateTime={line.ts} title={line.ts}>
         {formatTime(line.ts)}
       </time>
