@@ -25,7 +25,7 @@ import type { TunnelHub } from '../tunnels/hub.js';
 import { openAppConduit } from './app-conduit.js';
 import { normalizeHost } from './conduit.js';
 import { type GiveToServer, takeConnections } from './handoff.js';
-import { forwardedHeader, publicProto } from './forwarded.js';
+import { forwardingHeaders, publicProto } from './forwarded.js';
 import { type EdgeTlsServer, cancelStream, createEdgeTlsServer, forHttp2Client } from './http2.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
 import { serveStaticSite } from './static-site.js';
@@ -59,7 +59,8 @@ export class Edge {
   readonly apiHost: string;
   private api: Server | null = null;
   private challenges: HttpChallenges | null = null;
-  private readonly proxy = httpProxy.createProxyServer({ xfwd: true, ws: true });
+  // No `xfwd`: the forwarding headers are the edge's own (setForwarding), as on the byte path.
+  private readonly proxy = httpProxy.createProxyServer({ ws: true });
   /** Host label → route, briefly: most requests then cost no query. */
   private readonly routes = new Map<string, { route: Route | null; until: number }>();
   /** Custom domain → route, the same way; forgetDomain() drops one when it is verified or deleted. */
@@ -169,9 +170,17 @@ export class Edge {
     host: string,
     reroute: (socket: Socket, rest: Buffer) => void,
   ): Promise<boolean> {
-    const route = await this.route(host);
-    if (route === null || (route.hsts && isEncryptedSocket(socket))) return false;
+    // While the route is looked up the socket belongs to nobody: an error on it must end it only.
+    const lost = () => socket.destroy();
+    socket.on('error', lost);
+    let route: Route | null;
+    try {
+      route = await this.route(host);
+    } finally {
+      socket.off('error', lost);
+    }
     if (socket.destroyed) return true;
+    if (route === null || (route.hsts && isEncryptedSocket(socket))) return false;
     const routed = this.runtime.target(route.projectId, route.service);
     if (routed?.kind !== 'proxy') return false;
     // Only where the app runs is wanted here: each request of the connection counts on its own.
@@ -327,7 +336,7 @@ export class Edge {
     }
     res.once('close', target.done);
     // The edge is where requests enter: what a client claims in X-Forwarded-* is replaced, not kept.
-    stripForwarded(req);
+    setForwarding(req, false);
     this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: target.agent });
   }
 
@@ -390,7 +399,7 @@ export class Edge {
     }
     // A WebSocket is long-lived: it does not hold a redeploy's drain.
     target.done();
-    stripForwarded(req);
+    setForwarding(req, true);
     this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
   }
 
@@ -582,15 +591,19 @@ function hostOf(req: IncomingMessage): string {
 }
 
 /**
- * Replaces what the public side claims about the hop: X-Forwarded-* are removed (the proxy's `xfwd`
- * sets them afresh), and Forwarded and X-Real-IP are set to what the edge itself saw.
+ * Replaces what the public side claims about the hop with what the edge saw: the same headers, by the
+ * same rule, as the byte path writes (forwardingHeaders).
  */
-function stripForwarded(req: IncomingMessage): void {
-  for (const name of ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port'])
-    delete req.headers[name];
-  const address = req.socket.remoteAddress ?? '';
-  req.headers['x-real-ip'] = address;
-  req.headers.forwarded = forwardedHeader(address, req.headers.host ?? '', publicProto(req.socket));
+function setForwarding(req: IncomingMessage, upgrade: boolean): void {
+  const authority = req.headers[':authority'];
+  const host = req.headers.host ?? (typeof authority === 'string' ? authority : '');
+  const forwarding = forwardingHeaders(
+    req.socket.remoteAddress ?? '',
+    host,
+    publicProto(req.socket),
+    upgrade,
+  );
+  Object.assign(req.headers, forwarding);
 }
 
 /** How long a connection closed after a 413 keeps reading what is still sent (nginx: lingering_time). */
