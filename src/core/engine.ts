@@ -775,9 +775,10 @@ export class Engine implements Bridge {
       if (changed) this.observe(projects, true);
       return { projects, source, fetchedAt };
     } catch (error) {
+      if (!isOffline(error)) throw error;
+      // A platform never reached has nothing cached: an empty copy from no time, not another's.
       const scope = this.cachedScope();
-      if (!isOffline(error) || !scope) throw error;
-      const cached = this.mirror.projects(scope);
+      const cached = scope ? this.mirror.projects(scope) : { projects: [], fetchedAt: null };
       return { projects: cached.projects, source: 'cache', fetchedAt: cached.fetchedAt };
     }
   }

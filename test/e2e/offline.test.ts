@@ -3,6 +3,7 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
+import { freePort } from '../../src/server/runtime/process.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 
 const projects: Project[] = [];
@@ -43,7 +44,9 @@ describe('offline', () => {
     try {
       const banner = app.getByTestId('offline-banner');
       await banner.waitFor({ timeout: 10_000 });
-      expect(await banner.innerText()).toMatch(/Offline — showing projects cached at/);
+      expect(await banner.innerText()).toMatch(
+        /Offline — showing projects cached (just now|\d+ min ago) \(at /,
+      );
       expect(await app.getByTestId('platform-indicator').getAttribute('data-state')).toBe('offline');
       await expectProjectsListed(app);
       await screenshot(app, 'offline-banner');
@@ -74,7 +77,7 @@ describe('offline', () => {
       await app.getByTestId('nav-projects').click();
       await expect
         .poll(() => app.getByTestId('offline-banner').innerText())
-        .toMatch(/Offline — showing projects cached at/);
+        .toMatch(/Offline — showing projects cached (just now|\d+ min ago) \(at /);
     } finally {
       await ui.stack.startPlatform();
     }
@@ -85,5 +88,72 @@ describe('offline', () => {
       .toBe('online');
     await expectProjectsListed(app);
     await screenshot(app, 'back-online');
+  }, 60_000);
+
+  it('never shows one platform’s cached projects as another’s, and saves an unreachable one only when asked', async () => {
+    const app = await ui.open();
+    await expectProjectsListed(app);
+
+    // A remote platform nothing answers at (a port just found free on loopback).
+    const deadOrigin = `http://127.0.0.1:${await freePort()}`;
+    await app.getByTestId('nav-settings').click();
+    await app.getByTestId('platform-remote').check();
+    await app.getByTestId('platform-url').fill(deadOrigin);
+    await app.getByTestId('api-key').fill(`wk_${'a'.repeat(32)}`);
+    await app.getByTestId('test-connection').click();
+    const result = app.getByTestId('connection-result');
+    await expect.poll(() => result.getAttribute('data-ok'), { timeout: 10_000 }).toBe('false');
+    expect(await result.innerText()).toMatch(/nothing is listening there/i);
+    expect(await result.innerText()).not.toMatch(/fetch failed/i);
+
+    // Save checks the platform first: an unreachable one is saved only after "Save anyway".
+    await app.getByTestId('save-settings').click();
+    const unreachable = app.getByTestId('save-unreachable');
+    await unreachable.waitFor({ timeout: 10_000 });
+    expect(await unreachable.innerText()).toContain(deadOrigin);
+    expect(await result.innerText()).toMatch(/nothing is listening there/i);
+    expect(await app.getByTestId('settings-saved').count()).toBe(0);
+    expect(await app.getByTestId('platform-indicator').innerText()).toContain('Local platform');
+    await screenshot(app, 'settings-save-unreachable');
+    await app.getByTestId('save-anyway').click();
+    await app.getByTestId('settings-saved').waitFor();
+
+    // The projects screen shows nothing of the local platform: that platform was never seen.
+    await app.getByTestId('nav-projects').click();
+    const banner = app.getByTestId('offline-banner');
+    await expect
+      .poll(() => banner.innerText(), { timeout: 10_000 })
+      .toContain(deadOrigin.replace('http://', ''));
+    expect(await banner.innerText()).toMatch(/nothing is listening there/i);
+    expect(await banner.innerText()).not.toMatch(/fetch failed/i);
+    await app.getByTestId('projects-never-seen').waitFor({ timeout: 10_000 });
+    for (const project of projects) {
+      expect(await app.getByTestId(`project-row-${project.subdomain}`).count()).toBe(0);
+    }
+    await screenshot(app, 'offline-other-platform');
+
+    // Back to the local platform: its own projects again, live.
+    await app.getByTestId('nav-settings').click();
+    await app.getByTestId('platform-local').check();
+    await app.getByTestId('save-settings').click();
+    await app.getByTestId('settings-saved').waitFor();
+    await app.getByTestId('nav-projects').click();
+    await expectProjectsListed(app);
+    await app.getByTestId('offline-banner').waitFor({ state: 'detached', timeout: 10_000 });
+  }, 60_000);
+
+  it('marks cached projects with their age and the status as last seen', async () => {
+    const app = await ui.open();
+    await expectProjectsListed(app);
+    await ui.stack.stopPlatform();
+    try {
+      const banner = app.getByTestId('offline-banner');
+      await expect.poll(() => banner.innerText(), { timeout: 10_000 }).toMatch(/cached .*(just now|ago)/);
+      const row = app.getByTestId(`project-row-${projects[0]!.subdomain}`);
+      await expect.poll(() => row.getAttribute('data-cached'), { timeout: 10_000 }).toBe('true');
+      expect(await row.innerText()).toMatch(/last seen/i);
+    } finally {
+      await ui.stack.startPlatform();
+    }
   }, 60_000);
 });

@@ -1,6 +1,6 @@
 // The Engine against a real platform: live data, the Mirror while offline, settings and secrets.
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -217,6 +217,28 @@ describe('Engine offline', () => {
     const again = await restarted.invoke('projects.list', undefined);
     expect(again).toMatchObject({ source: 'cache' });
     expect(again.projects.map((p) => p.subdomain)).toEqual(['cached']);
+  });
+  it('lists nothing cached for a platform it never reached, never another platform’s projects', async () => {
+    const engine = engineFor(platform, tempHome());
+    await engine.invoke('projects.create', {
+      name: 'Mine',
+      subdomain: 'engine-not-elsewhere',
+      image: 'nginx',
+    });
+    expect((await engine.invoke('projects.list', undefined)).source).toBe('live');
+    const dead = await new Promise<Server>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    });
+    const origin = `http://127.0.0.1:${(dead.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => dead.close(() => resolve()));
+
+    await engine.invoke('settings.update', { platform: origin, apiKey: `wk_${'a'.repeat(32)}` });
+    const list = await engine.invoke('projects.list', undefined);
+    expect(list).toEqual({ projects: [], source: 'cache', fetchedAt: null });
+    const status = await engine.invoke('platform.status', undefined);
+    expect(status).toMatchObject({ platformUrl: origin, online: false });
+    expect(status.problem).toMatch(/nothing is listening there/);
   });
 });
 

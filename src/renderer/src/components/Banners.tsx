@@ -1,6 +1,6 @@
 // The banners above every screen: the platform is offline (and what is shown comes from the cache),
 // the platform refuses us, or the page lost its connection to the Wharf app itself.
-import { formatWhen } from '../lib/format';
+import { formatAgo, formatWhen } from '../lib/format';
 import { useRoute } from '../stores/navigation/selectors';
 import type { Route } from '../stores/navigation/store';
 import { useConnection, useTransport } from '../stores/platform/selectors';
@@ -64,9 +64,10 @@ function offlineTitle(
       return 'Offline — tunnels cannot start; the traffic history below is kept on this computer';
     case 'projects':
     case 'project':
-      return cached
-        ? `Offline — showing projects cached at ${formatWhen(fetchedAt)}`
-        : 'Offline — the platform cannot be reached';
+      if (!cached) return 'Offline — the platform cannot be reached';
+      return fetchedAt
+        ? `Offline — showing projects cached ${formatAgo(fetchedAt)} (at ${formatWhen(fetchedAt)})`
+        : 'Offline — this platform has not answered yet, so nothing of it is cached here';
     default:
       return 'Offline — the platform cannot be reached; this screen works again once it is back';
   }

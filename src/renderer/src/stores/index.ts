@@ -35,6 +35,18 @@ export function startStores(): () => void {
       // Domains may have been added or verified elsewhere meanwhile.
       if (useDomainsStore.getState().domains !== null) void useDomainsStore.getState().load();
     }),
+    // Another platform saved in Settings: what the screens show belongs to the old one.
+    usePlatformStore.subscribe((state, before) => {
+      const now = state.status?.platformUrl;
+      const was = before.status?.platformUrl;
+      if (now === undefined || was === undefined || now === was) return;
+      useProjectsStore.getState().forget();
+      void useProjectsStore.getState().loadList();
+      if (useDomainsStore.getState().domains !== null) {
+        useDomainsStore.setState({ domains: null, created: null, verifications: {}, linking: {} });
+        void useDomainsStore.getState().load();
+      }
+    }),
   ];
   catchUp();
   return () => {

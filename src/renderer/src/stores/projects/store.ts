@@ -76,6 +76,8 @@ interface ProjectsState {
   loadReleases(id: string): Promise<void>;
   /** Starts `releaseId` again; the project turns `building` and its releases load again. */
   rollback(id: string, releaseId: string): Promise<BridgeResult<Project>>;
+  /** Forgets everything shown (the Engine now talks to another platform: it all belongs to the old one). */
+  forget(): void;
   /** Follows the `projects` and `deploy-finished` events; returns the unsubscribe. */
   subscribe(): () => void;
 }
@@ -178,6 +180,10 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     actions: {},
     releases: {},
     rollbacks: {},
+
+    forget() {
+      set({ list: null, listError: null, details: {}, actions: {}, releases: {}, rollbacks: {} });
+    },
 
     async loadList() {
       set({ listLoading: true });

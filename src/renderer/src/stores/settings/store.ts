@@ -34,7 +34,8 @@ interface SettingsState {
   runtimeLoading: boolean;
   load(): Promise<void>;
   save(update: SettingsUpdate): Promise<BridgeResult<SettingsView>>;
-  testConnection(platform: string, apiKey?: string): Promise<void>;
+  /** Tests a platform (and key) without saving; the answer is also kept in `test`. */
+  testConnection(platform: string, apiKey?: string): Promise<ConnectionTest>;
   loadAccount(): Promise<void>;
   /**
    * Asks the platform how it runs apps. `reset` forgets what is shown first (the platform changed, so it
@@ -83,6 +84,7 @@ export const useSettingsStore = create<SettingsState>()((set, get) => ({
       ? outcome.value
       : { ok: false, latencyMs: null, account: null, error: outcome.error };
     set({ test: { running: false, target: platform, result } });
+    return result;
   },
 
   async loadAccount() {

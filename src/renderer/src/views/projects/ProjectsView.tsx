@@ -2,7 +2,7 @@
 import { Icon } from '../../components/Icon';
 import { LoadFailed } from '../../components/Notice';
 import { StatusBadge } from '../../components/StatusBadge';
-import { formatAgo, formatDateTime } from '../../lib/format';
+import { formatAgo, formatDateTime, formatWhen } from '../../lib/format';
 import { routeHref } from '../../stores/navigation/store';
 import { useProjectActions, useProjectList } from '../../stores/projects/selectors';
 import { describeSource, redeployFailed } from './source';
@@ -11,6 +11,8 @@ export function ProjectsView() {
   const { list, loading, error } = useProjectList();
   const { loadList } = useProjectActions();
   const projects = list?.projects ?? [];
+  const cached = list?.source === 'cache';
+  const neverSeen = cached && !list?.fetchedAt;
 
   return (
     <div className="page">
@@ -45,7 +47,24 @@ export function ProjectsView() {
         </div>
       ) : null}
 
-      {list && projects.length === 0 ? (
+      {list && projects.length === 0 && neverSeen ? (
+        <div className="empty-state" data-testid="projects-never-seen">
+          <span className="empty-icon" aria-hidden="true">
+            <Icon name="alert" size={22} />
+          </span>
+          <h2>Nothing to show from this platform yet</h2>
+          <p>
+            Wharf keeps a copy of each platform&rsquo;s projects once it has reached it; this one has not
+            answered yet. Check its address in Settings, or wait until it is back.
+          </p>
+          <a className="btn" href={routeHref({ screen: 'settings' })}>
+            <Icon name="settings" />
+            Open Settings
+          </a>
+        </div>
+      ) : null}
+
+      {list && projects.length === 0 && !neverSeen ? (
         <div className="empty-state" data-testid="projects-empty">
           <span className="empty-icon" aria-hidden="true">
             <Icon name="projects" size={22} />
@@ -69,6 +88,7 @@ export function ProjectsView() {
                 className="project-row"
                 data-testid={`project-row-${project.subdomain}`}
                 data-status={project.status}
+                data-cached={cached ? 'true' : undefined}
               >
                 <div className="project-main">
                   <a
@@ -89,6 +109,15 @@ export function ProjectsView() {
                 </div>
                 <span className="project-status">
                   <StatusBadge status={project.status} />
+                  {cached ? (
+                    <span
+                      className="status-note is-cached"
+                      data-testid="last-seen"
+                      title={`The platform could not be reached: this is what it said ${formatWhen(list?.fetchedAt)}`}
+                    >
+                      last seen {formatAgo(list?.fetchedAt)}
+                    </span>
+                  ) : null}
                   {redeployFailed(project) ? (
                     <span
                       className="status-note"

@@ -29,6 +29,9 @@ export function SettingsView() {
   const [saved, setSaved] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
   const [errors, setErrors] = useState<FieldErrors>(NO_FIELD_ERRORS);
+  const [checking, setChecking] = useState(false);
+  /** A remote platform that did not answer when Save checked it: saved only by "Save anyway". */
+  const [unreachable, setUnreachable] = useState<{ update: SettingsUpdate } | null>(null);
 
   useEffect(() => {
     void load();
@@ -45,6 +48,7 @@ export function SettingsView() {
   const edit = (path?: string) => {
     setTouched(true);
     setSaved(false);
+    setUnreachable(null);
     if (path && errors[path]) setErrors(({ [path]: _gone, ...rest }) => rest);
   };
 
@@ -55,6 +59,7 @@ export function SettingsView() {
   const submit = async (update: SettingsUpdate) => {
     setSaving(true);
     setMessage(null);
+    setUnreachable(null);
     const outcome = await save(update);
     setSaving(false);
     if (outcome.ok) {
@@ -77,7 +82,24 @@ export function SettingsView() {
     }
     const update: SettingsUpdate = { platform: target };
     if (mode === 'remote' && apiKey.trim() !== '') update.apiKey = apiKey.trim();
-    void submit(update);
+    if (mode === 'local') {
+      void submit(update);
+      return;
+    }
+    // A remote platform is asked first: one that cannot be reached is saved only when the user says so
+    // (it may be down for now), never silently.
+    void (async () => {
+      setChecking(true);
+      setUnreachable(null);
+      const result = await testConnection(target, update.apiKey ?? undefined);
+      setChecking(false);
+      if (!result.ok && result.error?.code === 'offline') {
+        // Why it did not answer is shown next to Test connection.
+        setUnreachable({ update });
+        return;
+      }
+      await submit(update);
+    })();
   };
 
   const onTest = () => {
@@ -255,10 +277,50 @@ export function SettingsView() {
             </div>
           </div>
         </div>
+        {unreachable ? (
+          <div className="notice notice-warning save-unreachable" role="alert" data-testid="save-unreachable">
+            <Icon name="alert" className="notice-icon" />
+            <div className="notice-body">
+              <p>
+                <strong>
+                  Not saved: <span className="mono">{unreachable.update.platform}</span> did not answer
+                </strong>
+              </p>
+              <p>
+                Check the address, or save it anyway if the platform is only down for now: until it answers,
+                the screens show only what Wharf kept from earlier visits, marked with its age.
+              </p>
+              <div className="button-row">
+                <button
+                  type="button"
+                  className="btn btn-sm"
+                  onClick={() => void submit(unreachable.update)}
+                  disabled={saving}
+                  data-testid="save-anyway"
+                >
+                  Save anyway
+                </button>
+                <button
+                  type="button"
+                  className="btn btn-sm btn-ghost"
+                  onClick={() => setUnreachable(null)}
+                  data-testid="save-unreachable-cancel"
+                >
+                  Keep the current platform
+                </button>
+              </div>
+            </div>
+          </div>
+        ) : null}
         <footer className="card-footer">
           {saved ? <SuccessNote testId="settings-saved">Settings saved</SuccessNote> : <span />}
-          <button type="submit" className="btn btn-primary" disabled={saving} data-testid="save-settings">
-            {saving ? 'Saving…' : 'Save'}
+          <button
+            type="submit"
+            className="btn btn-primary"
+            disabled={saving || checking}
+            data-testid="save-settings"
+          >
+            {checking ? 'Checking…' : saving ? 'Saving…' : 'Save'}
           </button>
         </footer>
       </form>
