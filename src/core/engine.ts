@@ -19,8 +19,10 @@ import {
   type AgentStreamEventName,
   type AiProvider,
   type CapturedRequestDetail,
+  type CreateKeyRequest,
   type HeaderList,
   type Project,
+  type Scope,
 } from '../shared/api/index.js';
 import {
   BRIDGE_EVENTS,
@@ -422,6 +424,26 @@ export class Engine implements Bridge {
       return this.live((client) => client.setAiKey({ provider: provider as AiProvider, key: key.trim() }));
     },
     'account.deleteAiKey': async () => this.live((client) => client.deleteAiKey()),
+    'keys.list': async () => this.live((client) => client.listKeys()),
+    'keys.create': async (input) => {
+      const body = checkKeyInput(input);
+      return this.live((client) => client.createKey(body));
+    },
+    'keys.revoke': async (input) => {
+      const id = requireString(input, 'id', 'a key id');
+      return this.live(async (client) => {
+        // The platform lets a key revoke itself; this app would then be locked out of its platform.
+        const own = (await client.listKeys()).find((key) => key.id === id && key.current);
+        if (own) {
+          throw new BridgeError(
+            'conflict',
+            409,
+            `"${own.name}" is the key this app signs in with: revoking it would lock the app out. Save another key with the full scope in Settings first, or revoke it from the CLI`,
+          );
+        }
+        return client.revokeKey(id);
+      });
+    },
     'ai.build': async (input) => {
       const answer = await this.live((client) => client.aiBuild(input));
       await this.saw(answer.project);
@@ -1193,6 +1215,20 @@ function checkDomainInput(input: unknown): { domain: string; project_id?: string
   if (projectId !== undefined && projectId !== null && typeof projectId !== 'string')
     throw invalid('project_id', 'must be a project id');
   return { domain, ...(typeof projectId === 'string' && projectId !== '' ? { project_id: projectId } : {}) };
+}
+
+/** A new key's scopes and name, checked for their shape; the platform checks the rest. */
+function checkKeyInput(input: unknown): CreateKeyRequest {
+  const { scopes, name } = (input ?? {}) as { scopes?: unknown; name?: unknown };
+  if (!Array.isArray(scopes) || scopes.length === 0)
+    throw invalid('scopes', 'must name at least one scope: deploy, email or full');
+  if (scopes.some((scope) => typeof scope !== 'string'))
+    throw invalid('scopes', 'must be a list of scope names: deploy, email or full');
+  if (name !== undefined && name !== null && typeof name !== 'string') throw invalid('name', 'must be text');
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (typeof name === 'string' && trimmed === '')
+    throw invalid('name', 'must not be empty: name the key after where it is used, such as "CI"');
+  return { scopes: scopes as Scope[], ...(trimmed === '' ? {} : { name: trimmed }) };
 }
 
 /** `smtp_probe` when the UI gave one: a boolean, or a 422 naming it. */

@@ -5,6 +5,9 @@
 // this contract: never the API key, never the platform's address book.
 import type {
   Account,
+  ApiKeyInfo,
+  CreateKeyRequest,
+  CreatedKey,
   CreateProjectRequest,
   EnvVars,
   Project,
@@ -297,6 +300,15 @@ export interface BridgeRequests {
   /** Saves the account's own AI key (encrypted on the platform); the answer shows it masked. */
   'account.setAiKey': { input: PutAiKeyRequest; output: MaskedAiKey };
   'account.deleteAiKey': { input: void; output: { deleted: true } };
+  /**
+   * The account's active API keys (never the keys themselves), newest first; `current` marks the key
+   * this app signs in with. Needs a key with the `full` scope.
+   */
+  'keys.list': { input: void; output: ApiKeyInfo[] };
+  /** Creates a key: the answer holds the key itself, shown this once and never again. */
+  'keys.create': { input: CreateKeyRequest; output: CreatedKey };
+  /** Revokes a key at once; refused (409) for the key this app signs in with, which would lock it out. */
+  'keys.revoke': { input: { id: string }; output: { id: string; deleted: true } };
   /** Generates an app and deploys it, or answers `needs_setup` with the secrets it needs first. */
   'ai.build': { input: AiBuildRequest; output: AiBuildResponse };
   /** Deploys an AI project that needed setup, with its secrets (and a database when asked). */
@@ -359,6 +371,9 @@ export const BRIDGE_OPERATIONS = [
   'email.verifyBatch',
   'account.setAiKey',
   'account.deleteAiKey',
+  'keys.list',
+  'keys.create',
+  'keys.revoke',
   'ai.build',
   'ai.deploy',
   'ai.edit',

@@ -10,6 +10,9 @@ import type { Account } from '../../src/shared/api/account.js';
 import type { PlatformInfo } from '../../src/shared/api/common.js';
 import { errorNextTo, platformApi, screenshot, useAppStack, type AppHarness } from './stack.js';
 
+// The page's clipboard, read inside the browser (this file is typed for Node).
+declare const navigator: { clipboard: { readText(): Promise<string> } };
+
 let account: Account;
 let platformInfo: PlatformInfo;
 
@@ -249,6 +252,217 @@ describe('settings', () => {
       }
       expect(await runtimeLabel(app)).toBe(RUNTIME_LABELS[platformInfo.runtime]);
     });
+  });
+});
+
+describe('settings: API keys', () => {
+  /** The card's row of a key, by the name the test gave it. */
+  const rowOf = (app: Page, name: string) =>
+    app
+      .getByTestId('api-key-row')
+      .filter({ has: app.getByTestId('api-key-name').getByText(name, { exact: true }) });
+
+  /** GET /api/v1/account with a key, from Node, as a script using it would. */
+  const accountStatus = async (key: string) =>
+    (await fetch(`${ui.stack.api}/account`, { headers: { 'x-api-key': key } })).status;
+
+  it('creates a key shown once, copies it, the key works, then revokes it; the app’s own key stays', async () => {
+    const app = await openSettings();
+    await app.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    const card = app.getByTestId('api-keys');
+    await card.getByTestId('api-keys-table').waitFor();
+
+    // The key this app signs in with: marked, and no Revoke on it.
+    const own = card.locator('[data-testid="api-key-row"][data-current="true"]');
+    expect(await own.count()).toBe(1);
+    expect(await own.getByTestId('api-key-name').innerText()).toBe('local');
+    expect(await own.getByTestId('api-key-this-app').innerText()).toBe('This app');
+    expect(await own.getByTestId('api-key-revoke').count()).toBe(0);
+    expect(await own.getByTestId('api-key-in-use').getAttribute('title')).toMatch(/lock the app out/);
+    expect(await card.getByTestId('api-keys-own-note').innerText()).toMatch(/cannot be revoked here/);
+    expect(await card.getByTestId('api-key-revoke').count()).toBe(
+      (await card.getByTestId('api-key-row').count()) - 1,
+    );
+
+    // A name is needed; the platform's rules come back next to the field.
+    await card.getByTestId('api-key-create').click();
+    await expect.poll(() => errorNextTo(card.getByTestId('api-key-name-input'))).toMatch(/Name the key/);
+
+    await card.getByTestId('api-key-name-input').fill('CI runner');
+    expect(await card.getByTestId('api-key-scope-deploy').isChecked()).toBe(true);
+    await card.getByTestId('api-key-scope-email').check();
+    expect(await card.innerText()).toContain('Email verification only.');
+    await card.getByTestId('api-key-create').click();
+
+    const shown = card.getByTestId('api-key-new');
+    await shown.waitFor();
+    expect(await shown.getByTestId('api-key-new-name').innerText()).toBe('CI runner');
+    expect(await shown.innerText()).toMatch(/you will not see it again/);
+    const secret = await shown.getByTestId('api-key-new-value').inputValue();
+    expect(secret).toMatch(/^wk_[A-Za-z0-9]{32}$/);
+    await shown.getByTestId('api-key-copy').click();
+    await expect.poll(() => shown.getByTestId('api-key-copy').getAttribute('data-state')).toBe('copied');
+    expect(await app.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+
+    // Listed, never with its secret, and the platform agrees.
+    const row = rowOf(app, 'CI runner');
+    await row.waitFor();
+    expect(await row.getAttribute('data-current')).toBe('false');
+    expect(await row.getByTestId('api-key-scopes').innerText()).toMatch(/deploy\s*email/);
+    expect(await row.getByTestId('api-key-last-used').innerText()).toBe('Never');
+    expect(await card.getByTestId('api-keys-table').innerText()).not.toContain(secret);
+    const listed = await platformApi<Array<{ id: string; name: string; scopes: string[] }>>(
+      ui.stack,
+      '/keys',
+    );
+    const onPlatform = listed.body.find((key) => key.name === 'CI runner');
+    expect(onPlatform?.scopes).toEqual(['deploy', 'email']);
+    expect(await row.getAttribute('data-key-id')).toBe(onPlatform?.id);
+
+    for (const [name, options] of [
+      ['settings-api-keys', {}],
+      ['settings-api-keys-dark', { colorScheme: 'dark' }],
+    ] as const) {
+      await app.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
+      await screenshot(app, name, { show: card });
+    }
+    await app.emulateMedia({ colorScheme: 'light' });
+
+    // The key works against the API, as the account.
+    expect(await accountStatus(secret)).toBe(200);
+    await card.getByTestId('api-keys-refresh').click();
+    await expect.poll(() => row.getByTestId('api-key-last-used').innerText()).toBe('just now');
+
+    // Dismissed: the key is gone from the page for good.
+    await shown.getByTestId('api-key-new-dismiss').click();
+    expect(await card.getByTestId('api-key-new').count()).toBe(0);
+    expect(await app.content()).not.toContain(secret);
+
+    // Revoke, confirmed in a dialog that names the key.
+    await row.getByTestId('api-key-revoke').click();
+    const dialog = app.getByTestId('api-key-revoke-dialog');
+    await dialog.waitFor();
+    expect(await dialog.innerText()).toContain('Revoke “CI runner”?');
+    await screenshot(app, 'settings-api-keys-revoke');
+    await dialog.getByTestId('api-key-confirm-revoke').click();
+    await dialog.waitFor({ state: 'detached' });
+    await card.getByTestId('api-key-revoked').waitFor();
+    expect(await rowOf(app, 'CI runner').count()).toBe(0);
+    expect(await accountStatus(secret)).toBe(401);
+    const after = await platformApi<Array<{ name: string }>>(ui.stack, '/keys');
+    expect(after.body.some((key) => key.name === 'CI runner')).toBe(false);
+    // The app still signs in.
+    expect(await own.count()).toBe(1);
+    await card.getByTestId('api-keys-refresh').click();
+    await expect.poll(() => own.getByTestId('api-key-name').innerText()).toBe('local');
+  });
+
+  it('fits narrow windows, light and dark, with a new key on show', async () => {
+    for (const [name, options] of [
+      ['settings-api-keys-900', { viewport: { width: 900, height: 700 } }],
+      ['settings-api-keys-900-dark', { viewport: { width: 900, height: 700 }, colorScheme: 'dark' }],
+      ['settings-api-keys-800', { viewport: { width: 800, height: 600 } }],
+      ['settings-api-keys-800-dark', { viewport: { width: 800, height: 600 }, colorScheme: 'dark' }],
+    ] as const) {
+      const app = await openSettings(options);
+      const card = app.getByTestId('api-keys');
+      await card.getByTestId('api-keys-table').waitFor();
+      await card.getByTestId('api-key-name-input').fill(`narrow ${name}`);
+      await card.getByTestId('api-key-scope-full').check();
+      expect(await card.getByTestId('api-key-scope-deploy').isDisabled()).toBe(true);
+      await card.getByTestId('api-key-create').click();
+      await card.getByTestId('api-key-new').waitFor();
+      await rowOf(app, `narrow ${name}`).waitFor();
+      expect(await rowOf(app, `narrow ${name}`).getByTestId('api-key-scopes').innerText()).toBe('full');
+      // Nothing in the card runs past its edge, at any width.
+      expect(
+        await card.evaluate(
+          (element) =>
+            [...element.querySelectorAll('*')].filter(
+              (child) => !child.closest('.api-keys-table-wrap') && child.scrollWidth > child.clientWidth + 1,
+            ).length,
+        ),
+      ).toBe(0);
+      const wrap = card.locator('.api-keys-table-wrap');
+      expect(await wrap.evaluate((element) => element.scrollWidth <= element.clientWidth + 1)).toBe(true);
+      await screenshot(app, name, { show: card.getByTestId('api-key-new') });
+      await app.context().close();
+    }
+  });
+
+  it('explains a key without the full scope, and a platform that cannot be reached', async () => {
+    const narrow = await platformApi<{ key: string }>(ui.stack, '/keys', {
+      method: 'POST',
+      body: JSON.stringify({ scopes: ['deploy'], name: 'deploy only' }),
+    });
+    expect(narrow.status).toBe(201);
+    const app = await openSettings();
+    await app.getByTestId('api-keys-table').waitFor();
+    await app.getByTestId('platform-remote').check();
+    await app.getByTestId('platform-url').fill(platformOrigin());
+    await app.getByTestId('api-key').fill(narrow.body.key);
+    await app.getByTestId('save-settings').click();
+    await app.getByTestId('settings-saved').waitFor();
+    try {
+      const unavailable = app.getByTestId('api-keys-unavailable');
+      await expect.poll(() => unavailable.innerText()).toMatch(/This app’s key cannot manage API keys/);
+      expect(await unavailable.getAttribute('data-code')).toBe('forbidden');
+      expect(await unavailable.innerText()).toMatch(/key with the full scope under Platform above/);
+      expect(await app.getByTestId('api-keys-table').count()).toBe(0);
+      expect(await app.getByTestId('api-key-form').count()).toBe(0);
+      await screenshot(app, 'settings-api-keys-forbidden', { show: unavailable });
+    } finally {
+      await app.getByTestId('platform-local').check();
+      await app.getByTestId('save-settings').click();
+      await app.getByTestId('settings-saved').waitFor();
+    }
+    await app.getByTestId('api-keys-table').waitFor();
+
+    await ui.stack.stopPlatform();
+    try {
+      await app.getByTestId('api-keys-refresh').click();
+      const unavailable = app.getByTestId('api-keys-unavailable');
+      await expect
+        .poll(() => unavailable.innerText(), { timeout: 15_000 })
+        .toMatch(/The platform cannot be reached/);
+      expect(await unavailable.getAttribute('data-code')).toBe('offline');
+      expect(await app.getByTestId('api-keys-table').count()).toBe(0);
+      expect(await app.getByTestId('api-keys-empty').count()).toBe(0);
+      await screenshot(app, 'settings-api-keys-offline', { show: unavailable });
+    } finally {
+      await ui.stack.startPlatform();
+    }
+    // Back online (the Engine notices by itself): the keys come back without a click.
+    await app.getByTestId('api-keys-table').waitFor({ timeout: 20_000 });
+    expect(await app.getByTestId('api-keys-unavailable').count()).toBe(0);
+  });
+
+  it('lists the remote platform’s keys, marking the saved key as this app’s', async () => {
+    const full = await platformApi<{ id: string; key: string }>(ui.stack, '/keys', {
+      method: 'POST',
+      body: JSON.stringify({ scopes: ['full'], name: 'remote app' }),
+    });
+    expect(full.status).toBe(201);
+    const app = await openSettings();
+    await app.getByTestId('api-keys-table').waitFor();
+    await app.getByTestId('platform-remote').check();
+    await app.getByTestId('platform-url').fill(platformOrigin());
+    await app.getByTestId('api-key').fill(full.body.key);
+    await app.getByTestId('save-settings').click();
+    await app.getByTestId('settings-saved').waitFor();
+    try {
+      const own = app.locator('[data-testid="api-key-row"][data-current="true"]');
+      await expect.poll(() => own.getAttribute('data-key-id'), { timeout: 5_000 }).toBe(full.body.id);
+      expect(await own.getByTestId('api-key-revoke').count()).toBe(0);
+      // The local key is just another key of the account here.
+      expect(await rowOf(app, 'local').getByTestId('api-key-revoke').count()).toBe(1);
+    } finally {
+      await app.getByTestId('platform-local').check();
+      await app.getByTestId('save-settings').click();
+      await app.getByTestId('settings-saved').waitFor();
+    }
+    const own = app.locator('[data-testid="api-key-row"][data-current="true"]');
+    await expect.poll(() => own.getByTestId('api-key-name').innerText(), { timeout: 5_000 }).toBe('local');
   });
 });
 

@@ -221,6 +221,85 @@ describe('GET /keys', () => {
   });
 });
 
+describe('GET /keys: which key is the caller’s own (`current`)', () => {
+  const currentIds = (keys: Array<{ id: string; current: boolean }>) =>
+    keys.filter((k) => k.current).map((k) => k.id);
+
+  it('marks only the key the request was sent with, whichever key that is', async () => {
+    const second = await createKey({ scopes: ['full'], name: 'second app' });
+    const asLocal = (await listKeys()).keys;
+    const local = asLocal.find((k) => k.name === 'local');
+    expect(local).toBeDefined();
+    expect(currentIds(asLocal)).toEqual([local!.id]);
+
+    const asSecond = (await listKeys(second.key)).keys;
+    expect(currentIds(asSecond)).toEqual([second.id]);
+    expect(asSecond.find((k) => k.id === local!.id)?.current).toBe(false);
+    for (const item of (await listKeys(second.key)).raw) {
+      expect(typeof (item as { current?: unknown }).current).toBe('boolean');
+    }
+  });
+
+  it('marks the key that minted the JWT when the request carries a token', async () => {
+    const minter = await createKey({ scopes: ['full'], name: 'minter' });
+    const minted = await call<{ token: string }>(`${p.api}/auth/token`, { method: 'POST', key: minter.key });
+    expect(minted.status).toBe(200);
+    const listed = await call<unknown[]>(`${p.api}/keys`, {
+      headers: { authorization: `Bearer ${minted.body.token}` },
+    });
+    expect(listed.status).toBe(200);
+    const keys = listed.body.map((item) => ApiKeyInfo.parse(item));
+    expect(currentIds(keys)).toEqual([minter.id]);
+    expect(keys.find((k) => k.name === 'local')?.current).toBe(false);
+  });
+
+  it('shows another account only its own keys, its own marked, and never lets it revoke mine', async () => {
+    const other = await p.newAccount();
+    const mine = await createKey({ scopes: ['deploy'], name: 'not theirs' });
+    const theirs = (await listKeys(other.key)).keys;
+    expect(theirs).toHaveLength(1);
+    expect(theirs[0]!.current).toBe(true);
+    expect(theirs.some((k) => k.id === mine.id)).toBe(false);
+    expectProblem(
+      await call(`${p.api}/keys/${mine.id}`, { method: 'DELETE', key: other.key }),
+      404,
+      'not_found',
+    );
+    expect((await listKeys()).keys.some((k) => k.id === mine.id)).toBe(true);
+    expect((await call(`${p.api}/account`, { key: mine.key })).status).toBe(200);
+  });
+
+  it('is refused (403 forbidden) to a key without the full scope, listing nothing', async () => {
+    const narrow = await createKey({ scopes: ['deploy', 'email'], name: 'narrow' });
+    const problem = expectProblem(await call(`${p.api}/keys`, { key: narrow.key }), 403, 'forbidden');
+    expect(problem.detail).toMatch(/full/);
+    expectProblem(
+      await call(`${p.api}/keys`, { key: narrow.key, body: { scopes: ['full'], name: 'escalate' } }),
+      403,
+      'forbidden',
+    );
+  });
+
+  it('answers a POST without a body, or with a body that is not JSON, with a problem', async () => {
+    const none = expectProblem(
+      await call(`${p.api}/keys`, { method: 'POST', key: p.key }),
+      400,
+      'invalid_json',
+    );
+    expect(none.detail).toMatch(/body is required/);
+    expectProblem(
+      await call(`${p.api}/keys`, {
+        method: 'POST',
+        key: p.key,
+        body: '{"scopes": [',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'invalid_json',
+    );
+  });
+});
+
 describe('DELETE /keys/:id', () => {
   it('revokes the key: { id, deleted: true }, then 401 for it and gone from the list', async () => {
     const created = await createKey({ scopes: ['full'], name: 'doomed' });

@@ -168,6 +168,47 @@ describe('Engine with the local platform', () => {
     }
   });
 
+  it('lists, creates and revokes API keys (keys.*), refusing to revoke the key it signs in with', async () => {
+    const engine = engineFor(platform);
+    const before = await engine.invoke('keys.list', undefined);
+    const own = before.filter((key) => key.current);
+    expect(own.map((key) => key.name)).toEqual(['local']);
+
+    const created = await engine.invoke('keys.create', { scopes: ['deploy'], name: '  engine key  ' });
+    expect(created).toMatchObject({ name: 'engine key', scopes: ['deploy'] });
+    expect(created.key).toMatch(/^wk_[A-Za-z0-9]{32}$/);
+    const listed = await engine.invoke('keys.list', undefined);
+    expect(listed.find((key) => key.id === created.id)).toMatchObject({ current: false, last_used_at: null });
+    expect(JSON.stringify(listed)).not.toContain(created.key);
+
+    const refused = await rejection(engine.invoke('keys.revoke', { id: own[0]!.id }));
+    expect(refused).toMatchObject({ code: 'conflict', status: 409 });
+    expect(refused.detail).toMatch(/key this app signs in with/);
+    expect((await engine.invoke('keys.list', undefined)).some((key) => key.id === own[0]!.id)).toBe(true);
+
+    expect(await engine.invoke('keys.revoke', { id: created.id })).toEqual({ id: created.id, deleted: true });
+    const revoked = await fetch(`${platform.api}/account`, { headers: { 'x-api-key': created.key } });
+    expect(revoked.status).toBe(401);
+    const gone = await rejection(engine.invoke('keys.revoke', { id: created.id }));
+    expect(gone.code).toBe('not_found');
+  });
+
+  it('checks keys.create and keys.revoke input before asking the platform', async () => {
+    const engine = engineFor(platform);
+    for (const input of [{}, { scopes: [] }, { scopes: 'full' }, { scopes: [1] }]) {
+      const error = await rejection(engine.invoke('keys.create', input as never));
+      expect(error.code).toBe('validation_failed');
+      expect(error.errors?.[0]?.path).toBe('scopes');
+    }
+    const blank = await rejection(engine.invoke('keys.create', { scopes: ['email'], name: '   ' }));
+    expect(blank.errors?.[0]?.path).toBe('name');
+    const unknown = await rejection(engine.invoke('keys.create', { scopes: ['admin' as never], name: 'x' }));
+    expect(unknown).toMatchObject({ code: 'validation_failed', status: 422 });
+    expect(unknown.errors?.[0]?.path).toBe('scopes[0]');
+    const noId = await rejection(engine.invoke('keys.revoke', {} as never));
+    expect(noId).toMatchObject({ code: 'bad_request', status: 400 });
+  });
+
   it('tells listeners about projects created elsewhere, by polling', async () => {
     const engine = engineFor(platform);
     await engine.invoke('projects.list', undefined);

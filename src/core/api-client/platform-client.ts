@@ -4,6 +4,9 @@
 import { z } from 'zod';
 import {
   Account,
+  ApiKeyInfo,
+  CreatedKey,
+  type CreateKeyRequest,
   AiBuildResponse,
   AiDeployResponse,
   AiEditResponse,
@@ -63,6 +66,8 @@ const DomainList = z.array(Domain);
 const UsageList = z.array(UsageEntry);
 
 const AiKeyDeleted = z.object({ deleted: z.literal(true) });
+/** A platform older than `current` leaves it out: none of its keys is then known as this app's own. */
+const KeyList = z.array(ApiKeyInfo.extend({ current: z.boolean().default(false) }));
 
 /** A build generates the app before it answers: with a model, that takes a while. */
 const AI_GENERATE_TIMEOUT_MS = 5 * 60_000;
@@ -273,6 +278,20 @@ export class PlatformClient {
 
   deleteAiKey(): Promise<{ deleted: true }> {
     return this.json('DELETE', '/account/ai-key', AiKeyDeleted);
+  }
+
+  /** The account's active API keys, `current` marking the one this client sends (needs `full`). */
+  listKeys(): Promise<ApiKeyInfo[]> {
+    return this.json('GET', '/keys', KeyList);
+  }
+
+  /** Creates an API key: the answer is the only time the key itself is ever shown. */
+  createKey(body: CreateKeyRequest): Promise<CreatedKey> {
+    return this.json('POST', '/keys', CreatedKey, body);
+  }
+
+  revokeKey(id: string): Promise<{ id: string; deleted: true }> {
+    return this.json('DELETE', `/keys/${encodeURIComponent(id)}`, Deleted);
   }
 
   /** `POST /ai/build`: answers 202 once the app is generated (building, or needs_setup). */

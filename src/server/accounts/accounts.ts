@@ -77,7 +77,8 @@ export async function createKey(
   return { id, key, scopes: [...new Set(scopes)], name };
 }
 
-export async function listKeys(db: Store, accountId: string): Promise<ApiKeyInfo[]> {
+/** The account's active keys; `currentKeyId` (the caller's own key) is marked `current`. */
+export async function listKeys(db: Store, accountId: string, currentKeyId: string): Promise<ApiKeyInfo[]> {
   const rows = await db
     .selectFrom('api_keys')
     .selectAll()
@@ -85,7 +86,7 @@ export async function listKeys(db: Store, accountId: string): Promise<ApiKeyInfo
     .where('revoked_at', 'is', null)
     .orderBy('id', 'desc')
     .execute();
-  return rows.map(toKeyInfo);
+  return rows.map((row) => toKeyInfo(row, row.id === currentKeyId));
 }
 
 export async function revokeKey(db: Store, accountId: string, keyId: string): Promise<void> {
@@ -99,13 +100,14 @@ export async function revokeKey(db: Store, accountId: string, keyId: string): Pr
   if (result.numUpdatedRows === 0n) throw new ApiError('not_found', `key ${keyId} was not found`);
 }
 
-function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
+function toKeyInfo(row: ApiKeysTable, current: boolean): ApiKeyInfo {
   return {
     id: row.id,
     name: row.name,
     scopes: parseScopes(row.scopes),
     created_at: row.created_at,
     last_used_at: row.last_used_at,
+    current,
   };
 }
 

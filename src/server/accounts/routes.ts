@@ -130,10 +130,14 @@ export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async 
     config: { scope: 'full' },
     schema: {
       summary: 'The active API keys (never the keys themselves)',
+      description:
+        'Each key carries `current` (an addition to API.md §3): true for the key this request was ' +
+        'authenticated with, or for a JWT the key that minted it, so a client can tell which key it ' +
+        'signs in with and not offer to revoke it by mistake.',
       tags: ['keys'],
       response: { 200: z.array(ApiKeyInfo) },
     },
-    handler: async (request) => listKeys(db, request.caller.accountId),
+    handler: async (request) => listKeys(db, request.caller.accountId, request.caller.keyId),
   });
 
   app.delete('/keys/:id', {

@@ -93,6 +93,10 @@ export const ApiKeyInfo = z
     scopes: z.array(Scope),
     created_at: Timestamp,
     last_used_at: Timestamp.nullable(),
+    current: z.boolean().meta({
+      description:
+        'True for the key this request was authenticated with (or, for a JWT, the key that minted it)',
+    }),
   })
   .meta({ id: 'ApiKeyInfo' });
 export type ApiKeyInfo = z.infer<typeof ApiKeyInfo>;

@@ -11,6 +11,7 @@ import { useProjectActions } from '../../stores/projects/selectors';
 import { useConnectionTest, useSettings, useSettingsActions } from '../../stores/settings/selectors';
 import { AccountCard } from './AccountCard';
 import { AiKeyCard } from './AiKeyCard';
+import { ApiKeysCard } from './ApiKeysCard';
 import { RuntimeCard } from './RuntimeCard';
 
 type Mode = 'local' | 'remote';
@@ -328,6 +329,7 @@ export function SettingsView() {
       <RuntimeCard />
       <AccountCard />
       <AiKeyCard />
+      <ApiKeysCard />
     </div>
   );
 }
