@@ -275,7 +275,8 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       api.get('/platform', {
         config: { scope: 'any' },
         schema: {
-          summary: 'How this platform runs apps: its runtime and what the operator should know about it',
+          summary:
+            'How this platform runs apps (its runtime and what the operator should know about it) and which AI engines it offers',
           tags: ['platform'],
           response: { 200: PlatformInfo },
         },
@@ -283,6 +284,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
           runtime: runtime.kind,
           runtime_notes: runtimeNotes,
           keep_releases: config.keepReleases,
+          ...engines.offered(),
         }),
       });
 

@@ -1,13 +1,20 @@
 // The Agent screen (browser mode) against a platform whose included engine is a local fake OpenAI
 // server, scripted turn by turn: a tool call shows as a live step card and the reply streams in under
 // it; a build the agent starts streams its logs inside its step; the own AI key is saved, shown
-// masked, used (and not billed), and deleted after a confirmation; Stop ends a run mid-build.
-import type { Page } from 'playwright-core';
+// masked, used (and not billed), and deleted after a confirmation; Stop ends a run mid-build; the
+// composer's footer lays out cleanly at 1280, 900 and 800 px. Then against a second platform with no
+// AI engine at all: the screen says so up front, and "Add your AI key" lands on the focused key field.
+import type { BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { startFakeOpenAI, type FakeAi } from '../helpers/fake-ai.js';
 import { viaEdge } from '../helpers/deploy.js';
 import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
+
+// The page's globals the evaluated functions below use (this file is type-checked without the DOM).
+declare const document: { activeElement: unknown };
+declare const window: { innerHeight: number };
+declare function getComputedStyle(element: unknown): { lineHeight: string };
 
 const INCLUDED_KEY = 'sk-included-e2e-0000000000000000';
 const OWN_KEY = 'sk-own-e2e-key-1234567890abcdef';
@@ -41,6 +48,55 @@ async function ask(page: Page, question: string): Promise<void> {
 }
 
 const lastReply = (page: Page) => page.getByTestId('agent-reply').last();
+
+/** The window sizes the screen must lay out cleanly at. */
+const SIZES = [
+  { width: 1280, height: 800 },
+  { width: 900, height: 700 },
+  { width: 800, height: 600 },
+] as const;
+const SCHEMES = ['light', 'dark'] as const;
+
+/**
+ * Where the composer footer's parts are: the engine select, what it runs on, the Enter hint and Send,
+ * with any two that overlap, and the text lines of the hint and the description (a word per line
+ * shows as many lines in a narrow box).
+ */
+async function footerLayout(page: Page) {
+  return page.getByTestId('agent-view').evaluate((view) => {
+    const parts = {
+      select: view.querySelector('[data-testid="agent-engine"]'),
+      description: view.querySelector('[data-testid="agent-engine-hint"]'),
+      hint: view.querySelector('.agent-hint'),
+      send: view.querySelector('[data-testid="agent-send"]'),
+    };
+    const boxes = Object.entries(parts).map(([name, element]) => {
+      if (!element) throw new Error(`no ${name} in the composer`);
+      return { name, box: element.getBoundingClientRect() };
+    });
+    const overlaps: string[] = [];
+    for (const [i, a] of boxes.entries()) {
+      for (const b of boxes.slice(i + 1)) {
+        const apart =
+          a.box.right <= b.box.left ||
+          b.box.right <= a.box.left ||
+          a.box.bottom <= b.box.top ||
+          b.box.bottom <= a.box.top;
+        if (!apart) overlaps.push(`${a.name}/${b.name}`);
+      }
+    }
+    const lines = (element: { getBoundingClientRect(): { height: number } }) =>
+      Math.round(element.getBoundingClientRect().height / parseFloat(getComputedStyle(element).lineHeight));
+    const composer = view.querySelector('.agent-composer')!.getBoundingClientRect();
+    return {
+      overlaps,
+      hintLines: lines(parts.hint!),
+      descriptionLines: lines(parts.description!),
+      descriptionWidth: parts.description!.getBoundingClientRect().width,
+      outside: boxes.filter(({ box }) => box.right > composer.right + 1).map(({ name }) => name),
+    };
+  });
+}
 const authorizationOf = (index: number) => fake.requests[index]?.headers.authorization;
 
 describe('the Agent screen', () => {
@@ -193,6 +249,32 @@ describe('the Agent screen', () => {
     expect(account.body.ai_key).toBeNull();
   }, 60_000);
 
+  it('lays the composer footer out cleanly at 1280, 900 and 800 px, light and dark', async () => {
+    for (const viewport of SIZES) {
+      for (const colorScheme of SCHEMES) {
+        const page = await ui.open({ viewport, colorScheme });
+        await page.getByTestId('nav-agent').click();
+        await page.getByTestId('agent-empty').waitFor();
+        // The picker names the included engine with its provider and model; no notice: it can run.
+        const select = page.getByTestId('agent-engine');
+        await expect
+          .poll(() => select.locator('option[value="included"]').innerText())
+          .toBe('Included · OpenAI gpt-4o-mini');
+        expect(await page.getByTestId('agent-no-engine').count()).toBe(0);
+        await page.getByTestId('agent-input').fill('Which of my projects are running?');
+        const layout = await footerLayout(page);
+        const where = `${viewport.width}×${viewport.height} ${colorScheme}`;
+        expect(layout.overlaps, where).toEqual([]);
+        expect(layout.outside, where).toEqual([]);
+        expect(layout.hintLines, where).toBe(1);
+        expect(layout.descriptionLines, where).toBeLessThanOrEqual(2);
+        expect(layout.descriptionWidth, where).toBeGreaterThan(160);
+        await screenshot(page, `agent-composer-${viewport.width}-${colorScheme}`);
+        await page.context().close();
+      }
+    }
+  }, 90_000);
+
   it('stops a run in the middle of a build', async () => {
     // A spare reply, in case the platform asks the model again before it notices the stop.
     fake.push(
@@ -218,4 +300,116 @@ describe('the Agent screen', () => {
     expect(await page.getByTestId('agent-send').isVisible()).toBe(true);
     expect(await page.getByTestId('agent-stop').count()).toBe(0);
   }, 60_000);
+});
+
+describe('the Agent screen on a platform without any AI engine', () => {
+  // No --ai-provider and no WHARF_AI_KEY: no included engine, and the account has no key of its own.
+  const bare = useAppStack();
+
+  async function openBareAgent(options: BrowserContextOptions = {}): Promise<Page> {
+    const page = await bare.open({ viewport: { width: 1280, height: 800 }, ...options });
+    await page.getByTestId('nav-agent').click();
+    await page.getByTestId('agent-view').waitFor();
+    return page;
+  }
+
+  it('says so up front, and "Add your AI key" lands on the focused key field', async () => {
+    const info = await platformApi<{ ai_included: unknown }>(bare.stack, '/platform');
+    expect(info.body.ai_included).toBeNull();
+
+    const page = await openBareAgent();
+    const notice = page.getByTestId('agent-no-engine');
+    await notice.waitFor();
+    expect(await notice.innerText()).toMatch(/no included AI engine, and you have not saved your own AI key/);
+    // In the app's words: no API paths or command-line flags.
+    expect(await page.getByTestId('agent-view').innerText()).not.toMatch(
+      /PUT \/account|WHARF_AI_KEY|--ai-provider/,
+    );
+    // The composer says why it cannot run; the picker offers no engine that is not there.
+    expect(await page.getByTestId('agent-input').getAttribute('aria-describedby')).toMatch(/agent-no-engine/);
+    const select = page.getByTestId('agent-engine');
+    expect(await select.locator('option').allInnerTexts()).toEqual(['Automatic']);
+    expect(await page.getByTestId('agent-engine-hint').innerText()).toMatch(/No AI engine yet/);
+
+    await page.getByTestId('agent-add-key').click();
+    const field = page.getByTestId('ai-key-input');
+    await field.waitFor();
+    expect(page.url()).toMatch(/#\/settings\/ai-key$/);
+    // Focused, and in view once the cards above it have loaded.
+    await expect.poll(() => field.evaluate((element) => element === document.activeElement)).toBe(true);
+    await page.getByTestId('ai-key-none').waitFor();
+    await expect
+      .poll(() =>
+        field.evaluate((element) => {
+          const box = element.getBoundingClientRect();
+          return box.top >= 0 && box.bottom <= window.innerHeight;
+        }),
+      )
+      .toBe(true);
+    await page.waitForTimeout(300);
+    expect(await field.evaluate((element) => element === document.activeElement)).toBe(true);
+    expect(
+      await field.evaluate((element) => {
+        const box = element.getBoundingClientRect();
+        return box.top >= 0 && box.bottom <= window.innerHeight;
+      }),
+    ).toBe(true);
+    // The card claims no included engine: it says what runs use now.
+    expect(await page.getByTestId('ai-key-none').innerText()).toMatch(
+      /no included AI engine: the agent cannot run/,
+    );
+    await screenshot(page, 'agent-no-engine-settings');
+
+    // Typed straight in (the field has focus) and saved: the Agent screen is ready, on that key.
+    await page.keyboard.type(OWN_KEY);
+    await page.getByTestId('ai-key-save').click();
+    await page.getByTestId('ai-key-saved').waitFor();
+    await page.getByTestId('nav-agent').click();
+    await page.getByTestId('agent-empty').waitFor();
+    await expect.poll(() => select.locator('option[value="own_key"]').count()).toBe(1);
+    expect(await page.getByTestId('agent-no-engine').count()).toBe(0);
+    expect(await select.locator('option').allInnerTexts()).toEqual([
+      'Automatic',
+      'Your key · OpenAI gpt-4o-mini',
+    ]);
+    expect(await page.getByTestId('agent-engine-hint').innerText()).toMatch(
+      /Your OpenAI gpt-4o-mini key sk-…cdef, not billed here/,
+    );
+    await page.getByTestId('agent-input').fill('Hello?');
+    expect(await page.getByTestId('agent-send').isEnabled()).toBe(true);
+
+    // Gone again: the notice is back.
+    expect((await platformApi(bare.stack, '/account/ai-key', { method: 'DELETE' })).status).toBe(200);
+    await page.getByTestId('nav-projects').click();
+    await page.getByTestId('nav-agent').click();
+    await notice.waitFor();
+  }, 60_000);
+
+  it('shows the notice cleanly at 1280, 900 and 800 px, light and dark', async () => {
+    for (const viewport of SIZES) {
+      for (const colorScheme of SCHEMES) {
+        const page = await openBareAgent({ viewport, colorScheme });
+        const notice = page.getByTestId('agent-no-engine');
+        await notice.waitFor();
+        const where = `${viewport.width}×${viewport.height} ${colorScheme}`;
+        // The button keeps its words on one line, next to or under the text, inside the notice.
+        const button = await page.getByTestId('agent-add-key').boundingBox();
+        const box = await notice.boundingBox();
+        expect(button!.height, where).toBeLessThan(40);
+        expect(button!.x + button!.width, where).toBeLessThanOrEqual(box!.x + box!.width);
+        const layout = await footerLayout(page);
+        expect(layout.overlaps, where).toEqual([]);
+        expect(layout.hintLines, where).toBe(1);
+        await screenshot(page, `agent-no-engine-${viewport.width}-${colorScheme}`);
+        // The Build screen says it too, with what works without a key.
+        await page.getByTestId('nav-build').click();
+        const built = page.getByTestId('build-no-engine');
+        await built.waitFor();
+        const add = await built.getByTestId('build-add-key').boundingBox();
+        expect(add!.height, where).toBeLessThan(40);
+        await screenshot(page, `agent-no-engine-build-${viewport.width}-${colorScheme}`);
+        await page.context().close();
+      }
+    }
+  }, 90_000);
 });

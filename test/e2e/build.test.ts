@@ -2,12 +2,16 @@
 // the offline templates build a landing page from a sentence to a running app whose URL answers; a
 // messaging bot stops at its setup form (the bot token, as a password input) and runs once it is
 // given; a taken subdomain is refused next to its field; and the AI-only parts (Edit with AI, the
-// Agent) explain that no engine is configured.
+// Agent) explain that no engine is configured, in the app's words with "Add your AI key". The Build
+// screen says so up front, with what works without a key.
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { viaEdge } from '../helpers/deploy.js';
 import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
+
+// The page's globals the evaluated functions below use (this file is type-checked without the DOM).
+declare const document: { activeElement: { getAttribute(name: string): string | null } | null };
 
 const ui = useAppStack();
 
@@ -41,6 +45,17 @@ describe('building apps offline from the Build screen', () => {
     // Seven generators, each with its line.
     expect(await page.locator('[data-testid^="generator-"]').count()).toBe(7);
     expect(await page.getByTestId('generator-landing').isChecked()).toBe(true);
+
+    // No engine: said up front, with what still works, and the picker offers only what exists.
+    const notice = page.getByTestId('build-no-engine');
+    await notice.waitFor();
+    expect(await notice.innerText()).toMatch(/no included AI engine/);
+    expect(await notice.innerText()).toMatch(
+      /Building still works: each kind of app comes from our own templates/,
+    );
+    expect(await notice.getByTestId('build-add-key').getAttribute('href')).toBe('#/settings/ai-key');
+    expect(await page.getByTestId('build-engine').locator('option').allInnerTexts()).toEqual(['Automatic']);
+    expect(await page.getByTestId('build-engine-hint').innerText()).toMatch(/our offline templates/);
 
     // Nothing typed: both fields say what they need, before anything is sent.
     await page.getByTestId('build-submit').click();
@@ -94,6 +109,12 @@ describe('building apps offline from the Build screen', () => {
     await refused.waitFor({ timeout: 15_000 });
     expect(await refused.getAttribute('data-code')).toBe('unavailable');
     expect(await refused.innerText()).toMatch(/No AI engine is available/);
+    // In the app's words, with the way to the key field.
+    expect(await refused.innerText()).toMatch(
+      /Editing needs an AI engine\. This platform has no included AI engine, and you have not saved your own AI key\./,
+    );
+    expect(await refused.innerText()).not.toMatch(/PUT \/account|WHARF_AI_KEY|--ai-provider/);
+    expect(await refused.getByTestId('edit-error-add-key').getAttribute('href')).toBe('#/settings/ai-key');
 
     await screenshot(page, 'build-edit-refused', { show: refused });
 
@@ -156,8 +177,17 @@ describe('building apps offline from the Build screen', () => {
     await error.waitFor({ timeout: 15_000 });
     expect(await error.getAttribute('data-code')).toBe('unavailable');
     expect(await error.innerText()).toMatch(/No AI engine is available/);
+    expect(await error.innerText()).toMatch(/The agent needs an AI engine to work/);
+    expect(await error.innerText()).not.toMatch(/PUT \/account|WHARF_AI_KEY|--ai-provider/);
     // The question stays, and the composer is ready for another.
     expect(await page.getByTestId('agent-user-message').innerText()).toBe('What is running?');
     expect(await page.getByTestId('agent-send').isVisible()).toBe(true);
+    await screenshot(page, 'agent-no-engine-refused', { show: error });
+    // Its "Add your AI key" lands on the key field, focused.
+    await error.getByTestId('agent-error-add-key').click();
+    await page.getByTestId('ai-key-input').waitFor();
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid')))
+      .toBe('ai-key-input');
   });
 });

@@ -134,6 +134,8 @@ describe('Engine with the local platform', () => {
       runtime: 'sandbox',
       runtime_notes: platform.platform.runtimeNotes,
       keep_releases: platform.platform.config.keepReleases,
+      ai_included: null,
+      ai_own_key_models: platform.platform.engines.offered().ai_own_key_models,
     });
   });
 

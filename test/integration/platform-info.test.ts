@@ -1,5 +1,7 @@
-// GET /platform: how the platform runs apps, for the desktop app's Settings.
+// GET /platform: how the platform runs apps, for the desktop app's Settings, and which AI engines it
+// offers, so the Agent and Build screens can say what is missing before anything is sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_MODELS } from '../../src/server/ai/providers/index.js';
 import { requireEngine } from '../helpers/engine.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -19,6 +21,8 @@ describe('GET /platform', () => {
       runtime: 'sandbox',
       runtime_notes: tp.platform.runtimeNotes,
       keep_releases: 3,
+      ai_included: null,
+      ai_own_key_models: DEFAULT_MODELS,
     });
   });
 
@@ -26,6 +30,50 @@ describe('GET /platform', () => {
     const other = await tp.newAccount({ scopes: ['email'] });
     expect((await call(`${tp.api}/platform`, { key: other.key })).status).toBe(200);
     expectProblem(await call(`${tp.api}/platform`), 401, 'unauthorized');
+  });
+});
+
+describe('GET /platform: the AI engines offered', () => {
+  const INCLUDED_KEY = 'sk-included-platform-info-0123456789';
+
+  it('names the included engine’s provider and model, never its key', async () => {
+    const tp = await startPlatform({
+      ai: {
+        provider: 'anthropic',
+        model: 'claude-test-model',
+        key: INCLUDED_KEY,
+        ownKeyModels: { openai: 'gpt-own-test' },
+      },
+    });
+    try {
+      const answer = await call<Record<string, unknown>>(`${tp.api}/platform`, { key: tp.key });
+      expect(answer.status).toBe(200);
+      expect(answer.body.ai_included).toEqual({ provider: 'anthropic', model: 'claude-test-model' });
+      expect(answer.body.ai_own_key_models).toEqual({ ...DEFAULT_MODELS, openai: 'gpt-own-test' });
+      expect(JSON.stringify(answer.body)).not.toContain(INCLUDED_KEY);
+      // Another account sees the same offer, and no one sees it without a key.
+      const other = await tp.newAccount({ scopes: ['deploy'] });
+      const theirs = await call<Record<string, unknown>>(`${tp.api}/platform`, { key: other.key });
+      expect(theirs.body.ai_included).toEqual(answer.body.ai_included);
+      expectProblem(await call(`${tp.api}/platform`, { key: 'wk_not-a-real-key' }), 401, 'unauthorized');
+    } finally {
+      await tp.close();
+    }
+  });
+
+  it('defaults the model to the provider’s, and offers none without WHARF_AI_KEY', async () => {
+    const withDefault = await startPlatform({ ai: { provider: 'openai', key: INCLUDED_KEY } });
+    const noKey = await startPlatform({ ai: { provider: 'openai', key: null } });
+    try {
+      const first = await call<Record<string, unknown>>(`${withDefault.api}/platform`, {
+        key: withDefault.key,
+      });
+      expect(first.body.ai_included).toEqual({ provider: 'openai', model: DEFAULT_MODELS.openai });
+      const second = await call<Record<string, unknown>>(`${noKey.api}/platform`, { key: noKey.key });
+      expect(second.body.ai_included).toBeNull();
+    } finally {
+      await Promise.all([withDefault.close(), noKey.close()]);
+    }
   });
 });
 

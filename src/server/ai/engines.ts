@@ -60,6 +60,26 @@ export class AiEngines {
   }
 
   /**
+   * What this platform offers, for `GET /platform`: the included engine's provider and model (null when
+   * there is none; never its key), and the model a saved own key of each provider runs on.
+   */
+  offered(): {
+    ai_included: { provider: AiProvider; model: string } | null;
+    ai_own_key_models: Record<AiProvider, string>;
+  } {
+    const { provider, model, ownKeyModels } = this.config.ai;
+    const ownKey = { ...DEFAULT_MODELS };
+    for (const [name, id] of Object.entries(ownKeyModels) as [AiProvider, string][]) ownKey[name] = id;
+    return {
+      ai_included:
+        this.includedConfigured && provider !== null
+          ? { provider, model: model ?? DEFAULT_MODELS[provider] }
+          : null,
+      ai_own_key_models: ownKey,
+    };
+  }
+
+  /**
    * The engine a request uses: `asked`, else own_key when the account saved one, else included when
    * configured, else null (offline: no engine at all). Asked for one that is not there → 503.
    */

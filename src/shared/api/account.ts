@@ -1,23 +1,13 @@
 // API.md §2–§3: tokens, the account, its balance, own AI keys, usage and API keys.
 import { z } from 'zod';
+import { AiProvider } from './ai-providers.js';
 import { PlainText, Timestamp, Usd, idOf } from './common.js';
 
 export const SCOPES = ['deploy', 'email', 'full'] as const;
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
 
-export const AI_PROVIDERS = [
-  'openai',
-  'anthropic',
-  'google',
-  'mistral',
-  'groq',
-  'deepseek',
-  'xai',
-  'openrouter',
-] as const;
-export const AiProvider = z.enum(AI_PROVIDERS);
-export type AiProvider = z.infer<typeof AiProvider>;
+export { AI_PROVIDERS, AiProvider } from './ai-providers.js';
 
 export const TokenResponse = z
   .object({ token: z.string(), expires_at: Timestamp })

@@ -1,5 +1,6 @@
 // Building blocks shared by the /api/v1 schemas: identifiers, times, problem+json.
 import { z } from 'zod';
+import { AiProvider } from './ai-providers.js';
 import { ERROR_CODES } from '../errors.js';
 import { DNS_LABEL_PATTERN } from '../dns-label.js';
 
@@ -73,6 +74,13 @@ export const PlatformInfo = z
       .int()
       .positive()
       .meta({ description: 'Releases kept for a rollback per project' }),
+    ai_included: z.object({ provider: AiProvider, model: z.string() }).nullable().optional().meta({
+      description:
+        'The included AI engine (the service’s own key, billed to the balance): its provider and model; null when this platform has none. Never the key. Absent from older platforms.',
+    }),
+    ai_own_key_models: z.record(AiProvider, z.string()).optional().meta({
+      description: 'The model a saved own key of each provider runs on. Absent from older platforms.',
+    }),
   })
   .meta({ id: 'PlatformInfo' });
 export type PlatformInfo = z.infer<typeof PlatformInfo>;

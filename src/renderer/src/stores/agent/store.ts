@@ -9,6 +9,7 @@ import type { BridgeResult } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
 import { attempt, toErrorShape } from '../../lib/outcome';
 import { useSettingsStore } from '../settings/store';
+import { refreshEngineOffer } from './engines';
 import {
   applyAgentEvent,
   historyOf,
@@ -91,6 +92,8 @@ export const useAgentStore = create<AgentState>()((set, get) => {
         set((state) => (state.runId === runId ? { runId: null } : {}));
         // A refusal may mean the balance changed (402) or the key is gone: the picker reads the account.
         if (shape.code === 'insufficient_balance') void useSettingsStore.getState().loadAccount();
+        // No engine (503): what the platform offers may have changed since the screen asked.
+        if (shape.code === 'unavailable') refreshEngineOffer();
       }
       return true;
     },

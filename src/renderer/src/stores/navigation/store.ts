@@ -1,6 +1,7 @@
 // Where the user is: a route kept in the URL fragment (`#/projects/prj_…`, `#/traffic/req_…`, `#/agent`), so
 // reloads, back/forward and plain links (`<a href="#/settings">`) work in a browser and in Electron's
-// file:// page alike.
+// file:// page alike. A route may name a field to land on (`#/settings/ai-key`: the AI key's input,
+// scrolled to and focused).
 import { create } from 'zustand';
 
 export type Route =
@@ -12,11 +13,17 @@ export type Route =
   | { screen: 'build' }
   | { screen: 'domains' }
   | { screen: 'email' }
-  | { screen: 'settings' };
+  | { screen: 'settings'; field?: SettingsField };
+
+/** The Settings fields a link can land on. */
+export type SettingsField = 'ai-key';
+
+/** Where "Add your AI key" goes: Settings, at the AI key's input. */
+export const AI_KEY_ROUTE: Route = { screen: 'settings', field: 'ai-key' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'settings') return { screen: 'settings' };
+  if (parts[0] === 'settings') return parts[1] === 'ai-key' ? AI_KEY_ROUTE : { screen: 'settings' };
   if (parts[0] === 'domains') return { screen: 'domains' };
   if (parts[0] === 'agent') return { screen: 'agent' };
   if (parts[0] === 'build') return { screen: 'build' };
@@ -46,7 +53,7 @@ export function routeHref(route: Route): string {
     case 'email':
       return '#/email';
     case 'settings':
-      return '#/settings';
+      return route.field ? `#/settings/${route.field}` : '#/settings';
   }
 }
 

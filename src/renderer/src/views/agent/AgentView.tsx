@@ -1,16 +1,18 @@
 // The Agent screen: a chat with the tool-calling agent. The reply streams in as it is written, each
 // tool call shows as a step card the moment it starts (with the build logs of what it builds), and
-// refusals read as what they mean (402, 429, 503…). Enter sends, Shift+Enter starts a new line; Stop
-// closes the run. The conversation stays when the screen is left and is sent along with each question.
+// refusals read as what they mean (402, 429, 503…), in the app's words. With no AI engine at all, a
+// notice above the composer says so before anything is sent, with "Add your AI key". Enter sends,
+// Shift+Enter starts a new line; Stop closes the run. The conversation stays when the screen is left
+// and is sent along with each question.
 import { useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { Icon } from '../../components/Icon';
-import { capitalize } from '../../components/Notice';
 import { formatUsd } from '../../lib/format';
 import { isRunning, type AssistantTurn, type Turn, type TurnItem } from '../../stores/agent/conversation';
+import { useEngineOffer } from '../../stores/agent/engines';
 import { explainAiError } from '../../stores/agent/errors';
 import { useAgentActions, useConversation } from '../../stores/agent/selectors';
-import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
-import { EnginePicker } from './EnginePicker';
+import { effectiveEngine, EnginePicker } from './EnginePicker';
+import { AddAiKeyLink, NoEngineNotice } from './NoEngineNotice';
 import { StepCard } from './StepCard';
 
 const EXAMPLES = [
@@ -25,15 +27,16 @@ const BOTTOM_SLACK_PX = 80;
 export function AgentView() {
   const { turns, running, engine } = useConversation();
   const { send, stop, reset, setEngine } = useAgentActions();
-  const { account } = useAccount();
-  const { loadAccount } = useSettingsActions();
+  const offer = useEngineOffer();
   const [draft, setDraft] = useState('');
   const input = useRef<HTMLTextAreaElement>(null);
   const following = useFollowBottom(turns);
 
+  // A chosen engine that is gone (the key deleted, another platform) is the platform's choice again.
+  const chosen = effectiveEngine(engine, offer);
   useEffect(() => {
-    void loadAccount();
-  }, [loadAccount]);
+    if (chosen !== engine) setEngine(chosen);
+  }, [chosen, engine, setEngine]);
 
   const submit = async (text: string) => {
     if (running || text.trim() === '') return;
@@ -120,6 +123,7 @@ export function AgentView() {
           void submit(draft);
         }}
       >
+        {offer.none ? <NoEngineNotice where="agent" id="agent-no-engine" /> : null}
         <label className="sr-only" htmlFor="agent-input">
           Message the agent
         </label>
@@ -132,46 +136,48 @@ export function AgentView() {
           onChange={(event) => setDraft(event.target.value)}
           onKeyDown={onKeyDown}
           placeholder="Ask the agent to build, fix or explain something…"
-          aria-describedby="agent-input-hint"
+          aria-describedby={offer.none ? 'agent-no-engine agent-input-hint' : 'agent-input-hint'}
           maxLength={32_000}
           autoFocus
           data-testid="agent-input"
         />
         <div className="agent-composer-bar">
           <EnginePicker
-            value={engine}
+            value={chosen}
             onChange={setEngine}
-            account={account}
+            offer={offer}
             disabled={running}
-            autoDescription="Your own key when one is saved, else the included engine."
+            where="agent"
             testId="agent-engine"
             compact
           />
-          <span className="muted agent-hint" id="agent-input-hint">
-            <kbd className="kbd">Enter</kbd> to send · <kbd className="kbd">Shift</kbd>+
-            <kbd className="kbd">Enter</kbd> for a new line
-          </span>
-          {running ? (
-            <button
-              type="button"
-              className="btn btn-danger"
-              onClick={() => void stop()}
-              data-testid="agent-stop"
-            >
-              <Icon name="stop" />
-              Stop
-            </button>
-          ) : (
-            <button
-              type="submit"
-              className="btn btn-primary"
-              disabled={draft.trim() === ''}
-              data-testid="agent-send"
-            >
-              <Icon name="send" />
-              Send
-            </button>
-          )}
+          <div className="agent-composer-actions">
+            <span className="muted agent-hint" id="agent-input-hint">
+              <kbd className="kbd">Enter</kbd> sends · <kbd className="kbd">Shift</kbd>+
+              <kbd className="kbd">Enter</kbd> new line
+            </span>
+            {running ? (
+              <button
+                type="button"
+                className="btn btn-danger"
+                onClick={() => void stop()}
+                data-testid="agent-stop"
+              >
+                <Icon name="stop" />
+                Stop
+              </button>
+            ) : (
+              <button
+                type="submit"
+                className="btn btn-primary"
+                disabled={draft.trim() === ''}
+                data-testid="agent-send"
+              >
+                <Icon name="send" />
+                Send
+              </button>
+            )}
+          </div>
         </div>
       </form>
     </div>
@@ -219,15 +225,20 @@ function ReplyItem({ item, streaming }: { item: TurnItem; streaming: boolean }) 
         </p>
       );
     case 'error': {
-      const { title, hint } = explainAiError(item.code, item.status);
+      const { title, detail, hint, addKey } = explainAiError(item.code, item.status, item.detail);
       return (
         <div className="notice notice-error" role="alert" data-testid="agent-error" data-code={item.code}>
           <Icon name="alert" className="notice-icon" />
           <div className="notice-body">
             <p className="notice-title">{title}</p>
-            <p>{capitalize(item.detail)}</p>
+            <p>{detail}</p>
             {hint ? <p className="muted">{hint}</p> : null}
           </div>
+          {addKey ? (
+            <div className="notice-action">
+              <AddAiKeyLink testId="agent-error-add-key" />
+            </div>
+          ) : null}
         </div>
       );
     }

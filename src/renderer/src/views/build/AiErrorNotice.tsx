@@ -1,8 +1,9 @@
-// A refusal of the AI builder, titled by what it means (see stores/agent/errors.ts).
+// A refusal of the AI builder, titled by what it means and said in the app's words (see
+// stores/agent/errors.ts); when an AI key would fix it, "Add your AI key" leads to that field.
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { Icon } from '../../components/Icon';
-import { capitalize } from '../../components/Notice';
 import { explainAiError } from '../../stores/agent/errors';
+import { AddAiKeyLink } from '../agent/NoEngineNotice';
 
 export function AiErrorNotice({
   error,
@@ -14,7 +15,7 @@ export function AiErrorNotice({
   title?: string;
   testId?: string;
 }) {
-  const explained = explainAiError(error.code, error.status);
+  const explained = explainAiError(error.code, error.status, error.detail);
   const generic =
     explained.title === 'Something went wrong' || explained.title === 'The request was not accepted';
   return (
@@ -22,9 +23,14 @@ export function AiErrorNotice({
       <Icon name="alert" className="notice-icon" />
       <div className="notice-body">
         <p className="notice-title">{generic && title ? title : explained.title}</p>
-        <p>{capitalize(error.detail)}</p>
+        <p>{explained.detail}</p>
         {explained.hint ? <p className="muted">{explained.hint}</p> : null}
       </div>
+      {explained.addKey ? (
+        <div className="notice-action">
+          <AddAiKeyLink testId={testId ? `${testId}-add-key` : undefined} />
+        </div>
+      ) : null}
     </div>
   );
 }

@@ -1,7 +1,8 @@
 // Build with AI: pick one of the seven generators, describe the app, choose its subdomain (and the
 // engine) and build. The answer is a project that builds at once, followed live like any deploy (its
 // status and logs) until its URL answers; or `needs_setup`, whose form supplies the secrets and the
-// database first. With no engine configured at all, the platform builds from its own templates.
+// database first. With no engine configured at all, the platform builds from its own templates: the
+// screen says so up front (what works without a key) with "Add your AI key".
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../../../../shared/dns-label.js';
 import { TextAreaField, TextField } from '../../components/Field';
@@ -16,9 +17,10 @@ import { useBuild, useBuildActions } from '../../stores/build/selectors';
 import { routeHref } from '../../stores/navigation/store';
 import { useConnection } from '../../stores/platform/selectors';
 import { useProject, useProjectActions, useProjectDetail } from '../../stores/projects/selectors';
-import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
+import { useEngineOffer } from '../../stores/agent/engines';
 import type { Generator } from '../../../../shared/api/ai.js';
-import { EnginePicker } from '../agent/EnginePicker';
+import { effectiveEngine, EnginePicker } from '../agent/EnginePicker';
+import { NoEngineNotice } from '../agent/NoEngineNotice';
 import { LogsPanel } from '../projects/LogsPanel';
 import { AiErrorNotice } from './AiErrorNotice';
 import { EditWithAi } from './EditWithAi';
@@ -57,8 +59,7 @@ export function BuildView() {
 function BuildForm() {
   const { phase, request, error } = useBuild();
   const { build } = useBuildActions();
-  const { account } = useAccount();
-  const { loadAccount } = useSettingsActions();
+  const offer = useEngineOffer();
   const [generator, setGenerator] = useState<Generator>(request?.generator ?? 'landing');
   const [prompt, setPrompt] = useState(request?.prompt ?? '');
   const [subdomain, setSubdomain] = useState(request?.subdomain ?? '');
@@ -66,10 +67,7 @@ function BuildForm() {
   const [local, setLocal] = useState<Record<string, string>>({});
   const formRef = useRef<HTMLFormElement>(null);
   const generating = phase === 'generating';
-
-  useEffect(() => {
-    void loadAccount();
-  }, [loadAccount]);
+  const chosenEngine = effectiveEngine(engine, offer);
 
   // The platform's refusals: a 409 is the subdomain taken, a 422 names its fields.
   const server =
@@ -104,7 +102,7 @@ function BuildForm() {
       generator,
       prompt: prompt.trim(),
       subdomain: subdomain.trim(),
-      ...(engine === 'auto' ? {} : { engine }),
+      ...(chosenEngine === 'auto' ? {} : { engine: chosenEngine }),
     });
     if (!outcome.ok) focusFirstInvalid(formRef.current);
   };
@@ -116,112 +114,115 @@ function BuildForm() {
   const showGeneralError = error && Object.keys(server).length === 0;
 
   return (
-    <form
-      ref={formRef}
-      className="card"
-      onSubmit={(event) => void submit(event)}
-      noValidate
-      data-testid="build-form"
-    >
-      <div className="card-body stack">
-        {showGeneralError ? (
-          <AiErrorNotice error={error} title="The app could not be built" testId="build-error" />
-        ) : null}
-        <FormErrors message={unplaced.length > 0 ? 'The build was refused.' : null} errors={unplaced} />
-        <fieldset className="fieldset" disabled={generating}>
-          <legend className="field-label">What to build</legend>
-          <div className="generator-grid">
-            {GENERATOR_CHOICES.map((choice) => (
-              <label key={choice.id} className={`segment${generator === choice.id ? ' is-selected' : ''}`}>
-                <input
-                  type="radio"
-                  name="generator"
-                  value={choice.id}
-                  checked={generator === choice.id}
-                  onChange={() => setGenerator(choice.id)}
-                  data-testid={`generator-${choice.id}`}
-                />
-                <span className="segment-label">{choice.label}</span>
-                <span className="segment-description">{choice.description}</span>
-              </label>
-            ))}
-          </div>
-        </fieldset>
-        <TextAreaField
-          label="Describe it"
-          value={prompt}
-          onChange={(event) => {
-            setPrompt(event.target.value);
-            clear('prompt');
-          }}
-          error={errors.prompt}
-          rows={4}
-          maxLength={4000}
-          placeholder={chosen.example}
-          disabled={generating}
-          hint={
-            <>
-              What it is for, what it shows or does, and its name.{' '}
-              <button
-                type="button"
-                className="link-button"
-                onClick={() => {
-                  setPrompt(chosen.example);
-                  clear('prompt');
-                }}
-                disabled={generating}
-                data-testid="build-use-example"
-              >
-                Use the example
-              </button>
-            </>
-          }
-          data-testid="build-prompt"
-        />
-        <div className="grid-2">
-          <TextField
-            label="Subdomain"
-            value={subdomain}
+    <>
+      {offer.none ? <NoEngineNotice where="build" /> : null}
+      <form
+        ref={formRef}
+        className="card"
+        onSubmit={(event) => void submit(event)}
+        noValidate
+        data-testid="build-form"
+      >
+        <div className="card-body stack">
+          {showGeneralError ? (
+            <AiErrorNotice error={error} title="The app could not be built" testId="build-error" />
+          ) : null}
+          <FormErrors message={unplaced.length > 0 ? 'The build was refused.' : null} errors={unplaced} />
+          <fieldset className="fieldset" disabled={generating}>
+            <legend className="field-label">What to build</legend>
+            <div className="generator-grid">
+              {GENERATOR_CHOICES.map((choice) => (
+                <label key={choice.id} className={`segment${generator === choice.id ? ' is-selected' : ''}`}>
+                  <input
+                    type="radio"
+                    name="generator"
+                    value={choice.id}
+                    checked={generator === choice.id}
+                    onChange={() => setGenerator(choice.id)}
+                    data-testid={`generator-${choice.id}`}
+                  />
+                  <span className="segment-label">{choice.label}</span>
+                  <span className="segment-description">{choice.description}</span>
+                </label>
+              ))}
+            </div>
+          </fieldset>
+          <TextAreaField
+            label="Describe it"
+            value={prompt}
             onChange={(event) => {
-              setSubdomain(event.target.value);
-              clear('subdomain');
+              setPrompt(event.target.value);
+              clear('prompt');
             }}
-            onBlur={() => {
-              const problem = subdomain.trim() ? checkSubdomain(subdomain) : null;
-              if (problem) setLocal((current) => ({ ...current, subdomain: problem }));
-            }}
-            error={errors.subdomain}
-            hint="Lowercase letters, digits and hyphens."
-            placeholder="bakery"
-            className="mono"
+            error={errors.prompt}
+            rows={4}
+            maxLength={4000}
+            placeholder={chosen.example}
             disabled={generating}
-            data-testid="build-subdomain"
+            hint={
+              <>
+                What it is for, what it shows or does, and its name.{' '}
+                <button
+                  type="button"
+                  className="link-button"
+                  onClick={() => {
+                    setPrompt(chosen.example);
+                    clear('prompt');
+                  }}
+                  disabled={generating}
+                  data-testid="build-use-example"
+                >
+                  Use the example
+                </button>
+              </>
+            }
+            data-testid="build-prompt"
           />
-          <EnginePicker
-            value={engine}
-            onChange={setEngine}
-            account={account}
-            disabled={generating}
-            autoDescription="Your own key when one is saved, else the included engine, else our offline templates."
-            testId="build-engine"
-          />
+          <div className="grid-2">
+            <TextField
+              label="Subdomain"
+              value={subdomain}
+              onChange={(event) => {
+                setSubdomain(event.target.value);
+                clear('subdomain');
+              }}
+              onBlur={() => {
+                const problem = subdomain.trim() ? checkSubdomain(subdomain) : null;
+                if (problem) setLocal((current) => ({ ...current, subdomain: problem }));
+              }}
+              error={errors.subdomain}
+              hint="Lowercase letters, digits and hyphens."
+              placeholder="bakery"
+              className="mono"
+              disabled={generating}
+              data-testid="build-subdomain"
+            />
+            <EnginePicker
+              value={chosenEngine}
+              onChange={setEngine}
+              offer={offer}
+              disabled={generating}
+              where="build"
+              testId="build-engine"
+            />
+          </div>
         </div>
-      </div>
-      <footer className="card-footer">
-        {generating ? (
-          <span className="build-generating" role="status" data-testid="build-generating">
-            <Icon name="spinner" className="spin" />
-            Generating the {chosen.label.toLowerCase()}…
-          </span>
-        ) : (
-          <span className="muted">One project per build; it shows in Projects like any other.</span>
-        )}
-        <button type="submit" className="btn btn-primary" disabled={generating} data-testid="build-submit">
-          <Icon name="sparkles" />
-          {generating ? 'Building…' : 'Build app'}
-        </button>
-      </footer>
-    </form>
+        <footer className="card-footer">
+          {generating ? (
+            <span className="build-generating" role="status" data-testid="build-generating">
+              <Icon name="spinner" className="spin" />
+              Generating the {chosen.label.toLowerCase()}…
+            </span>
+          ) : (
+            <span className="muted">One project per build; it shows in Projects like any other.</span>
+          )}
+          <button type="submit" className="btn btn-primary" disabled={generating} data-testid="build-submit">
+            <Icon name="sparkles" />
+            {generating ? 'Building…' : 'Build app'}
+          </button>
+        </footer>
+      </form>
+    </>
   );
 }
 

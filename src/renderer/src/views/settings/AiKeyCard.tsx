@@ -1,6 +1,9 @@
 // Your own AI key: a provider and its key, saved encrypted on the platform and only ever shown back
 // masked (first 3 and last 4 characters). Runs on your key are not billed here. Deleting asks first.
-import { useState, type FormEvent } from 'react';
+// With no key saved it says what runs use now (the platform's included engine, or none at all). The
+// route `#/settings/ai-key` ("Add your AI key" elsewhere) lands here: the key's input scrolled into
+// view and focused.
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { DangerFooter, Dialog } from '../../components/Dialog';
@@ -8,8 +11,10 @@ import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, SuccessNote } from '../../components/Notice';
 import { fieldErrorsOf } from '../../lib/field-errors';
+import { engineOffer } from '../../stores/agent/engines';
 import { useAiKeyActions } from '../../stores/agent/selectors';
-import { useAccount } from '../../stores/settings/selectors';
+import { useRoute } from '../../stores/navigation/selectors';
+import { useAccount, useRuntime } from '../../stores/settings/selectors';
 
 export const PROVIDER_LABELS: Record<AiProvider, string> = {
   openai: 'OpenAI',
@@ -24,8 +29,12 @@ export const PROVIDER_LABELS: Record<AiProvider, string> = {
 
 export function AiKeyCard() {
   const { account } = useAccount();
+  const { info } = useRuntime();
   const { saveAiKey, deleteAiKey } = useAiKeyActions();
   const saved = account?.ai_key ?? null;
+  const { included } = engineOffer(info, account);
+  const route = useRoute();
+  const card = useLandOnKeyField(route.screen === 'settings' && route.field === 'ai-key');
   const [provider, setProvider] = useState<AiProvider | null>(null);
   const [key, setKey] = useState('');
   const [saving, setSaving] = useState(false);
@@ -60,7 +69,7 @@ export function AiKeyCard() {
   };
 
   return (
-    <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card">
+    <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card" ref={card}>
       <header className="card-header">
         <div>
           <h2 className="card-title" id="ai-key-title">
@@ -95,8 +104,11 @@ export function AiKeyCard() {
           </div>
         ) : (
           <p className="muted" data-testid="ai-key-none">
-            No key saved: the agent and the builder use the included engine (or, for the builder, the offline
-            templates).
+            {included
+              ? `No key saved: the agent and the builder run on this platform’s included engine (${PROVIDER_LABELS[included.provider]} ${included.model}), billed to your balance.`
+              : included === null
+                ? 'No key saved, and this platform has no included AI engine: the agent cannot run, and the builder makes apps from its offline templates.'
+                : 'No key saved: the agent and the builder use the platform’s included engine if it has one, else the builder makes apps from its offline templates.'}
           </p>
         )}
         <div className="grid-2 ai-key-fields">
@@ -155,6 +167,13 @@ export function AiKeyCard() {
       {confirming && saved ? (
         <ConfirmDeleteKey
           label={`${PROVIDER_LABELS[saved.provider]} key ${saved.masked}`}
+          after={
+            included
+              ? 'Runs then use the included engine, which is billed to your balance.'
+              : included === null
+                ? 'This platform has no included AI engine: the agent then cannot run, and the builder uses its offline templates.'
+                : 'Runs then use the platform’s included engine, if it has one.'
+          }
           onClose={() => setConfirming(false)}
           onDelete={async () => {
             const outcome = await deleteAiKey();
@@ -172,10 +191,13 @@ export function AiKeyCard() {
 
 function ConfirmDeleteKey({
   label,
+  after,
   onClose,
   onDelete,
 }: {
   label: string;
+  /** What runs use once the key is gone. */
+  after: string;
   onClose: () => void;
   onDelete: () => Promise<BridgeErrorShape | null>;
 }) {
@@ -193,8 +215,7 @@ function ConfirmDeleteKey({
       title="Delete your AI key?"
       description={
         <p>
-          The <span className="mono">{label}</span> is removed from the platform. Runs then use the included
-          engine, which is billed to your balance.
+          The <span className="mono">{label}</span> is removed from the platform. {after}
         </p>
       }
       onClose={onClose}
@@ -213,4 +234,34 @@ function ConfirmDeleteKey({
       {error ? <ErrorNotice error={error} title="The key was not deleted" /> : null}
     </Dialog>
   );
+}
+
+/**
+ * When Settings was opened at the AI key (`#/settings/ai-key`): focuses the key's input and keeps it in
+ * view while the cards above it load and change the page's height (the screen itself starts at the top
+ * after the effects run, hence the next frame). Returns the card's ref.
+ */
+function useLandOnKeyField(target: boolean) {
+  const card = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (!target) return;
+    const field = card.current?.querySelector<HTMLInputElement>('[data-testid="ai-key-input"]');
+    if (!field) return;
+    field.focus({ preventScroll: true });
+    const show = () => {
+      if (document.activeElement === field) field.scrollIntoView({ block: 'center' });
+    };
+    const frame = requestAnimationFrame(show);
+    const page = card.current?.closest('.page');
+    const observer = new ResizeObserver(show);
+    if (page) observer.observe(page);
+    // Once the page has settled, scrolling is the user's again.
+    const settle = setTimeout(() => observer.disconnect(), 2_000);
+    return () => {
+      cancelAnimationFrame(frame);
+      clearTimeout(settle);
+      observer.disconnect();
+    };
+  }, [target]);
+  return card;
 }

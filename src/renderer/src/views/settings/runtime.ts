@@ -53,7 +53,9 @@ const PROCESS_WARNING: RuntimeWarning = {
   then: 'Then restart the platform: it picks the strongest runtime it finds.',
 };
 
-export function runtimeSummary(info: PlatformInfo): RuntimeSummary {
+export function runtimeSummary(
+  info: Pick<PlatformInfo, 'runtime' | 'runtime_notes' | 'keep_releases'>,
+): RuntimeSummary {
   return {
     kind: info.runtime,
     label: RUNTIME_LABELS[info.runtime],
