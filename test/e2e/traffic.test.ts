@@ -544,6 +544,15 @@ describe("the Traffic screen's layout and tunnels", () => {
     layout = await layoutOf(page);
     expect(layout.scrolls).toBe(false);
     expect(layout.list).toBeGreaterThanOrEqual(0.55);
+    await page.setViewportSize({ width: 800, height: 600 });
+    await blur(page);
+    await screenshot(page, 'traffic-one-tunnel-800x600');
+    layout = await layoutOf(page);
+    expect(layout.scrolls).toBe(false);
+    expect(layout.list).toBeGreaterThanOrEqual(0.45);
+    // One tunnel has room for its whole route, even this narrow.
+    expect(await later.getByTestId('tunnel-url').isVisible()).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 800 });
     // "New tunnel" opens the form again.
     const store = await startTunnel(page, appPort, 'storefront');
     expect(await page.getByTestId('tunnel-form').count()).toBe(0);
@@ -551,6 +560,12 @@ describe("the Traffic screen's layout and tunnels", () => {
     expect(await page.getByTestId('tunnel-no-listener').count()).toBe(1);
     await blur(page);
     await screenshot(page, 'traffic-no-listener');
+    await page.setViewportSize({ width: 800, height: 600 });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForTimeout(300);
+    await screenshot(page, 'traffic-no-listener-800x600-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     // The app starts: the warning goes by itself (the port is checked again every few seconds).
     const lateApp = createServer((req, res) => res.end(`late ${req.url}`));

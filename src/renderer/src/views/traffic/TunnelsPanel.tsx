@@ -129,7 +129,11 @@ export function TunnelsPanel({
           Tunnels
         </h2>
         {running.length > 0 ? (
-          <ul className="tunnel-chips" aria-label="Tunnels" data-testid="tunnel-list">
+          <ul
+            className={`tunnel-chips${running.length > 1 ? ' is-several' : ''}`}
+            aria-label="Tunnels"
+            data-testid="tunnel-list"
+          >
             {running.map((tunnel) => (
               <TunnelChip key={tunnel.id} tunnel={tunnel} />
             ))}
