@@ -558,6 +558,12 @@ describe("the Traffic screen's layout and tunnels", () => {
     expect(await page.getByTestId('tunnel-form').count()).toBe(0);
     expect(await store.getAttribute('data-listening')).toBe('true');
     expect(await page.getByTestId('tunnel-no-listener').count()).toBe(1);
+    // The form opens from the header, and Escape closes it again.
+    await page.getByTestId('tunnel-new').click();
+    expect(await page.getByTestId('tunnel-new').getAttribute('aria-expanded')).toBe('true');
+    await page.getByTestId('tunnel-port').focus();
+    await page.keyboard.press('Escape');
+    await page.getByTestId('tunnel-form').waitFor({ state: 'detached' });
     await blur(page);
     await screenshot(page, 'traffic-no-listener');
     await page.setViewportSize({ width: 800, height: 600 });

@@ -267,7 +267,8 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
       const { query } = get();
       // The rows stay while the new ones load: a filter change does not flash an empty list.
       set({ status: 'loading', error: null, moreError: null, loadingMore: false });
-      void refreshTunnels();
+      // The names once (a new tunnel's first request asks again): not at every change of the filters.
+      if (get().tunnels.length === 0) void refreshTunnels();
       try {
         const page = await bridge.invoke('traffic.list', { ...query, limit: FIRST_PAGE });
         if (asked !== generation) return;

@@ -168,6 +168,13 @@ export function TunnelsPanel({
           id={formId}
           className="tunnel-form"
           onSubmit={(event) => void submit(event)}
+          onKeyDown={(event) => {
+            // Escape closes the form when a tunnel runs (with none, it is the screen's way in).
+            if (event.key === 'Escape' && running.length > 0) {
+              event.preventDefault();
+              onFormOpen(false);
+            }
+          }}
           noValidate
           aria-label="New tunnel"
           data-testid="tunnel-form"
