@@ -59,6 +59,7 @@ import { toHar } from './capture/har.js';
 import type { CaptureOrigin } from './mirror/captures.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
 import { TunnelClient, TunnelRefusedError, type TunnelState } from './tunnel/client.js';
+import { PortWatch } from './tunnel/port-watch.js';
 import type { SecretStore } from './secret-store.js';
 import {
   DEFAULT_LOCAL_PLATFORM_URL,
@@ -103,6 +104,8 @@ export interface EngineOptions {
   trafficFlushMs?: number;
   /** The first reconnect delay of tunnels (doubling up to 15 s). */
   tunnelBackoffMs?: number;
+  /** How often a tunnel's local port is checked again while nothing listens on it (default 3 s). */
+  tunnelPortCheckMs?: number;
   /** Wharf's version, for the HAR creator. */
   version?: string;
 }
@@ -140,6 +143,8 @@ interface RunningTunnel {
   key: string;
   client: TunnelClient;
   view: LocalTunnel;
+  /** Whether its local app listens (checked at start, when it comes back online, after a refusal). */
+  port: PortWatch;
   /** Every id it went by (the local one, and each platform id it had): any of them finds it. */
   ids: Set<string>;
   /** Set by tunnels.stop, so its `stopped` state is not taken for a refusal. */
@@ -352,6 +357,7 @@ export class Engine implements Bridge {
       );
     },
     'traffic.get': async (input) => this.captured(requireString(input, 'id', 'a request id')),
+    'traffic.tunnels': async () => this.mirror.captures.tunnels(),
     'traffic.replay': async (input) => this.replay(input),
     'traffic.clear': async (input) => {
       const tunnelId = input?.tunnelId;
@@ -928,6 +934,14 @@ export class Engine implements Bridge {
       client,
       ids: new Set([key]),
       stopping: false,
+      port: new PortWatch(
+        port,
+        (listening) => {
+          tunnel.view.listening = listening;
+          if (!tunnel.stopping && this.tunnels.has(key)) this.emitTunnels();
+        },
+        this.options.tunnelPortCheckMs === undefined ? {} : { intervalMs: this.options.tunnelPortCheckMs },
+      ),
       view: {
         id: key,
         localPort: port,
@@ -936,11 +950,14 @@ export class Engine implements Bridge {
         url: null,
         state: 'connecting',
         detail: null,
+        listening: null,
         startedAt: new Date().toISOString(),
       },
     };
     client.on('state', (state, detail) => this.tunnelState(tunnel, state, detail));
     client.on('exchange', (exchange) => {
+      // The app went away since the last check: say so (and watch for it to come back).
+      if (exchange.request.error?.startsWith('nothing is listening')) void tunnel.port.check();
       const origin: CaptureOrigin = {
         tunnelKey: key,
         subdomain: tunnel.view.subdomain,
@@ -949,12 +966,15 @@ export class Engine implements Bridge {
       };
       this.mirror.captures.add(exchange, origin);
     });
+    // Whether the app listens is known from the first event on (a local connect: a few ms at most).
+    await tunnel.port.check();
     this.tunnels.set(key, tunnel);
     this.emitTunnels();
     try {
       await client.start();
     } catch (error) {
       const stoppedMeanwhile = tunnel.stopping;
+      tunnel.port.stop();
       client.removeAllListeners('state');
       this.tunnels.delete(key);
       await client.stop().catch(() => undefined);
@@ -984,6 +1004,8 @@ export class Engine implements Bridge {
       view.subdomain = client.info.subdomain;
       view.url = client.info.url;
     }
+    // Back online after a break: the app may have gone meanwhile (the first check covers the start).
+    if (state === 'online' && view.state === 'reconnecting') void tunnel.port.check();
     view.state = state;
     view.detail = state === 'online' ? null : (detail ?? null);
     this.emitTunnels();
@@ -991,10 +1013,12 @@ export class Engine implements Bridge {
 
   private async stopTunnel(tunnel: RunningTunnel): Promise<LocalTunnel> {
     tunnel.stopping = true;
+    tunnel.port.stop();
     await tunnel.client.stop();
     this.tunnels.delete(tunnel.key);
     tunnel.view.state = 'stopped';
     tunnel.view.detail = null;
+    tunnel.view.listening = null;
     this.emitTunnels();
     return { ...tunnel.view };
   }
@@ -1103,6 +1127,7 @@ export class Engine implements Bridge {
       req.end(body);
     });
     const captured = exchange.finish(error);
+    if (error?.startsWith('nothing is listening')) void running?.port.check();
     this.mirror.captures.add(captured, {
       tunnelKey: running?.key ?? stored.tunnelKey,
       subdomain: running?.view.subdomain ?? stored.subdomain,

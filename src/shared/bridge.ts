@@ -157,6 +157,11 @@ export interface LocalTunnel {
   state: 'connecting' | 'online' | 'reconnecting' | 'stopped';
   /** Why it is reconnecting or stopped, when it is. */
   detail: string | null;
+  /**
+   * Whether something accepts connections on its local port (checked when it starts, when it comes
+   * back online, and every few seconds while nothing does); null until known, and once stopped.
+   */
+  listening: boolean | null;
   startedAt: string;
 }
 
@@ -190,6 +195,16 @@ export interface TrafficPage {
   requests: CapturedRequest[];
   /** How many match in all (for the list's scroll height). */
   total: number;
+}
+
+/** A tunnel the traffic history holds requests of, by the name the user knows it. */
+export interface TrafficTunnel {
+  /** Its subdomain: the first label of its public host, and a `TrafficQuery.tunnelId` that lists it. */
+  subdomain: string;
+  /** The local port its newest request went to. */
+  localPort: number | null;
+  /** How many requests of it the history holds. */
+  requests: number;
 }
 
 /** A replay, optionally edited; unedited fields are the original's. */
@@ -274,6 +289,8 @@ export interface BridgeRequests {
   'tunnels.stop': { input: { id: string }; output: LocalTunnel };
   'traffic.list': { input: TrafficQuery; output: TrafficPage };
   'traffic.get': { input: { id: string }; output: CapturedRequestDetail };
+  /** The tunnels the history holds requests of, the most recently used first. */
+  'traffic.tunnels': { input: void; output: TrafficTunnel[] };
   /** Sends the request straight to the tunnel's local port again; the new exchange is captured too. */
   'traffic.replay': { input: ReplayInput; output: CapturedRequestDetail };
   'traffic.clear': { input: { tunnelId?: string }; output: { deleted: number } };
@@ -357,6 +374,7 @@ export const BRIDGE_OPERATIONS = [
   'tunnels.stop',
   'traffic.list',
   'traffic.get',
+  'traffic.tunnels',
   'traffic.replay',
   'traffic.clear',
   'traffic.har',

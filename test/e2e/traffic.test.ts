@@ -7,6 +7,7 @@
 // only the visible ones in the DOM, and scrolling stays quick.
 import { readFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -17,8 +18,14 @@ import { type EdgeResponse, viaEdge } from '../helpers/deploy.js';
 // The browser globals used inside page.evaluate (test files are type-checked without the DOM library).
 declare const document: {
   activeElement: { getAttribute(name: string): string | null; blur(): void } | null;
-  querySelector(selector: string): { scrollTop: number; scrollHeight: number; clientHeight: number } | null;
+  querySelector(selector: string): {
+    scrollTop: number;
+    scrollHeight: number;
+    clientHeight: number;
+    getBoundingClientRect(): { top: number; bottom: number; height: number };
+  } | null;
 };
+declare const innerHeight: number;
 declare const navigator: { clipboard: { readText(): Promise<string> } };
 interface Box {
   getBoundingClientRect(): { top: number; bottom: number };
@@ -125,6 +132,42 @@ const row = (page: Page, path: string) =>
     .getByTestId('traffic-row')
     .filter({ has: page.locator('.cell-path', { hasText: path }) })
     .first();
+
+/** Starts a tunnel from the bar ("New tunnel" opens the form unless it is open) and waits for it. */
+async function startTunnel(page: Page, port: number, subdomain: string) {
+  if ((await page.getByTestId('tunnel-form').count()) === 0) await page.getByTestId('tunnel-new').click();
+  await page.getByTestId('tunnel-port').fill(String(port));
+  await page.getByTestId('tunnel-subdomain').fill(subdomain);
+  await page.getByTestId('tunnel-start').click();
+  const chip = page.locator(`[data-testid="tunnel-row"][data-subdomain="${subdomain}"]`);
+  await expect.poll(() => chip.getAttribute('data-state'), { timeout: 15_000 }).toBe('online');
+  return chip;
+}
+
+/** A local port nothing listens on (yet). */
+async function freeLocalPort(): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((done) => probe.close(done));
+  return port;
+}
+
+/** Where the list and the pane are, against the window; and whether the screen itself scrolls. */
+function layoutOf(page: Page) {
+  return page.evaluate(() => {
+    const height = (selector: string) =>
+      document.querySelector(selector)?.getBoundingClientRect().height ?? 0;
+    const content = document.querySelector('.content')!;
+    return {
+      list: height('[data-testid="traffic-list"]') / innerHeight,
+      pane: height('[data-testid="request-pane"]') / innerHeight,
+      scrolls: content.scrollHeight > content.clientHeight + 1,
+      bottom:
+        (document.querySelector('.traffic-workspace')?.getBoundingClientRect().bottom ?? 0) / innerHeight,
+    };
+  });
+}
 
 async function openTraffic(page: Page): Promise<void> {
   await page.getByTestId('nav-traffic').click();
@@ -463,6 +506,162 @@ describe('the Traffic screen', () => {
     await tunnelRow.getByTestId('tunnel-stop').click();
     await expect.poll(() => page.getByTestId('tunnel-row').count()).toBe(0);
     expect([404, 502]).toContain((await viaTunnel('shop', '/after-stop')).status);
+  });
+});
+
+describe("the Traffic screen's layout and tunnels", () => {
+  it('gives the requests the window at every size, names tunnels, filters by one, and warns when nothing listens', async () => {
+    const page = await ui.open({ viewport: { width: 1280, height: 800 } });
+    await openTraffic(page);
+    const bar = page.getByTestId('tunnels-panel');
+
+    // No tunnel yet: the bar invites starting one and says in a line what a tunnel is.
+    expect(await page.getByTestId('tunnels-none').innerText()).toBe('No tunnel is running.');
+    expect(await bar.innerText()).toMatch(/A tunnel puts a port of this computer on a public URL/);
+    await page.getByTestId('tunnel-form').waitFor();
+    let layout = await layoutOf(page);
+    expect(layout.scrolls).toBe(false);
+    expect(layout.list).toBeGreaterThanOrEqual(0.5);
+    await page.setViewportSize({ width: 800, height: 600 });
+    await blur(page);
+    await screenshot(page, 'traffic-first-run-800x600');
+    layout = await layoutOf(page);
+    expect(layout.scrolls).toBe(false);
+    expect(layout.list).toBeGreaterThanOrEqual(0.4);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // A tunnel to a port nothing listens on: the bar says so before any request fails.
+    const latePort = await freeLocalPort();
+    const later = await startTunnel(page, latePort, 'later');
+    const warning = page.locator(`[data-testid="tunnel-no-listener"][data-port="${latePort}"]`);
+    await warning.waitFor();
+    expect(await warning.innerText()).toBe(
+      `Nothing listens on localhost:${latePort} yet — start your app; requests to later get 502 until it does.`,
+    );
+    expect(await later.getAttribute('data-listening')).toBe('false');
+    // The form closed once the tunnel started; one tunnel, and the list still has the window.
+    expect(await page.getByTestId('tunnel-form').count()).toBe(0);
+    layout = await layoutOf(page);
+    expect(layout.scrolls).toBe(false);
+    expect(layout.list).toBeGreaterThanOrEqual(0.55);
+    await page.setViewportSize({ width: 800, height: 600 });
+    await blur(page);
+    await screenshot(page, 'traffic-one-tunnel-800x600');
+    layout = await layoutOf(page);
+    expect(layout.scrolls).toBe(false);
+    expect(layout.list).toBeGreaterThanOrEqual(0.45);
+    // One tunnel has room for its whole route, even this narrow.
+    expect(await later.getByTestId('tunnel-url').isVisible()).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    // "New tunnel" opens the form again.
+    const store = await startTunnel(page, appPort, 'storefront');
+    expect(await page.getByTestId('tunnel-form').count()).toBe(0);
+    expect(await store.getAttribute('data-listening')).toBe('true');
+    expect(await page.getByTestId('tunnel-no-listener').count()).toBe(1);
+    // The form opens from the header, and Escape closes it again.
+    await page.getByTestId('tunnel-new').click();
+    expect(await page.getByTestId('tunnel-new').getAttribute('aria-expanded')).toBe('true');
+    await page.getByTestId('tunnel-port').focus();
+    await page.keyboard.press('Escape');
+    await page.getByTestId('tunnel-form').waitFor({ state: 'detached' });
+    await blur(page);
+    await screenshot(page, 'traffic-no-listener');
+    await page.setViewportSize({ width: 800, height: 600 });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForTimeout(300);
+    await screenshot(page, 'traffic-no-listener-800x600-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // The app starts: the warning goes by itself (the port is checked again every few seconds).
+    const lateApp = createServer((req, res) => res.end(`late ${req.url}`));
+    await new Promise<void>((done) => lateApp.listen(latePort, '127.0.0.1', done));
+    try {
+      await warning.waitFor({ state: 'detached', timeout: 10_000 });
+      expect(await later.getAttribute('data-listening')).toBe('true');
+
+      // The list names each request's tunnel as the user knows it, never by an id.
+      await viaTunnel('storefront', '/cart');
+      await viaTunnel('later', '/hello');
+      await viaTunnel('storefront', '/checkout');
+      await expect
+        .poll(() => paths(page).then((p) => p.slice(0, 3)))
+        .toEqual(['/checkout', '/hello', '/cart']);
+      expect(await row(page, '/checkout').getByTestId('traffic-row-tunnel').innerText()).toBe(
+        `storefront · :${appPort}`,
+      );
+      expect(await row(page, '/hello').getByTestId('traffic-row-tunnel').innerText()).toBe(
+        `later · :${latePort}`,
+      );
+      expect(await page.getByTestId('traffic-view').innerText()).not.toMatch(/tun_|local_/);
+
+      // The tunnel filter, by name: the Mirror's answer first, then live requests through it only.
+      const filter = page.getByTestId('traffic-filter-tunnel');
+      expect(await filter.locator('option').allInnerTexts()).toEqual(
+        expect.arrayContaining(['All tunnels', `storefront · :${appPort}`, `later · :${latePort}`]),
+      );
+      await filter.selectOption('later');
+      await expect.poll(() => paths(page)).toEqual(['/hello']);
+      await viaTunnel('storefront', '/not-later');
+      await viaTunnel('later', '/later-again');
+      await expect.poll(() => paths(page)).toEqual(['/later-again', '/hello']);
+      await filter.selectOption('');
+      await expect.poll(() => paths(page).then((p) => p.slice(0, 2))).toEqual(['/later-again', '/not-later']);
+
+      // The pane names the tunnel too.
+      await row(page, '/hello').click();
+      const pane = page.getByTestId('request-pane');
+      await expect.poll(() => pane.getByTestId('request-tunnel').innerText()).toBe(`later · :${latePort}`);
+      expect(await pane.innerText()).not.toMatch(/tun_|local_/);
+
+      // Two tunnels, the filters open and a request open at 1280×800: the list and the pane get most
+      // of the window, and the screen itself does not scroll.
+      await page.getByTestId('traffic-more-filters').click();
+      await page.getByTestId('traffic-filter-panel').waitFor();
+      layout = await layoutOf(page);
+      expect(layout.scrolls).toBe(false);
+      expect(layout.list).toBeGreaterThanOrEqual(0.5);
+      expect(layout.pane).toBeGreaterThanOrEqual(0.5);
+
+      // Three tunnels, at each size, light and dark: the requests fill what the bar leaves.
+      await startTunnel(page, appPort, 'third');
+      const sizes = [
+        [1280, 800, 0.5],
+        [900, 700, 0.4],
+        [800, 600, 0.3],
+      ] as const;
+      for (const [width, height, share] of sizes) {
+        await page.setViewportSize({ width, height });
+        for (const scheme of ['light', 'dark'] as const) {
+          await page.emulateMedia({ colorScheme: scheme });
+          // The colours change with a short transition: the capture waits for its end.
+          await page.waitForTimeout(300);
+          await blur(page);
+          await screenshot(page, `traffic-${width}x${height}-${scheme}`);
+          layout = await layoutOf(page);
+          expect(layout, `${width}×${height}`).toMatchObject({ scrolls: false });
+          expect(layout.list, `${width}×${height}`).toBeGreaterThanOrEqual(share);
+          expect(layout.pane, `${width}×${height}`).toBeGreaterThanOrEqual(share);
+          expect(layout.bottom, `${width}×${height}`).toBeGreaterThan(0.95);
+        }
+      }
+      await page.emulateMedia({ colorScheme: 'light' });
+
+      // The keys still move through the list with the bar above it.
+      await page.getByTestId('traffic-list').focus();
+      const selected = await pane.getAttribute('data-id');
+      await page.keyboard.press('j');
+      await expect.poll(() => pane.getAttribute('data-id')).not.toBe(selected);
+    } finally {
+      // Stopped one by one (the chips go as they stop), so the next tests start with none.
+      while ((await page.getByTestId('tunnel-stop').count()) > 0) {
+        const count = await page.getByTestId('tunnel-row').count();
+        await page.getByTestId('tunnel-stop').first().click();
+        await expect.poll(() => page.getByTestId('tunnel-row').count()).toBe(count - 1);
+      }
+      await expect.poll(() => page.getByTestId('tunnel-row').count()).toBe(0);
+      await new Promise((done) => lateApp.close(done));
+    }
   });
 });
 

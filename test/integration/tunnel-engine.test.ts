@@ -45,6 +45,7 @@ function engineFor(home = tempHome(), options: { key?: string } = {}): Engine {
       : { localPlatform: async () => ({ url: origin, apiKey: tp.key }) }),
     version: '9.9.9',
     tunnelBackoffMs: 50,
+    tunnelPortCheckMs: 50,
   });
   engines.push(engine);
   return engine;
@@ -160,6 +161,7 @@ describe('tunnels through the Engine', () => {
       state: 'online',
       hostHeader: 'preserve',
       detail: null,
+      listening: true,
     });
     expect(tunnel.id).toMatch(/^tun_/);
     expect(tunnels.seen.map((list) => list[0]?.state)).toEqual(['connecting', 'online']);
@@ -385,6 +387,52 @@ describe('tunnels through the Engine', () => {
     });
     expectSpecCapturedRequest(replay);
     expect((await engine.invoke('traffic.list', { statuses: ['error'] })).requests[0]!.id).toBe(replay.id);
+  });
+
+  it('says when nothing listens on the local port, until the app answers or a request finds it gone', async () => {
+    const engine = engineFor();
+    const tunnels = collect(engine, 'tunnels');
+    // A port nothing listens on yet.
+    const late = createServer((_req, res) => res.end('late'));
+    await new Promise<void>((resolve) => late.listen(0, '127.0.0.1', resolve));
+    const port = (late.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => late.close(() => resolve()));
+
+    const tunnel = await engine.invoke('tunnels.start', { port, subdomain: 'eng-late' });
+    // Known from the first event on, before any request.
+    expect(tunnel).toMatchObject({ state: 'online', listening: false });
+    expect(tunnels.seen.map((list) => list[0]?.listening)).toEqual([false, false]);
+    expect((await edge('eng-late', '/too-early')).status).toBe(502);
+
+    // The app starts: the next check says so, and the checks stop.
+    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve));
+    await tunnels.until((all) => all.at(-1)?.[0]?.listening === true, 'the listener seen', 3_000);
+    expect((await engine.invoke('tunnels.list', undefined))[0]!.listening).toBe(true);
+    const events = tunnels.seen.length;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(tunnels.seen.length).toBe(events);
+
+    // The app goes away: the first request that finds nothing there brings the warning back.
+    late.closeAllConnections();
+    await new Promise<void>((resolve) => late.close(() => resolve()));
+    expect((await edge('eng-late', '/gone')).status).toBe(502);
+    await tunnels.until((all) => all.at(-1)?.[0]?.listening === false, 'the listener gone', 3_000);
+
+    // Stopped: no longer checked, and not known.
+    const stopped = await engine.invoke('tunnels.stop', { id: tunnel.id });
+    expect(stopped.listening).toBeNull();
+    const after = tunnels.seen.length;
+    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(tunnels.seen.length).toBe(after);
+    await new Promise<void>((resolve) => late.close(() => resolve()));
+
+    // The history names the tunnel by its subdomain and local port.
+    expect(await engine.invoke('traffic.tunnels', undefined)).toContainEqual({
+      subdomain: 'eng-late',
+      localPort: port,
+      requests: 2,
+    });
   });
 
   it('keeps the history across an Engine restart, replays from it, and clears it', async () => {

@@ -24,7 +24,7 @@ import {
   RemoteAddr,
   headerObject,
 } from '../../shared/api/tunnels.js';
-import { BridgeError, type TrafficPage, type TrafficQuery } from '../../shared/bridge.js';
+import { BridgeError, type TrafficPage, type TrafficQuery, type TrafficTunnel } from '../../shared/bridge.js';
 import {
   CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
@@ -457,6 +457,22 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
       )
       .all(...params, filter.limit) as Array<{ json: string }>;
     return { requests: rows.map((r) => JSON.parse(r.json) as CapturedRequest), total };
+  }
+
+  /**
+   * The tunnels the history holds requests of, by subdomain (a tunnel keeps it across reconnects, and
+   * `list` takes it as `tunnelId`), the most recently used first, each with the local port of its newest
+   * request (SQLite takes the bare column from the row of `max(seq)`).
+   */
+  tunnels(): TrafficTunnel[] {
+    this.flush();
+    const rows = this.db
+      .prepare(
+        `SELECT subdomain, local_port AS localPort, count(*) AS requests, max(seq) AS last
+           FROM captured_requests WHERE subdomain IS NOT NULL GROUP BY subdomain ORDER BY last DESC`,
+      )
+      .all() as Array<{ subdomain: string; localPort: number | null; requests: number }>;
+    return rows.map(({ subdomain, localPort, requests }) => ({ subdomain, localPort, requests }));
   }
 
   /** One exchange with its bodies and where it came from, or null. */

@@ -420,6 +420,30 @@ describe('CaptureStore', () => {
     expect(mirror.captures.list().total).toBe(1);
   });
 
+  it('names the tunnels it holds requests of by subdomain, newest first, with their latest port', () => {
+    const mirror = open();
+    expect(mirror.captures.tunnels()).toEqual([]);
+    mirror.captures.add(exchange({ path: '/a' }), origin);
+    mirror.captures.add(exchange({ path: '/b', tunnelId: 'tun_shop' }), {
+      ...origin,
+      tunnelKey: 'local_s',
+      subdomain: 'shop',
+      localPort: 4000,
+    });
+    // The demo tunnel again, reconnected (a new platform id) to another port: one tunnel, now on 3001.
+    mirror.captures.add(exchange({ path: '/c', tunnelId: 'tun_again' }), { ...origin, localPort: 3001 });
+    // Without a subdomain (an exchange of an unknown origin), it names no tunnel.
+    mirror.captures.add(exchange({ path: '/d' }), { ...origin, subdomain: null });
+    expect(mirror.captures.tunnels()).toEqual([
+      { subdomain: 'demo', localPort: 3001, requests: 2 },
+      { subdomain: 'shop', localPort: 4000, requests: 1 },
+    ]);
+    // The subdomain lists that tunnel's requests, whatever their platform ids.
+    expect(mirror.captures.list({ tunnelId: 'demo' }).requests.map((r) => r.path)).toEqual(['/c', '/a']);
+    mirror.captures.clear(['shop']);
+    expect(mirror.captures.tunnels().map((t) => t.subdomain)).toEqual(['demo']);
+  });
+
   it('keeps the history on disk across reopening, and passes integrity_check', () => {
     const dir = mkdtempSync(join(tmpdir(), 'wharf-captures-'));
     dirs.push(dir);

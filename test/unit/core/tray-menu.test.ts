@@ -320,6 +320,7 @@ function tunnel(port: number, extra: Partial<LocalTunnel> = {}): LocalTunnel {
     url: `http://app${port}.tunnel.localhost:8788`,
     state: 'online',
     detail: null,
+    listening: true,
     startedAt: '2025-01-01T00:00:00.000Z',
     ...extra,
   };

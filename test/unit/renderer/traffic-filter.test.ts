@@ -169,9 +169,13 @@ describe('matchTraffic', () => {
     expect(matchTraffic(exchange({ duration_ms: 0 }), { minDurationMs: 0 })).toBe('match');
   });
 
-  it('filters by tunnel', () => {
+  it('filters by tunnel: its platform id, or its subdomain (kept across reconnects), as the Mirror does', () => {
     expect(matchTraffic(exchange(), { tunnelId: 'tun_00000001' })).toBe('match');
     expect(matchTraffic(exchange(), { tunnelId: 'tun_00000002' })).toBe('no-match');
+    expect(matchTraffic(exchange({ tunnel_id: 'tun_00000009' }), { tunnelId: 'demo' })).toBe('match');
+    expect(matchTraffic(exchange(), { tunnelId: 'shop' })).toBe('no-match');
+    expect(toTrafficQuery({ ...EMPTY_FILTER, tunnel: 'demo' })).toEqual({ tunnelId: 'demo' });
+    expect(toTrafficQuery(EMPTY_FILTER)).toEqual({});
   });
 
   it('asks the Mirror about full-text search (bodies are not in live events), after the other filters', () => {

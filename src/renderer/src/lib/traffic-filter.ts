@@ -5,6 +5,7 @@
 // every other filter while `q` is set is answered `ask-mirror`: the store then asks the Mirror.
 import type { CapturedRequest, HeaderObject } from '../../../shared/api/tunnels.js';
 import type { TrafficQuery } from '../../../shared/bridge.js';
+import { subdomainOf } from './traffic-tunnels.js';
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx', 'error'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
@@ -13,6 +14,8 @@ export const COMMON_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 
 
 /** The filter bar's fields, as the user typed them. */
 export interface TrafficFilter {
+  /** The subdomain of one tunnel; empty means every tunnel. */
+  tunnel: string;
   /** Full-text search over method, path, headers and text bodies. */
   q: string;
   /** Upper-case methods; none means any. */
@@ -31,6 +34,7 @@ export interface TrafficFilter {
 }
 
 export const EMPTY_FILTER: TrafficFilter = {
+  tunnel: '',
   q: '',
   methods: [],
   statusClasses: [],
@@ -63,6 +67,7 @@ export function filterProblems(filter: TrafficFilter): Partial<Record<FilterFiel
 export function toTrafficQuery(filter: TrafficFilter): TrafficQuery {
   const problems = filterProblems(filter);
   const query: TrafficQuery = {};
+  if (filter.tunnel) query.tunnelId = filter.tunnel;
   const q = filter.q.trim();
   if (q) query.q = q;
   if (filter.methods.length > 0) query.methods = [...new Set(filter.methods.map((m) => m.toUpperCase()))];
@@ -109,7 +114,9 @@ export type LiveMatch = 'match' | 'no-match' | 'ask-mirror';
 
 /** Applies `query` to a live exchange with the Mirror's semantics (see TrafficQuery). */
 export function matchTraffic(request: CapturedRequest, query: TrafficQuery): LiveMatch {
-  if (query.tunnelId && request.tunnel_id !== query.tunnelId) return 'no-match';
+  // The Mirror's meaning: a platform tunnel id, or the subdomain a tunnel keeps across reconnects.
+  if (query.tunnelId && request.tunnel_id !== query.tunnelId && subdomainOf(request.url) !== query.tunnelId)
+    return 'no-match';
   if (query.methods?.length) {
     const method = request.method.toUpperCase();
     if (!query.methods.some((m) => m.toUpperCase() === method)) return 'no-match';

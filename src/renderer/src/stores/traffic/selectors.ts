@@ -1,5 +1,8 @@
 // Selectors of the traffic store.
+import { useMemo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
+import { tunnelOptions, type TunnelOption } from '../../lib/traffic-tunnels';
+import { useTunnelsStore } from '../tunnels/store';
 import { useTrafficStore, type DetailState, type ReplayState } from './store';
 
 type State = ReturnType<typeof useTrafficStore.getState>;
@@ -56,3 +59,11 @@ export const useTrafficActions = () => useTrafficStore(useShallow(selectTrafficA
 export const useRequestDetail = (id: string | null) => useTrafficStore(selectDetail(id));
 export const useReplay = (id: string | null) => useTrafficStore(selectReplay(id));
 export const useTrafficRow = (id: string | null) => useTrafficStore(selectRow(id));
+export const useHistoryTunnels = () => useTrafficStore((state) => state.tunnels);
+
+/** The tunnels known by name (running ones first, then the history's), for labels and the filter. */
+export function useTunnelOptions(): TunnelOption[] {
+  const running = useTunnelsStore((state) => state.tunnels);
+  const history = useHistoryTunnels();
+  return useMemo(() => tunnelOptions(running, history), [running, history]);
+}

@@ -5,10 +5,17 @@
 // the list scrolls down. Details, replays (plain and edited), HAR, cURL and clearing go through here.
 import { create } from 'zustand';
 import type { CapturedRequest, CapturedRequestDetail } from '../../../../shared/api/tunnels.js';
-import type { BridgeErrorShape, BridgeResult, ReplayInput, TrafficQuery } from '../../../../shared/bridge.js';
+import type {
+  BridgeErrorShape,
+  BridgeResult,
+  ReplayInput,
+  TrafficQuery,
+  TrafficTunnel,
+} from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
 import { attempt, toErrorShape } from '../../lib/outcome';
 import { EMPTY_FILTER, queryKey, toTrafficQuery, type TrafficFilter } from '../../lib/traffic-filter';
+import { subdomainOf } from '../../lib/traffic-tunnels';
 import {
   EMPTY_LIST,
   addFromMirror,
@@ -60,6 +67,8 @@ interface TrafficState extends LiveList {
   details: Readonly<Record<string, DetailState>>;
   /** The last replay of each request, by the original's id. */
   replays: Readonly<Record<string, ReplayState>>;
+  /** The tunnels the history holds requests of (for their names and the tunnel filter). */
+  tunnels: readonly TrafficTunnel[];
 
   /** Loads the first page unless it is loaded (or loading) already. */
   ensureLoaded(): void;
@@ -97,6 +106,8 @@ let mirrorTimer: ReturnType<typeof setTimeout> | null = null;
 let lastMirrorRefresh = 0;
 /** Details by last use, oldest first. */
 const detailOrder: string[] = [];
+/** Whether the history's tunnels are being asked for. */
+let tunnelsAsked = false;
 
 const listOf = (state: TrafficState): LiveList => ({
   rows: state.rows,
@@ -144,6 +155,7 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
     const batch = queue;
     queue = [];
     if (batch.length === 0) return;
+    noteTunnels(batch);
     const { list, askMirror } = ingest(listOf(state), batch, state.query, known);
     setList(list);
     if (askMirror) scheduleMirrorRefresh();
@@ -185,6 +197,29 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
     });
   };
 
+  /** The history's tunnels, asked again (one question at a time: a second one waits for the first). */
+  const refreshTunnels = async () => {
+    if (tunnelsAsked) return;
+    tunnelsAsked = true;
+    try {
+      set({ tunnels: await bridge.invoke('traffic.tunnels', undefined) });
+    } catch {
+      // Names fall back to the subdomain alone; the next page load asks again.
+    } finally {
+      tunnelsAsked = false;
+    }
+  };
+
+  /** A live exchange of a tunnel the history did not name yet (a new tunnel): ask for the names. */
+  const noteTunnels = (batch: readonly CapturedRequest[]) => {
+    const named = new Set(get().tunnels.map((t) => t.subdomain));
+    const unnamed = (request: CapturedRequest) => {
+      const subdomain = subdomainOf(request.url);
+      return subdomain !== null && !named.has(subdomain);
+    };
+    if (batch.some(unnamed)) void refreshTunnels();
+  };
+
   const applyQuery = () => {
     const state = get();
     const query = toTrafficQuery(state.filter);
@@ -203,6 +238,7 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
     moreError: null,
     details: {},
     replays: {},
+    tunnels: [],
 
     ensureLoaded() {
       if (get().status === 'idle') void get().reload();
@@ -231,6 +267,8 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
       const { query } = get();
       // The rows stay while the new ones load: a filter change does not flash an empty list.
       set({ status: 'loading', error: null, moreError: null, loadingMore: false });
+      // The names once (a new tunnel's first request asks again): not at every change of the filters.
+      if (get().tunnels.length === 0) void refreshTunnels();
       try {
         const page = await bridge.invoke('traffic.list', { ...query, limit: FIRST_PAGE });
         if (asked !== generation) return;
@@ -324,7 +362,7 @@ export const useTrafficStore = create<TrafficState>()((set, get) => {
         ++generation;
         queue = [];
         detailOrder.length = 0;
-        set({ ...removeAll(known), status: 'ready', details: {}, replays: {} });
+        set({ ...removeAll(known), status: 'ready', details: {}, replays: {}, tunnels: [] });
       }
       return outcome;
     },

@@ -19,12 +19,14 @@ import {
   statusLabel,
   withoutAppResponse,
 } from '../../lib/traffic-format';
+import { bareUrl, originOf, requestTunnelLabel } from '../../lib/traffic-tunnels';
 import { routeHref } from '../../stores/navigation/store';
 import {
   useReplay,
   useRequestDetail,
   useTrafficActions,
   useTrafficRow,
+  useTunnelOptions,
 } from '../../stores/traffic/selectors';
 import { useToastsStore } from '../../stores/toasts/store';
 import { BodyView, NameValueTable } from './BodyView';
@@ -283,6 +285,7 @@ function BodySlot({
 }
 
 function Overview({ request }: { request: CapturedRequest }) {
+  const tunnels = useTunnelOptions();
   const finished = new Date(new Date(request.timestamp).getTime() + request.duration_ms).toISOString();
   return (
     <Section title="Overview" testId="request-overview">
@@ -326,7 +329,8 @@ function Overview({ request }: { request: CapturedRequest }) {
           <span className="muted"> · {request.http_version}</span>
         </Item>
         <Item label="Tunnel">
-          <span className="mono">{request.tunnel_id}</span>
+          <span data-testid="request-tunnel">{requestTunnelLabel(request.url, tunnels)}</span>
+          <span className="muted"> · {bareUrl(originOf(request.url))}</span>
         </Item>
         {request.replay_of ? (
           <Item label="Replay of">

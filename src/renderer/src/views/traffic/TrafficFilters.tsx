@@ -1,5 +1,5 @@
 // The filter bar above the list: full-text search (method, path, headers and bodies, by the Mirror),
-// status class toggles, and a panel of further filters (methods, exact codes, path, header, duration).
+// the tunnel (once there are several, by name), status class toggles, and a panel of further filters (methods, exact codes, path, header, duration).
 // What is typed applies once typing pauses; toggles at once. A field that does not parse says why and
 // is left out of the query until it does.
 import { useId, useState, type ReactNode, type RefObject } from 'react';
@@ -11,7 +11,8 @@ import {
   type StatusClass,
   type TrafficFilter,
 } from '../../lib/traffic-filter';
-import { useTrafficActions, useTrafficFilter } from '../../stores/traffic/selectors';
+import { tunnelLabel } from '../../lib/traffic-tunnels';
+import { useTrafficActions, useTrafficFilter, useTunnelOptions } from '../../stores/traffic/selectors';
 
 const STATUS_LABELS: Record<StatusClass, string> = {
   '2xx': '2xx',
@@ -46,6 +47,8 @@ export function TrafficFilters({
   const panelId = useId();
   const problems = filterProblems(filter);
   const narrowing = Object.keys(query).length > 0 || inPanel > 0 || filter.q.trim() !== '';
+  const tunnels = useTunnelOptions();
+  const chosenKnown = tunnels.some((tunnel) => tunnel.subdomain === filter.tunnel);
 
   const toggle = <T extends string>(list: readonly T[], value: T): T[] =>
     list.includes(value) ? list.filter((v) => v !== value) : [...list, value];
@@ -80,6 +83,25 @@ export function TrafficFilters({
             /
           </kbd>
         </label>
+        {tunnels.length > 1 || filter.tunnel ? (
+          <select
+            className={`input traffic-tunnel-filter${filter.tunnel ? ' is-set' : ''}`}
+            aria-label="Tunnel"
+            value={filter.tunnel}
+            onChange={(event) => setFilter({ tunnel: event.target.value })}
+            data-testid="traffic-filter-tunnel"
+          >
+            <option value="">All tunnels</option>
+            {tunnels.map((tunnel) => (
+              <option key={tunnel.subdomain} value={tunnel.subdomain}>
+                {tunnel.label}
+              </option>
+            ))}
+            {filter.tunnel && !chosenKnown ? (
+              <option value={filter.tunnel}>{tunnelLabel(filter.tunnel, null)}</option>
+            ) : null}
+          </select>
+        ) : null}
         <div className="stream-toggles" role="group" aria-label="Status">
           {STATUS_CLASSES.map((cls) => (
             <button
@@ -123,7 +145,7 @@ export function TrafficFilters({
       </div>
 
       {open ? (
-        <div className="traffic-filter-panel" id={panelId}>
+        <div className="traffic-filter-panel" id={panelId} data-testid="traffic-filter-panel">
           <div className="filter-field filter-methods">
             <span className="filter-label" id={`${panelId}-methods`}>
               Method

@@ -27,7 +27,13 @@ import {
   withoutAppResponse,
 } from '../../lib/traffic-format';
 import { moveIndex, needsMore, scrollToReveal, virtualWindow } from '../../lib/virtual-window';
-import { useTrafficActions, useTrafficFilter, useTrafficList } from '../../stores/traffic/selectors';
+import { originOf, requestTunnel } from '../../lib/traffic-tunnels';
+import {
+  useTrafficActions,
+  useTrafficFilter,
+  useTrafficList,
+  useTunnelOptions,
+} from '../../stores/traffic/selectors';
 
 export const ROW_HEIGHT = 30;
 const HEADER_HEIGHT = 32;
@@ -51,6 +57,7 @@ export function TrafficList({
   const { rows, total, held, following, exhausted, status, error, loadingMore, moreError } = useTrafficList();
   const { query } = useTrafficFilter();
   const { loadMore, setFollowing, reload, resetFilter } = useTrafficActions();
+  const tunnels = useTunnelOptions();
   const scroller = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [viewport, setViewport] = useState(0);
@@ -163,7 +170,7 @@ export function TrafficList({
         role="grid"
         aria-label="Captured requests, newest first"
         aria-rowcount={count + 1}
-        aria-colcount={6}
+        aria-colcount={7}
         aria-busy={status === 'loading'}
         aria-activedescendant={selectedIndex >= 0 && selectedId ? rowDomId(selectedId) : undefined}
         tabIndex={0}
@@ -180,6 +187,9 @@ export function TrafficList({
         >
           <span role="columnheader" className="cell-time">
             Time
+          </span>
+          <span role="columnheader" className="cell-tunnel">
+            Tunnel
           </span>
           <span role="columnheader" className="cell-method">
             Method
@@ -203,27 +213,22 @@ export function TrafficList({
             style={{ transform: `translateY(${slice.offset}px)` }}
             role="presentation"
           >
-            {visible.map((request, i) =>
-              request ? (
+            {visible.map((request, i) => {
+              if (!request)
+                return <Placeholder key={`placeholder-${slice.start + i}`} index={slice.start + i} />;
+              const tunnel = requestTunnel(request.url, tunnels);
+              return (
                 <Row
                   key={request.id}
                   request={request}
+                  tunnelName={tunnel.subdomain}
+                  tunnelPort={tunnel.port}
                   index={slice.start + i}
                   selected={request.id === selectedId}
                   onSelect={onSelect}
                 />
-              ) : (
-                <div
-                  key={`placeholder-${slice.start + i}`}
-                  className="traffic-row is-placeholder"
-                  role="row"
-                  aria-rowindex={slice.start + i + 2}
-                  style={{ height: ROW_HEIGHT }}
-                >
-                  <span role="gridcell" className="placeholder-bar" aria-label="Loading" />
-                </div>
-              ),
-            )}
+              );
+            })}
           </div>
         </div>
         {empty ? (
@@ -275,13 +280,32 @@ export function TrafficList({
   );
 }
 
+/** A row not loaded yet, while its page is asked for. */
+function Placeholder({ index }: { index: number }) {
+  return (
+    <div
+      className="traffic-row is-placeholder"
+      role="row"
+      aria-rowindex={index + 2}
+      style={{ height: ROW_HEIGHT }}
+    >
+      <span role="gridcell" className="placeholder-bar" aria-label="Loading" />
+    </div>
+  );
+}
+
 const Row = memo(function Row({
   request,
+  tunnelName,
+  tunnelPort,
   index,
   selected,
   onSelect,
 }: {
   request: CapturedRequest;
+  /** The tunnel's subdomain and local port, shown as `shop · :3000` (the port goes when narrow). */
+  tunnelName: string | null;
+  tunnelPort: number | null;
   index: number;
   selected: boolean;
   onSelect: (id: string) => void;
@@ -301,6 +325,19 @@ const Row = memo(function Row({
     >
       <span role="gridcell" className="cell-time" title={request.timestamp}>
         {formatClock(request.timestamp)}
+      </span>
+      <span
+        role="gridcell"
+        className="cell-tunnel"
+        title={originOf(request.url)}
+        data-testid="traffic-row-tunnel"
+      >
+        {tunnelName ?? ''}
+        {tunnelPort ? (
+          <span className="cell-tunnel-port">
+            {tunnelName ? ' · ' : ''}:{tunnelPort}
+          </span>
+        ) : null}
       </span>
       <span role="gridcell" className="cell-method" data-method={request.method}>
         {request.method}

@@ -1,8 +1,8 @@
-// The Traffic screen: the tunnels, then every exchange through them (from the Mirror, so also offline),
+// The Traffic screen: the tunnels as a compact bar, then every exchange through them (from the Mirror, so also offline),
 // live, filtered and searchable, with the selected one in a pane beside the list. The route carries the
 // selection (`#/traffic/<requestId>`). Keys: j/k move the selection, / searches, r replays, e opens
 // edit-and-replay, Escape closes the editor, then the comparison, then the pane.
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { Dialog } from '../../components/Dialog';
 import { Icon } from '../../components/Icon';
 import { downloadText } from '../../lib/download';
@@ -21,7 +21,7 @@ import { HAR_MAX_ENTRIES, useTrafficStore } from '../../stores/traffic/store';
 import { RequestPane } from './RequestPane';
 import { TrafficFilters } from './TrafficFilters';
 import { TrafficList } from './TrafficList';
-import { TunnelsPanel } from './TunnelsPanel';
+import { NewTunnelButton, TunnelsPanel, useTunnelFormOpen } from './TunnelsPanel';
 
 export function TrafficView({ requestId }: { requestId: string | null }) {
   const navigate = useNavigate();
@@ -36,6 +36,10 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
   const [exporting, setExporting] = useState(false);
   const [confirmClear, setConfirmClear] = useState(false);
   const [clearing, setClearing] = useState(false);
+  /** The tunnel form: null follows whether a tunnel runs (open while none does). */
+  const [tunnelForm, setTunnelForm] = useState<boolean | null>(null);
+  const tunnelFormOpen = useTunnelFormOpen(tunnelForm);
+  const tunnelFormId = useId();
 
   useEffect(() => ensureLoaded(), [ensureLoaded]);
 
@@ -140,6 +144,11 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
           <p className="page-subtitle">Requests through your tunnels, live and kept on this computer.</p>
         </div>
         <div className="button-row">
+          <NewTunnelButton
+            open={tunnelFormOpen}
+            formId={tunnelFormId}
+            onToggle={() => setTunnelForm(!tunnelFormOpen)}
+          />
           <button
             type="button"
             className="btn btn-sm"
@@ -164,7 +173,7 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
         </div>
       </header>
 
-      <TunnelsPanel />
+      <TunnelsPanel formOpen={tunnelForm} formId={tunnelFormId} onFormOpen={setTunnelForm} />
 
       <section className="card traffic-workspace" aria-label="Requests">
         <TrafficFilters searchRef={searchRef} count={<TrafficCount />} />
