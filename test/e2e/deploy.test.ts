@@ -156,18 +156,12 @@ describe('deploying from the project page', () => {
       .poll(() => logTexts(page), { timeout: 10_000 })
       .toContainEqual(expect.stringMatching(/^demo app listening on \d+$/));
 
-    // The toast says where it runs.
-    const toast = page.getByTestId('toast');
-    await toast.waitFor({ timeout: 15_000 });
+    // On its own page the deploy's end is told by the page (no toast over its logs).
     const url = await page.getByTestId('project-url').getAttribute('href');
     expect(url).toBe(`http://demo-shop.localhost:${ui.stack.edgePort}`);
-    expect(await toast.innerText()).toContain(`Demo Shop is running at ${url}`);
-    expect(await toast.getAttribute('data-tone')).toBe('success');
-    expect(await toast.getByTestId('toast-url').getAttribute('href')).toBe(url);
-    await settle(page);
+    expect(await page.getByTestId('deploy-phrase').innerText()).toMatch(/^deployed /);
+    expect(await page.getByTestId('toast').count()).toBe(0);
     await screenshot(page, 'deploy-running');
-    await toast.getByRole('button', { name: 'Dismiss' }).click();
-    await toast.waitFor({ state: 'detached' });
 
     // The URL link leads to the app, through the edge.
     const target = new URL(url!);
@@ -276,10 +270,21 @@ describe('deploying from the project page', () => {
     await openProject(page, project);
 
     await page.getByTestId('deploy-project').click();
-    await expect.poll(() => badge(page).getAttribute('data-status'), { timeout: 30_000 }).toBe('failed');
+    // Elsewhere in the app, the deploy's end comes as a toast, with a way to its logs.
+    await page.getByTestId('nav-projects').click();
+    const toast = page.getByTestId('toast');
+    await toast.waitFor({ timeout: 30_000 });
     const { body } = await platformApi<{ project: Project }>(ui.stack, `/projects/${project.id}`);
     const error = body.project.last_deploy_error;
     expect(error).toBeTruthy();
+    expect(await toast.innerText()).toContain(`Broken Shop failed to deploy: ${error}`);
+    expect(await toast.getAttribute('data-tone')).toBe('error');
+    await settle(page);
+    await screenshot(page, 'deploy-failed-toast');
+    await toast.getByRole('link', { name: 'Show logs' }).click();
+    await page.getByTestId('project-detail').waitFor();
+    await toast.waitFor({ state: 'detached' });
+    expect(await badge(page).getAttribute('data-status')).toBe('failed');
     const banner = page.getByTestId('deploy-error');
     await banner.waitFor();
     expect(await banner.innerText()).toContain('The last deploy failed');
@@ -288,17 +293,10 @@ describe('deploying from the project page', () => {
     await expect
       .poll(() => logTexts(page), { timeout: 10_000 })
       .toContain('missing DATABASE_URL: set it in the environment variables');
-    const toast = page.getByTestId('toast');
-    await toast.waitFor({ timeout: 15_000 });
-    expect(await toast.innerText()).toContain(`Broken Shop failed to deploy: ${error}`);
-    expect(await toast.getAttribute('data-tone')).toBe('error');
     expect(await page.getByTestId('deploy-project').innerText()).toBe('Redeploy');
     // Never "deployed …" for a deploy that failed.
     expect(await page.getByTestId('deploy-phrase').innerText()).toMatch(/^deploy of .+ failed$/);
-    await settle(page);
     await screenshot(page, 'deploy-failed');
-    await page.getByTestId('toast').getByRole('button', { name: 'Dismiss' }).click();
-    await toast.waitFor({ state: 'detached' });
 
     // A good version runs; the banner goes.
     await uploadThroughApi(project, demoApp());
@@ -315,15 +313,10 @@ describe('deploying from the project page', () => {
     expect(await banner.getAttribute('class')).toContain('notice-warning');
     const answer = await viaEdge(ui.stack.edgePort, 'broken-shop.localhost', '/still');
     expect(answer.body).toBe('hello from the demo app /still');
-    // The success toast of the deploy before may still show: wait for the failure's own.
-    await page
-      .getByTestId('toast')
-      .filter({ hasText: 'Broken Shop failed to deploy' })
-      .waitFor({ timeout: 15_000 });
-    expect(await page.getByTestId('deploy-phrase').innerText()).toMatch(
-      /^deploy of .+ failed; the previous version serves$/,
-    );
-    await settle(page);
+    await expect
+      .poll(() => page.getByTestId('deploy-phrase').innerText(), { timeout: 15_000 })
+      .toMatch(/^deploy of .+ failed; the previous version serves$/);
+    expect(await page.getByTestId('toast').count()).toBe(0);
     await screenshot(page, 'deploy-redeploy-failed');
     // The list says it too, under the Running badge, not plain "Running".
     await page.getByTestId('nav-projects').click();

@@ -540,7 +540,7 @@ describe("the Traffic screen's layout and tunnels", () => {
     );
     expect(await later.getAttribute('data-listening')).toBe('false');
     // The form closed once the tunnel started; one tunnel, and the list still has the window.
-    expect(await page.getByTestId('tunnel-form').count()).toBe(0);
+    await expect.poll(() => page.getByTestId('tunnel-form').count()).toBe(0);
     layout = await layoutOf(page);
     expect(layout.scrolls).toBe(false);
     expect(layout.list).toBeGreaterThanOrEqual(0.55);
@@ -555,7 +555,7 @@ describe("the Traffic screen's layout and tunnels", () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     // "New tunnel" opens the form again.
     const store = await startTunnel(page, appPort, 'storefront');
-    expect(await page.getByTestId('tunnel-form').count()).toBe(0);
+    await expect.poll(() => page.getByTestId('tunnel-form').count()).toBe(0);
     expect(await store.getAttribute('data-listening')).toBe('true');
     expect(await page.getByTestId('tunnel-no-listener').count()).toBe(1);
     // The form opens from the header, and Escape closes it again.

@@ -207,6 +207,7 @@ describe('POST /domains/:id/verify', () => {
       cname_target: TARGET,
       found: [`TXT ${created.verification.value}`, `CNAME ${TARGET}`],
       detail: `the TXT record _wharf-challenge.www.shop-one.test holds this account's token, and the CNAME points to ${TARGET}`,
+      records: { txt: { ok: true, seen: 'found' }, cname: { ok: true, seen: 'found' } },
     });
     const listed = (await listDomains()).find((d) => d.id === created.domain.id)!;
     expect(listed.verified).toBe(true);
@@ -236,6 +237,10 @@ describe('POST /domains/:id/verify', () => {
     expect(result.verified).toBe(false);
     expect(result.found).toEqual([`TXT ${created.verification.value}`, 'CNAME foo.example.net']);
     expect(result.detail).toMatch(/; the CNAME points to foo\.example\.net, not cname\.localhost/);
+    expect(result.records).toEqual({
+      txt: { ok: true, seen: 'found' },
+      cname: { ok: false, seen: 'points to foo.example.net instead' },
+    });
   });
 
   it('refuses an apex whose addresses are not the target’s', async () => {
@@ -309,6 +314,15 @@ describe('POST /domains/:id/verify', () => {
       expect(result.detail).toMatch(
         /^could not look up _wharf-challenge\.www\.unreachable\.test: the DNS server (could not be reached \(ECONNREFUSED\)|did not answer in time \(ETIMEOUT\))/,
       );
+      // Each record says its lookup failed, not that it is missing.
+      expect(result.records?.txt).toMatchObject({
+        ok: false,
+        seen: expect.stringMatching(/^lookup failed: /),
+      });
+      expect(result.records?.cname).toMatchObject({
+        ok: false,
+        seen: expect.stringMatching(/^lookup failed: /),
+      });
     } finally {
       await down.close();
     }

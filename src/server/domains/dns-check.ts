@@ -23,8 +23,17 @@ export function dnsLookup(config: Pick<PlatformConfig, 'dnsServers' | 'dnsTimeou
   return resolver;
 }
 
+/** What one of the two records came to, in a few words (the `detail` says what to do about it). */
+export interface RecordCheck {
+  ok: boolean;
+  /** `found`, `not found`, `holds another value`, `points to x.example instead`, `lookup failed: …`. */
+  seen: string;
+}
+
 export interface DomainCheck {
   verified: boolean;
+  /** Each record on its own: the TXT proof and the CNAME (or, at an apex, the A/AAAA records). */
+  records?: { txt: RecordCheck; cname: RecordCheck };
   /** What the check saw, each as `TYPE value`: the challenge's TXT values, then CNAME targets, else A/AAAA. */
   found: string[];
   detail: string;
@@ -40,6 +49,7 @@ interface Part {
   ok: boolean;
   found: string[];
   detail: string;
+  seen: string;
   /** False: a lookup failed, so `ok: false` says nothing about DNS. */
   definitive: boolean;
 }
@@ -101,6 +111,10 @@ export async function checkDomain(
   const settled = ownership.definitive && pointer.definitive;
   return {
     verified,
+    records: {
+      txt: { ok: ownership.ok, seen: ownership.seen },
+      cname: { ok: pointer.ok, seen: pointer.seen },
+    },
     found: [...ownership.found, ...pointer.found],
     detail: verified
       ? `${ownership.detail}, and ${pointer.detail}`
@@ -119,6 +133,7 @@ async function checkOwnership(lookup: DnsLookup, domain: string, token: string):
         ok: true,
         found,
         detail: `the TXT record ${name} holds this account's token`,
+        seen: 'found',
         definitive: true,
       };
     }
@@ -129,6 +144,7 @@ async function checkOwnership(lookup: DnsLookup, domain: string, token: string):
         values.length === 0
           ? `no TXT record ${name}: add one with the value ${token}`
           : `the TXT record ${name} does not hold this account's token: add one with the value ${token}`,
+      seen: values.length === 0 ? 'not found' : `holds another value (${values.join(', ')})`,
       definitive: true,
     };
   } catch (error) {
@@ -147,6 +163,7 @@ async function checkPointer(lookup: DnsLookup, domain: string, want: string): Pr
         detail: ok
           ? `the CNAME points to ${want}`
           : `the CNAME points to ${cnames.join(', ')}, not ${want}: change the CNAME record of ${domain} to ${want}`,
+        seen: ok ? 'found' : `points to ${cnames.join(', ')} instead`,
         definitive: true,
       };
     }
@@ -158,6 +175,7 @@ async function checkPointer(lookup: DnsLookup, domain: string, want: string): Pr
         ok: false,
         found,
         detail: `no CNAME, A or AAAA records for ${domain}: add a CNAME record pointing to ${want}`,
+        seen: 'not found',
         definitive: true,
       };
     }
@@ -167,6 +185,7 @@ async function checkPointer(lookup: DnsLookup, domain: string, want: string): Pr
         ok: false,
         found,
         detail: `no CNAME for ${domain}, and its A/AAAA records (${listed}) cannot be compared: ${want} has no A or AAAA records`,
+        seen: `no CNAME; addresses ${listed} cannot be compared (${want} has none)`,
         definitive: false,
       };
     }
@@ -175,6 +194,7 @@ async function checkPointer(lookup: DnsLookup, domain: string, want: string): Pr
         ok: true,
         found,
         detail: `there is no CNAME, but the A/AAAA records (${listed}) match those of ${want}`,
+        seen: `no CNAME, but its addresses (${listed}) are ${want}'s`,
         definitive: true,
       };
     }
@@ -182,6 +202,7 @@ async function checkPointer(lookup: DnsLookup, domain: string, want: string): Pr
       ok: false,
       found,
       detail: `no CNAME, and the A/AAAA records (${listed}) do not match those of ${want} (${expected.join(', ')}): add a CNAME record pointing to ${want}, or at the apex A/AAAA records equal to its`,
+      seen: `no CNAME; its addresses (${listed}) are not ${want}'s`,
       definitive: true,
     };
   } catch (error) {
@@ -195,6 +216,7 @@ function failed(error: unknown): Part {
     ok: false,
     found: [],
     detail: `could not look up ${error.host}: ${describeDnsError(error.code)} (${error.code})`,
+    seen: `lookup failed: ${describeDnsError(error.code)}`,
     definitive: false,
   };
 }

@@ -340,6 +340,7 @@ export class DomainService {
       verified,
       cname_target: target,
       found: check.found,
+      ...(check.records ? { records: check.records } : {}),
       checked_at: checkedAt,
       detail,
     };

@@ -80,6 +80,10 @@ export const CreatedDomain = z
   .meta({ id: 'CreatedDomain' });
 export type CreatedDomain = z.infer<typeof CreatedDomain>;
 
+/** What one record came to: `found`, `not found`, `points to … instead`, `lookup failed: …`. */
+export const RecordCheck = z.object({ ok: z.boolean(), seen: z.string() }).meta({ id: 'DomainRecordCheck' });
+export type RecordCheck = z.infer<typeof RecordCheck>;
+
 export const DomainVerification = z
   .object({
     id: idOf('dom'),
@@ -89,6 +93,10 @@ export const DomainVerification = z
     found: z.array(z.string()).meta({
       description:
         'What the check saw, each as `TYPE value`: the TXT values of `_wharf-challenge.<domain>`, then its CNAME targets, else its A/AAAA addresses',
+    }),
+    records: z.object({ txt: RecordCheck, cname: RecordCheck }).optional().meta({
+      description:
+        'Our addition: each record on its own (absent when the check did not get that far, e.g. the name is verified by another account)',
     }),
     checked_at: Timestamp,
     detail: z.string(),

@@ -43,7 +43,11 @@ describe('agent formatting', () => {
   it('titles refusals by what they mean', () => {
     expect(explainAiError('insufficient_balance', 402).title).toMatch(/credit/);
     expect(explainAiError('rate_limited', 429).hint).toMatch(/wait/);
-    expect(explainAiError('unavailable', 503).title).toBe('No AI engine is available');
+    // 503 is "no AI engine" only when the platform says so; otherwise something else is down.
+    expect(explainAiError('unavailable', 503, 'no AI engine is available for this account').title).toBe(
+      'No AI engine is available',
+    );
+    expect(explainAiError('unavailable', 503).title).toBe('Not available right now');
     expect(explainAiError('weird', 500).title).toBe('The platform failed');
   });
 });

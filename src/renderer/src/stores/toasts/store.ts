@@ -1,8 +1,11 @@
 // Short-lived messages in a corner of the window. In a browser the app announces the end of each
-// deploy this way; the desktop app leaves that to a system notification from the main process.
+// deploy this way; the desktop app leaves that to a system notification from the main process. A
+// deploy's toast is not shown on that project's own page (its badge, banner and logs say it there,
+// and a toast would sit on the logs), and opening a project's page clears the toasts about it.
 import { create } from 'zustand';
 import type { DeployFinishedEvent } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
+import { useNavigationStore } from '../navigation/store';
 
 export interface Toast {
   id: number;
@@ -18,6 +21,8 @@ interface ToastsState {
   toasts: Toast[];
   show(toast: Omit<Toast, 'id'>): number;
   dismiss(id: number): void;
+  /** Dismisses the toasts about a project (its page was opened). */
+  dismissAbout(projectId: string): void;
   /** Shows a toast for each deploy that ends (browser only); returns the unsubscribe. */
   subscribe(): () => void;
 }
@@ -58,8 +63,26 @@ export const useToastsStore = create<ToastsState>()((set, get) => ({
     set((state) => ({ toasts: state.toasts.filter((toast) => toast.id !== id) }));
   },
 
+  dismissAbout(projectId) {
+    if (!get().toasts.some((toast) => toast.projectId === projectId)) return;
+    set((state) => ({ toasts: state.toasts.filter((toast) => toast.projectId !== projectId) }));
+  },
+
   subscribe() {
     if (bridge.host !== 'browser') return () => undefined;
-    return bridge.on('deploy-finished', (event) => void get().show(deployToast(event)));
+    const onPage = (projectId: string) => {
+      const { route } = useNavigationStore.getState();
+      return route.screen === 'project' && route.id === projectId;
+    };
+    const offFinished = bridge.on('deploy-finished', (event) => {
+      if (!onPage(event.project.id)) get().show(deployToast(event));
+    });
+    const offRoute = useNavigationStore.subscribe(({ route }) => {
+      if (route.screen === 'project') get().dismissAbout(route.id);
+    });
+    return () => {
+      offFinished();
+      offRoute();
+    };
   },
 }));

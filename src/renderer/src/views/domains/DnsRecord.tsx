@@ -1,6 +1,6 @@
 // The two DNS records a custom domain needs (the CNAME that points it at the platform, the TXT that
 // proves it is the account's), each name and value with its copy button, and what the last check found.
-import type { Domain, DomainVerification } from '../../../../shared/api/domains.js';
+import type { Domain, DomainVerification, RecordCheck } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
 import { Icon } from '../../components/Icon';
@@ -38,9 +38,19 @@ export function recordsFor(domain: Domain): DnsRecordRow[] {
   ];
 }
 
-export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; testId?: string }) {
+export function DnsRecordTable({
+  records,
+  testId,
+  checked,
+}: {
+  records: DnsRecordRow[];
+  testId?: string;
+  /** The last check's word on each record: a column of its own, so the answer sits next to the record. */
+  checked?: DomainVerification | null;
+}) {
   const id = (record: DnsRecordRow, part: string) =>
     testId ? `${testId}-${record.type.toLowerCase()}-${part}` : undefined;
+  const checks = checked?.records;
   return (
     <table className="dns-record" data-testid={testId}>
       <caption className="sr-only">DNS records to create</caption>
@@ -49,6 +59,7 @@ export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; t
           <th scope="col">Type</th>
           <th scope="col">Name</th>
           <th scope="col">Value</th>
+          {checks ? <th scope="col">Last check</th> : null}
         </tr>
       </thead>
       <tbody>
@@ -85,6 +96,12 @@ export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; t
                 />
               </span>
             </td>
+            {checks ? (
+              <RecordStatus
+                check={record.type === 'TXT' ? checks.txt : checks.cname}
+                testId={id(record, 'check')}
+              />
+            ) : null}
           </tr>
         ))}
       </tbody>
@@ -92,17 +109,44 @@ export function DnsRecordTable({ records, testId }: { records: DnsRecordRow[]; t
   );
 }
 
-/** The answer of the last `Verify`: verified, or what was found instead and why it is not enough. */
+function RecordStatus({ check, testId }: { check: RecordCheck; testId: string | undefined }) {
+  return (
+    <td
+      className={`dns-record-check ${check.ok ? 'is-ok' : 'is-missing'}`}
+      data-testid={testId}
+      data-ok={check.ok}
+    >
+      <span className="dns-record-cell">
+        <Icon name={check.ok ? 'check' : 'alert'} size={14} />
+        <span>{capitalizeFirst(check.seen)}</span>
+      </span>
+    </td>
+  );
+}
+
+function capitalizeFirst(text: string): string {
+  return text ? text[0]!.toUpperCase() + text.slice(1) : text;
+}
+
+/**
+ * The answer of the last `Verify`: verified, or not yet and when it was checked. What each record came to
+ * is in the records' table (`checked`); the platform's full sentence only when it says more than that
+ * (an older platform without per-record answers, or a name another account has verified).
+ */
 export function VerificationResult({
   result,
   error,
+  showsRecords = false,
 }: {
   result: DomainVerification | null;
   error: BridgeErrorShape | null;
+  /** The records' table above shows each record's check (see DnsRecordTable's `checked`). */
+  showsRecords?: boolean;
 }) {
   if (error)
     return <ErrorNotice error={error} title="The domain could not be checked" testId="verify-error" />;
   if (!result) return null;
+  const perRecord = showsRecords && result.records !== undefined;
   return (
     <div
       className={`notice ${result.verified ? 'notice-success' : 'notice-warning'}`}
@@ -115,23 +159,25 @@ export function VerificationResult({
         <p className="notice-title">
           {result.verified ? `${result.domain} is verified` : `${result.domain} is not verified yet`}
         </p>
-        <p data-testid="verify-detail">{sentence(result.detail)}</p>
-        <div className="verify-found" data-testid="verify-found">
-          {result.found.length === 0 ? (
-            <p>No TXT, CNAME, A or AAAA records were found.</p>
-          ) : (
-            <>
-              <p>The check found:</p>
-              <ul className="verify-found-list">
-                {result.found.map((record, i) => (
-                  <li key={`${record}-${i}`} className="mono">
-                    {record}
-                  </li>
-                ))}
-              </ul>
-            </>
-          )}
-        </div>
+        {perRecord ? null : <p data-testid="verify-detail">{sentence(result.detail)}</p>}
+        {perRecord ? null : (
+          <div className="verify-found" data-testid="verify-found">
+            {result.found.length === 0 ? (
+              <p>No TXT, CNAME, A or AAAA records were found.</p>
+            ) : (
+              <>
+                <p>The check found:</p>
+                <ul className="verify-found-list">
+                  {result.found.map((record, i) => (
+                    <li key={`${record}-${i}`} className="mono">
+                      {record}
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+          </div>
+        )}
         <p className="muted">
           Checked at {formatWhen(result.checked_at)}.
           {result.verified

@@ -188,10 +188,10 @@ export function DomainRow({ domain, showDetails }: { domain: Domain; showDetails
           {!domain.verified ? (
             <div className="domain-record">
               <p className="muted">Create these records at your DNS provider, then verify:</p>
-              <DnsRecordTable records={recordsFor(domain)} testId="row-dns-record" />
+              <DnsRecordTable records={recordsFor(domain)} testId="row-dns-record" checked={result} />
             </div>
           ) : null}
-          <VerificationResult result={result} error={error} />
+          <VerificationResult result={result} error={error} showsRecords={!domain.verified} />
         </div>
       ) : null}
       {confirming ? <ConfirmRemove domain={domain} onClose={() => setConfirming(false)} /> : null}

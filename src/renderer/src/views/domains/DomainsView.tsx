@@ -144,11 +144,11 @@ function CreatedInstructions() {
             </span>
           </p>
         ) : null}
-        <DnsRecordTable records={recordsFor(domain)} testId="dns-record" />
+        <DnsRecordTable records={recordsFor(domain)} testId="dns-record" checked={result} />
         <div className="button-row">
           <VerifyButton domain={domain} primary />
         </div>
-        <VerificationResult result={result} error={error} />
+        <VerificationResult result={result} error={error} showsRecords />
       </div>
     </section>
   );
