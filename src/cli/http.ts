@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { CapturedRequest } from '../shared/api/tunnels.js';
 import { BridgeError, type LocalTunnel } from '../shared/bridge.js';
-import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../shared/dns-label.js';
+import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from '../shared/dns-label.js';
 import { apiKeyOption, caOption, localPort, platformOption, secretStore, wharfHomeDir } from './connect.js';
 import { CommandExit, type Io } from './io.js';
 import { wharfPackage } from './package-root.js';
@@ -46,12 +46,9 @@ export function parseSubdomain(value: string): string {
   return label;
 }
 
-const HOST =
-  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/i;
-
 export function parseHostHeader(value: string): string {
   const mode = value.trim();
-  if (mode === 'preserve' || mode === 'rewrite' || HOST.test(mode)) return mode;
+  if (isHostHeaderMode(mode)) return mode;
   throw new InvalidArgumentError('must be preserve, rewrite, or a host name such as myapp.test');
 }
 

@@ -1,6 +1,7 @@
 // Option parsers shared by the subcommands: they turn bad values into one readable usage error.
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
+import { isHostname } from '../shared/dns-label.js';
 
 export function parsePort(value: string): number {
   const port = Number(value);
@@ -12,7 +13,7 @@ export function parsePort(value: string): number {
 
 export function parseDomain(value: string): string {
   const domain = value.trim().toLowerCase().replace(/\.$/, '');
-  if (!/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(domain)) {
+  if (!isHostname(domain)) {
     throw new InvalidArgumentError('must be a domain name such as localhost or apps.example.com');
   }
   return domain;

@@ -48,7 +48,7 @@ import {
   type StartTunnelInput,
   type TrafficQuery,
 } from '../shared/bridge.js';
-import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS } from '../shared/dns-label.js';
+import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from '../shared/dns-label.js';
 import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
@@ -1203,14 +1203,6 @@ function requireString(input: unknown, field: string, what: string): string {
 
 function invalid(path: string, message: string): BridgeError {
   return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
-}
-
-const HOST_NAME =
-  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/i;
-
-/** `preserve`, `rewrite`, or a host name (with an optional port) for the Host header. */
-export function isHostHeaderMode(value: string): boolean {
-  return value === 'preserve' || value === 'rewrite' || HOST_NAME.test(value);
 }
 
 function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: string; hostHeader: string } {

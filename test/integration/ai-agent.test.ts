@@ -18,6 +18,7 @@ import { type Files, gitRepo, nodeApp, until, viaEdge } from '../helpers/deploy.
 import { type FakeAi, type ScriptedTurn, startFakeAnthropic, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
+import { sseEvents } from '../helpers/sse.js';
 
 const INCLUDED_KEY = 'sk-included-service-key-0000';
 const OWN_ANTHROPIC_KEY = 'sk-ant-api03-UsersOwnAnthropicKey-ZZZZ-7c1e';
@@ -82,7 +83,14 @@ async function stream(
   t: TestPlatform,
   key: string,
   body: unknown,
-): Promise<{ status: number; contentType: string; events: SseEvent[]; comments: string[]; raw: string }> {
+): Promise<{
+  status: number;
+  contentType: string;
+  events: SseEvent[];
+  comments: string[];
+  order: string[];
+  raw: string;
+}> {
   const response = await fetch(`${t.api}/ai/agent/stream`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -90,24 +98,13 @@ async function stream(
     signal: AbortSignal.timeout(60_000),
   });
   const raw = await response.text();
-  const events: SseEvent[] = [];
-  const comments: string[] = [];
-  for (const block of raw.split('\n\n')) {
-    if (block.trim() === '') continue;
-    let event = 'message';
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) comments.push(line.slice(1).trim());
-      else if (line.startsWith('event: ')) event = line.slice(7);
-      else if (line.startsWith('data: ')) data.push(line.slice(6));
-    }
-    if (data.length > 0) events.push({ event, data: JSON.parse(data.join('\n')) });
-  }
+  const parsed = sseEvents(raw);
   return {
     status: response.status,
     contentType: response.headers.get('content-type') ?? '',
-    events,
-    comments,
+    events: parsed.events.map(({ event, data }) => ({ event, data: JSON.parse(data) })),
+    comments: parsed.comments,
+    order: parsed.order,
     raw,
   };
 }
@@ -129,16 +126,6 @@ function toolResults(body: any): Array<{ id: string; content: any }> {
   return (body.messages as any[])
     .filter((m) => m.role === 'tool')
     .map((m) => ({ id: m.tool_call_id, content: JSON.parse(m.content) }));
-}
-
-/** Blocks of the raw stream in order: an event's name, or a comment's text. */
-function streamOrder(raw: string): string[] {
-  return raw
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) =>
-      block.startsWith(':') ? block.slice(1).trim() : (/^event: (\S+)/.exec(block)?.[1] ?? '?'),
-    );
 }
 
 /** The model's answer to a generation: one fenced JSON block with the files, needs and summary. */
@@ -474,7 +461,7 @@ describe('POST /ai/agent/stream', () => {
       });
       expect(done.data.steps[0]!.duration_ms).toBeGreaterThanOrEqual(1500);
 
-      const order = streamOrder(run.raw);
+      const order = run.order;
       const during = order.slice(order.indexOf('step'), order.indexOf('step_done'));
       expect(during.filter((b) => b === 'keep-alive').length).toBeGreaterThanOrEqual(5);
       expect(order.at(-1)).toBe('done');

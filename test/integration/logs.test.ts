@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOG_LINES_KEPT, LOG_LINE_MAX_CHARS } from '../../src/server/projects/logs.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { readSseEvents } from '../helpers/sse.js';
 
 let t: TestPlatform;
 let n = 0;
@@ -24,39 +25,6 @@ async function newProject(): Promise<string> {
 }
 
 const runtime = (line: string) => ({ stream: 'runtime' as const, service: null, line });
-
-/** Reads a text/event-stream until `count` log events arrived (or the time is up). */
-async function readEvents(
-  response: Response,
-  count: number,
-  timeoutMs = 5_000,
-): Promise<Array<{ line: string }>> {
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const events: Array<{ line: string }> = [];
-  let buffer = '';
-  const deadline = Date.now() + timeoutMs;
-  while (events.length < count && Date.now() < deadline) {
-    const chunk = await Promise.race([
-      reader.read(),
-      new Promise<{ done: true; value: undefined }>((resolve) =>
-        setTimeout(() => resolve({ done: true, value: undefined }), deadline - Date.now()),
-      ),
-    ]);
-    if (chunk.done) break;
-    buffer += decoder.decode(chunk.value, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!block.split('\n').includes('event: log')) continue;
-      const data = block.split('\n').find((l) => l.startsWith('data: '));
-      if (data) events.push(JSON.parse(data.slice(6)));
-    }
-  }
-  await reader.cancel();
-  return events;
-}
 
 describe('GET /projects/:id/logs', () => {
   it('answers an empty list for a project that has written nothing', async () => {
@@ -143,11 +111,16 @@ describe('GET /projects/:id/logs?follow=1', () => {
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const events = readEvents(response, 4);
+    const events = readSseEvents(response, 'log', 4);
     await new Promise((r) => setTimeout(r, 100));
     await t.platform.logs.append(id, [runtime('after 1')]);
     await t.platform.logs.append(id, [runtime('after 2')]);
-    expect((await events).map((e) => e.line)).toEqual(['before 1', 'before 2', 'after 1', 'after 2']);
+    expect((await events).map((e) => (JSON.parse(e.data) as { line: string }).line)).toEqual([
+      'before 1',
+      'before 2',
+      'after 1',
+      'after 2',
+    ]);
   });
 });
 

@@ -16,6 +16,7 @@ import {
   type SpecTable,
   expectSpec,
 } from '../helpers/spec-contract.js';
+import { sseEvents } from '../helpers/sse.js';
 
 /** Why the PostgreSQL tests cannot run here, or null; CI installs PostgreSQL, so there it fails instead. */
 const postgresMissing = postgresBin()
@@ -93,12 +94,10 @@ async function stream(body: unknown): Promise<{ contentType: string; events: Sse
     signal: AbortSignal.timeout(60_000),
   });
   expect(response.status).toBe(200);
-  const events: SseEvent[] = [];
-  for (const block of (await response.text()).split('\n\n')) {
-    const event = /^event: (\S+)$/m.exec(block)?.[1];
-    const data = /^data: (.*)$/m.exec(block)?.[1];
-    if (event && data) events.push({ event, data: JSON.parse(data) });
-  }
+  const events = sseEvents(await response.text()).events.map(({ event, data }) => ({
+    event,
+    data: JSON.parse(data) as unknown,
+  }));
   return { contentType: response.headers.get('content-type') ?? '', events };
 }
 

@@ -21,6 +21,9 @@ export class SseParser {
   /** The reconnection time the server asked for with `retry:`, if any. */
   retryMs: number | null = null;
 
+  /** `onComment`: each comment line's text (a keep-alive, a note), as it comes. */
+  constructor(private readonly options: { onComment?: (text: string) => void } = {}) {}
+
   /** Parses a chunk of text and returns the events it completed. */
   push(chunk: string): SseEvent[] {
     let text = this.buffer + chunk;
@@ -54,7 +57,10 @@ export class SseParser {
 
   private line(line: string): SseEvent | null {
     if (line === '') return this.dispatch();
-    if (line.startsWith(':')) return null;
+    if (line.startsWith(':')) {
+      this.options.onComment?.(line.slice(1).trim());
+      return null;
+    }
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);

@@ -9,6 +9,7 @@
 // Hostnames come from tenants (subdomains, custom domains): each one is checked against a strict
 // pattern here, and ends up only in map and list files (one name a line), never in the configuration's
 // own text. Paths in the configuration are fixed relative names: HAProxy runs in the front's folder.
+import { isHostname } from '../../shared/dns-label.js';
 
 /** A host HAProxy sends straight to an app on 127.0.0.1. */
 export interface FrontRoute {
@@ -69,18 +70,12 @@ export const MASTER_SOCKET = 'master.sock';
 /** A year, as the Node edge sends it (edge.ts). */
 const HSTS = 'max-age=31536000';
 
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
 /**
- * Whether `host` is a DNS name HAProxy may be given: lowercase letters, digits and inner hyphens in
- * labels of 1 to 63 characters, at most 253 in all; a leading `*.` when `wildcard`. Nothing else
- * (no spaces, quotes, `%`, `#`, `\`, control characters, ports or trailing dots) ever gets through.
+ * Whether `host` is a DNS name HAProxy may be given (see isHostname): nothing else (no spaces, quotes,
+ * `%`, `#`, `\`, control characters, ports or trailing dots) ever gets into its configuration.
  */
 export function isFrontHostname(host: string, options: { wildcard?: boolean } = {}): boolean {
-  let name = host;
-  if (options.wildcard && name.startsWith('*.')) name = name.slice(2);
-  if (name.length === 0 || name.length > 253) return false;
-  return name.split('.').every((label) => LABEL.test(label));
+  return isHostname(host, options);
 }
 
 function isPort(port: number): boolean {

@@ -43,7 +43,7 @@ import {
   type HeaderList,
   type Tunnel as TunnelView,
 } from '../../shared/api/tunnels.js';
-import { RESERVED_SUBDOMAINS } from '../../shared/dns-label.js';
+import { RESERVED_SUBDOMAINS, isDnsLabel } from '../../shared/dns-label.js';
 import type { Authenticator, Caller } from '../auth/authenticate.js';
 import { assertScope } from '../auth/authenticate.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
@@ -54,7 +54,6 @@ import type { Store } from '../store/open.js';
 import { forwardedHeader, forwardingHeaders, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 
-const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const OFFLINE_TUNNEL_KEPT_MS = 60 * 60_000;
 /** What one live-feed subscriber may have waiting to be sent before entries are skipped. */
 const FEED_BUFFER_BYTES = 4 * 1024 * 1024;
@@ -164,7 +163,7 @@ export class TunnelHub {
   subdomainOf(host: string): string | null {
     if (!host.endsWith(this.suffix)) return null;
     const label = host.slice(0, -this.suffix.length);
-    return SUBDOMAIN.test(label) ? label : null;
+    return isDnsLabel(label) ? label : null;
   }
 
   /** Whether a tunnel client serves `subdomain` right now. */
@@ -237,7 +236,7 @@ export class TunnelHub {
     }
     const asked = url.searchParams.get('subdomain');
     const subdomain = asked === null || asked === '' ? await this.randomSubdomain() : asked;
-    if (!SUBDOMAIN.test(subdomain)) {
+    if (!isDnsLabel(subdomain)) {
       throw validationError([{ path: 'subdomain', message: 'must be a lowercase DNS label' }]);
     }
     if (RESERVED_SUBDOMAINS.has(subdomain)) {

@@ -1,5 +1,6 @@
 // API.md §5: custom domains, proven by a TXT record and a CNAME (or an apex's A/AAAA), routed to a project.
 import { z } from 'zod';
+import { DOMAIN_NAME_PATTERN } from '../dns-label.js';
 import { Timestamp, idOf } from './common.js';
 
 /** A fully qualified host name of at least two labels, lowercase ASCII (IDNs in their xn-- form). */
@@ -7,14 +8,7 @@ export const DomainName = z
   .string()
   .max(253, 'must be at most 253 characters')
   .transform((v) => v.trim().toLowerCase().replace(/\.$/, ''))
-  .pipe(
-    z
-      .string()
-      .regex(
-        /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
-        'must be a domain name such as app.example.com',
-      ),
-  );
+  .pipe(z.string().regex(DOMAIN_NAME_PATTERN, 'must be a domain name such as app.example.com'));
 
 /** The proof of ownership: a TXT record `_wharf-challenge.<domain>` holding this account's token. */
 export const DomainChallenge = z

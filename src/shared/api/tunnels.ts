@@ -1,5 +1,6 @@
 // API.md §7: tunnels and the requests captured through them.
 import { z } from 'zod';
+import { DNS_LABEL_MAX, DNS_LABEL_PATTERN } from '../dns-label.js';
 import { Timestamp, idOf } from './common.js';
 
 export const TUNNEL_HEADERS = {
@@ -100,7 +101,7 @@ export type CapturedRequestDetail = z.infer<typeof CapturedRequestDetail>;
 export const TunnelConnectQuery = z.object({
   subdomain: z
     .string()
-    .max(63)
-    .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a lowercase DNS label')
+    .max(DNS_LABEL_MAX)
+    .regex(DNS_LABEL_PATTERN, 'must be a lowercase DNS label')
     .optional(),
 });

@@ -19,6 +19,17 @@ function streamOf(chunks: Array<string | Uint8Array>, options: { hang?: boolean 
 }
 
 describe('SseParser', () => {
+  it('hands each comment to onComment as it is read, without making it an event', () => {
+    const comments: string[] = [];
+    const parser = new SseParser({ onComment: (text) => comments.push(text) });
+    const events = [
+      ...parser.push(': agent run started\n\nevent: step\ndata: 1\n'),
+      ...parser.push(': keep-alive\n\n'),
+    ];
+    expect(comments).toEqual(['agent run started', 'keep-alive']);
+    expect(events).toEqual([{ event: 'step', data: '1', id: null }]);
+  });
+
   it('parses named events with data and ids, as the platform sends log lines', () => {
     const events = parseAll([
       ': following logs\n\n',

@@ -7,6 +7,7 @@
 // below still works, it comes from this computer).
 import { useId, useState, type FormEvent } from 'react';
 import type { LocalTunnel } from '../../../../shared/bridge.js';
+import { isDnsLabel } from '../../../../shared/dns-label.js';
 import { CopyButton } from '../../components/CopyButton';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
@@ -23,8 +24,6 @@ import {
 } from '../../stores/tunnels/selectors';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import type { FieldError } from '../../../../shared/errors.js';
-
-const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 type HostMode = 'preserve' | 'rewrite' | 'custom';
 
@@ -94,7 +93,7 @@ export function TunnelsPanel({
       found.port = 'a port from 1 to 65535';
     }
     const sub = subdomain.trim().toLowerCase();
-    if (sub && !SUBDOMAIN.test(sub)) found.subdomain = 'lowercase letters, digits and inner hyphens only';
+    if (sub && !isDnsLabel(sub)) found.subdomain = 'lowercase letters, digits and inner hyphens only';
     const host = hostMode === 'custom' ? customHost.trim() : hostMode;
     if (hostMode === 'custom' && !/^[A-Za-z0-9.-]+(:\d+)?$/.test(host))
       found.hostHeader = 'a host name, e.g. myapp.test';
