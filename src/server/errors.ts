@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { z } from 'zod';
-import { ERROR_STATUS, ERROR_TITLES, type ErrorCode, type FieldError } from '../shared/errors.js';
+import { ERROR_STATUS, problemBody, type ErrorCode, type FieldError } from '../shared/errors.js';
 import { fieldErrors } from '../shared/api/validation.js';
 import type { Problem } from '../shared/api/common.js';
 
@@ -34,17 +34,7 @@ export function problem(
   errors?: FieldError[],
   extra?: Record<string, unknown>,
 ): Problem & Record<string, unknown> {
-  // Extension members first: they can never replace a standard member.
-  const body: Problem & Record<string, unknown> = {
-    ...extra,
-    type: 'about:blank',
-    title: ERROR_TITLES[code],
-    status: ERROR_STATUS[code],
-    code,
-    detail,
-  };
-  if (errors) body.errors = errors;
-  return body;
+  return problemBody(code, detail, { errors, extra }) as Problem & Record<string, unknown>;
 }
 
 export function sendProblem(reply: FastifyReply, error: ApiError): FastifyReply {

@@ -68,3 +68,35 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   }
   return out;
 }
+
+/** An RFC 9457 problem body as every Wharf HTTP surface sends it (the API, the inspector, raw sockets). */
+export interface ProblemBody {
+  type: 'about:blank';
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  errors?: FieldError[];
+}
+
+/**
+ * The one builder of problem bodies: `title` and `status` from the error code's table unless given;
+ * `extra` members (e.g. `required_usd` of a 402) go first, so they can never replace a standard one.
+ */
+export function problemBody(
+  code: string,
+  detail: string,
+  options: { status?: number; title?: string; errors?: FieldError[]; extra?: Record<string, unknown> } = {},
+): ProblemBody & Record<string, unknown> {
+  const known = code in ERROR_STATUS ? (code as ErrorCode) : null;
+  const body: ProblemBody & Record<string, unknown> = {
+    ...options.extra,
+    type: 'about:blank',
+    title: options.title ?? (known ? ERROR_TITLES[known] : 'Error'),
+    status: options.status ?? (known ? ERROR_STATUS[known] : 500),
+    code,
+    detail,
+  };
+  if (options.errors) body.errors = options.errors;
+  return body;
+}

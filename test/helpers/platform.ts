@@ -10,6 +10,10 @@ import { PLATFORM_LABEL, connectDocker } from '../../src/server/runtime/drivers/
 import { createAccount } from '../../src/server/accounts/accounts.js';
 import type { PlatformConfigInput } from '../../src/server/config.js';
 import type { Scope } from '../../src/shared/api/account.js';
+import { Problem } from '../../src/shared/api/common.js';
+import { ERROR_CODES, type ProblemBody } from '../../src/shared/errors.js';
+
+export type { ProblemBody };
 
 export interface TestPlatform {
   platform: Platform;
@@ -138,33 +142,40 @@ export async function call<T = any>(
   return { status: response.status, headers: response.headers, body: parsed as T };
 }
 
+/** A response as any test holds it: fetch's (`headers: Headers`, `body`) or a raw one (`headers` as Node
+ * parses them, the body as `json`, or with its `contentType` read already). */
+export type ProblemAnswer = { status: number } & (
+  | { headers: Headers | Record<string, string | string[] | undefined>; body?: unknown; json?: unknown }
+  | { contentType: string; body: unknown }
+);
+
 /**
- * Asserts that a response is an RFC 9457 problem of API.md §1 with this status and code: content-type
- * `application/problem+json`, and type/title/status/code/detail, the status matching the HTTP one.
+ * The one check of an RFC 9457 problem (API.md §1), for every surface that sends one (the API, the
+ * inspector, the edge): this status and code, content-type `application/problem+json`, and
+ * type/title/status/code/detail (an API code also parses against the API's own schema).
  */
-export function expectProblem(result: CallResult, status: number, code: string): ProblemBody {
-  expect(result.status, JSON.stringify(result.body)).toBe(status);
-  expect(result.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json(;|$)/);
-  const body = result.body as ProblemBody;
+export function expectProblem(answer: ProblemAnswer, status: number, code: string): ProblemBody {
+  const body = 'contentType' in answer ? answer.body : 'json' in answer ? answer.json : answer.body;
+  expect(answer.status, JSON.stringify(body)).toBe(status);
+  const contentType =
+    'contentType' in answer
+      ? answer.contentType
+      : answer.headers instanceof Headers
+        ? answer.headers.get('content-type')
+        : String(answer.headers['content-type'] ?? '');
+  expect(contentType ?? '').toMatch(/^application\/problem\+json(;|$)/);
   expect(body).toMatchObject({
-    type: expect.any(String),
+    type: 'about:blank',
     title: expect.any(String),
     status,
     code,
     detail: expect.any(String),
   });
-  expect(body.title).not.toBe('');
-  expect(body.detail).not.toBe('');
-  return body;
-}
-
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  code: string;
-  detail: string;
-  errors?: Array<{ path: string; message: string }>;
+  const problem = body as ProblemBody;
+  expect(problem.title).not.toBe('');
+  expect(problem.detail).not.toBe('');
+  if ((ERROR_CODES as string[]).includes(code)) Problem.parse(problem);
+  return problem;
 }
 
 /** Whatever a test platform left on the engine: containers, images, networks carrying its label. */

@@ -14,7 +14,7 @@ import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { Har } from '../../src/core/capture/har.js';
 import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
-import { startPlatform, type ProblemBody, type TestPlatform } from '../helpers/platform.js';
+import { expectProblem, startPlatform, type ProblemBody, type TestPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
 let engine: Engine;
@@ -137,18 +137,6 @@ function api<T = unknown>(
     headers['content-type'] ??= 'application/json';
   }
   return raw<T>(inspector.port, path, { method, headers, ...(body === undefined ? {} : { body }) });
-}
-
-function expectProblem(answer: Answer, status: number, code: string): void {
-  expect(answer.status, answer.text).toBe(status);
-  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({
-    type: 'about:blank',
-    status,
-    code,
-    title: expect.any(String),
-    detail: expect.any(String),
-  });
 }
 
 function edge(

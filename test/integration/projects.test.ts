@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem } from '../../src/shared/api/common.js';
 import { EMPTY_BUILD_CONFIG, Project, ProjectDetail } from '../../src/shared/api/projects.js';
 import { nodeAppTarball } from '../fixtures/tarball.js';
-import { type CallResult, call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import {
+  type CallResult,
+  call,
+  expectProblem,
+  startPlatform,
+  type TestPlatform,
+} from '../helpers/platform.js';
 
 const EDGE_PORT = 9999;
 
@@ -41,15 +47,6 @@ async function createOk(extra: Record<string, unknown> = {}, key: string = t.key
 
 function projectUrl(id: string, suffix = ''): string {
   return `${t.api}/projects/${encodeURIComponent(id)}${suffix}`;
-}
-
-function expectProblem(res: CallResult, status: number, code: string): Problem {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json/);
-  const problem = Problem.parse(res.body);
-  expect(problem.status).toBe(status);
-  expect(problem.code).toBe(code);
-  return problem;
 }
 
 /** A 422 validation_failed whose `errors` name exactly these paths (each at least once). */

@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem } from '../../src/shared/api/common.js';
 import { Project, Upload } from '../../src/shared/api/projects.js';
 import { nodeAppTarball, tarball, type TarEntrySpec } from '../fixtures/tarball.js';
-import { type CallResult, call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import {
+  type CallResult,
+  call,
+  expectProblem,
+  startPlatform,
+  type TestPlatform,
+} from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
 
@@ -131,18 +137,6 @@ function tmpFiles(): string[] {
   const dir = join(t.dataDir, 'tmp');
   return existsSync(dir) ? readdirSync(dir) : [];
 }
-
-function expectProblem(status: number, code: string, res: { status: number; body: unknown }, type: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(type).toMatch(/^application\/problem\+json/);
-  const problem = Problem.parse(res.body);
-  expect(problem.status).toBe(status);
-  expect(problem.code).toBe(code);
-  return problem;
-}
-
-const problemOf = (res: CallResult, status: number, code: string) =>
-  expectProblem(status, code, res, res.headers.get('content-type') ?? '');
 
 function expectUpload(res: CallResult, archive: Buffer, files: number): Upload {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -272,7 +266,7 @@ describe('rejected uploads store nothing', () => {
   /** Asserts a 422 on `file`, the keeper's archive untouched, and no temporary file left. */
   async function rejects(res: Promise<CallResult>) {
     const before = uploadsOf(keeper.id);
-    const problem = problemOf(await res, 422, 'validation_failed');
+    const problem = expectProblem(await res, 422, 'validation_failed');
     expect(problem.errors?.map((e) => e.path)).toEqual(['file']);
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(before).toHaveLength(1);
@@ -365,7 +359,7 @@ describe('rejected uploads store nothing', () => {
 describe('media types and sizes', () => {
   it('rejects Content-Type text/plain with 415 unsupported_media_type', async () => {
     const before = uploadsOf(keeper.id);
-    problemOf(await upload(keeper.id, nodeAppTarball(), 'text/plain'), 415, 'unsupported_media_type');
+    expectProblem(await upload(keeper.id, nodeAppTarball(), 'text/plain'), 415, 'unsupported_media_type');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
@@ -373,20 +367,20 @@ describe('media types and sizes', () => {
   it.each(['application/zip', 'image/png', 'application/json'])(
     'rejects an archive sent as Content-Type %s with 415 unsupported_media_type',
     async (type) => {
-      problemOf(await upload(keeper.id, nodeAppTarball(), type), 415, 'unsupported_media_type');
+      expectProblem(await upload(keeper.id, nodeAppTarball(), type), 415, 'unsupported_media_type');
     },
   );
 
   it('rejects a JSON body (application/json) with 415 unsupported_media_type: uploads are not JSON', async () => {
     const before = uploadsOf(keeper.id);
-    problemOf(await upload(keeper.id, '{"file":"x"}', 'application/json'), 415, 'unsupported_media_type');
+    expectProblem(await upload(keeper.id, '{"file":"x"}', 'application/json'), 415, 'unsupported_media_type');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
 
   it('rejects a POST without body and without Content-Type with 415 unsupported_media_type', async () => {
     const res = await call(uploadUrl(keeper.id), { method: 'POST', key: t.key });
-    problemOf(res, 415, 'unsupported_media_type');
+    expectProblem(res, 415, 'unsupported_media_type');
   });
 
   it('leaves no temporary file behind after bodiless uploads (60 tries, each checked after it settles)', async () => {
@@ -439,7 +433,7 @@ describe('media types and sizes', () => {
       'content-type': 'application/gzip',
       'content-length': body.length,
     });
-    expectProblem(413, 'payload_too_large', res, res.contentType);
+    expectProblem(res, 413, 'payload_too_large');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
@@ -451,7 +445,7 @@ describe('media types and sizes', () => {
       'content-type': 'application/octet-stream',
       'content-length': size,
     });
-    expectProblem(413, 'payload_too_large', res, res.contentType);
+    expectProblem(res, 413, 'payload_too_large');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
@@ -462,7 +456,7 @@ describe('media types and sizes', () => {
       'content-type': 'application/gzip',
       'transfer-encoding': 'chunked',
     });
-    expectProblem(413, 'payload_too_large', res, res.contentType);
+    expectProblem(res, 413, 'payload_too_large');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
@@ -471,7 +465,7 @@ describe('media types and sizes', () => {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(101 * MiB)], { type: 'application/gzip' }), 'big.tar.gz');
     const before = uploadsOf(keeper.id);
-    problemOf(await uploadForm(keeper.id, form), 413, 'payload_too_large');
+    expectProblem(await uploadForm(keeper.id, form), 413, 'payload_too_large');
     expect(uploadsOf(keeper.id)).toEqual(before);
     expect(tmpFiles()).toEqual([]);
   });
@@ -485,24 +479,24 @@ describe('media types and sizes', () => {
 describe('projects that do not take uploads', () => {
   it('rejects an upload to a git project with 409 conflict', async () => {
     const project = await newProject({ repo_url: 'https://github.com/acme/demo.git' });
-    problemOf(await upload(project.id, nodeAppTarball()), 409, 'conflict');
+    expectProblem(await upload(project.id, nodeAppTarball()), 409, 'conflict');
     expect(uploadsOf(project.id)).toEqual([]);
     expect(tmpFiles()).toEqual([]);
   });
 
   it('rejects an upload to a git_host_repo project with 409 conflict', async () => {
     const project = await newProject({ git_host_repo: 'acme/demo' });
-    problemOf(await upload(project.id, nodeAppTarball()), 409, 'conflict');
+    expectProblem(await upload(project.id, nodeAppTarball()), 409, 'conflict');
   });
 
   it('rejects an upload to an image project with 409 conflict', async () => {
     const project = await newProject({ image: 'nginx:1.27' });
-    problemOf(await upload(project.id, nodeAppTarball()), 409, 'conflict');
+    expectProblem(await upload(project.id, nodeAppTarball()), 409, 'conflict');
     expect(uploadsOf(project.id)).toEqual([]);
   });
 
   it('answers 404 not_found to an upload for an unknown project', async () => {
-    problemOf(await upload('prj_00000000000000000000', nodeAppTarball()), 404, 'not_found');
+    expectProblem(await upload('prj_00000000000000000000', nodeAppTarball()), 404, 'not_found');
   });
 
   it('answers 401 unauthorized to an upload without a key', async () => {
@@ -510,6 +504,6 @@ describe('projects that do not take uploads', () => {
       body: nodeAppTarball(),
       headers: { 'content-type': 'application/gzip' },
     });
-    problemOf(res, 401, 'unauthorized');
+    expectProblem(res, 401, 'unauthorized');
   });
 });

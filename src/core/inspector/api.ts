@@ -27,7 +27,13 @@ import {
   type ReplayInput,
   type TrafficQuery,
 } from '../../shared/bridge.js';
-import { ERROR_STATUS, ERROR_TITLES, type ErrorCode, type FieldError } from '../../shared/errors.js';
+import {
+  ERROR_STATUS,
+  problemBody,
+  type ErrorCode,
+  type FieldError,
+  type ProblemBody,
+} from '../../shared/errors.js';
 
 export interface InspectorApiOptions {
   bridge: Bridge;
@@ -44,24 +50,8 @@ const OWN_TITLES: Record<string, string> = {
   token_refused: 'Token refused',
 };
 
-export interface ProblemBody {
-  type: 'about:blank';
-  title: string;
-  status: number;
-  code: string;
-  detail: string;
-  errors?: FieldError[];
-}
-
 export function problemOf(code: string, status: number, detail: string, errors?: FieldError[]): ProblemBody {
-  return {
-    type: 'about:blank',
-    title: ERROR_TITLES[code as ErrorCode] ?? OWN_TITLES[code] ?? 'Error',
-    status,
-    code,
-    detail,
-    ...(errors ? { errors } : {}),
-  };
+  return problemBody(code, detail, { status, errors, title: OWN_TITLES[code] });
 }
 
 export function sendProblem(
