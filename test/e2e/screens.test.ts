@@ -254,6 +254,7 @@ describe('every screen at 1280×800, 900×700 and 800×600, light and dark', () 
           releases: page.getByTestId('releases'),
           env: page.getByTestId('env-vars'),
           build: page.getByTestId('build-config'),
+          end: page.locator('.page > :last-child'),
         });
 
         await go(page, 'build', 'Build with AI');
@@ -305,7 +306,11 @@ describe('every screen at 1280×800, 900×700 and 800×600, light and dark', () 
 
         await go(page, 'settings', 'Settings');
         await page.getByTestId('account-balance').waitFor();
-        await shot(page, 'settings', { cards: page.locator('.page > :last-child') });
+        await shot(page, 'settings', {
+          account: page.getByTestId('account'),
+          'ai-key': page.getByTestId('ai-key-card'),
+          end: page.locator('.page > :last-child'),
+        });
 
         await page.context().close();
       }
