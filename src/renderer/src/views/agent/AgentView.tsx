@@ -56,7 +56,7 @@ export function AgentView() {
   return (
     <div className="page agent-page" data-testid="agent-view">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Agent</h1>
           <p className="page-subtitle">
             Ask in plain words: it lists and inspects projects, reads logs, builds, edits and deploys apps.

@@ -36,7 +36,7 @@ export function BuildView() {
   return (
     <div className="page page-narrow" data-testid="build-view">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Build with AI</h1>
           <p className="page-subtitle">From a sentence to a running app at its own URL.</p>
         </div>

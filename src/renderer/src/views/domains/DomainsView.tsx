@@ -37,7 +37,7 @@ export function DomainsView() {
   return (
     <div className="page" data-testid="domains-page">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Domains</h1>
           <p className="page-subtitle">Serve your projects at domain names you own.</p>
         </div>

@@ -1,7 +1,7 @@
 // Checking a list: addresses pasted one per line (or as CSV), or a CSV file whose address column is
 // found by itself. Sent in chunks of 100 with a progress bar; the results, in input order, can be
 // filtered by score and reason and exported as CSV.
-import { useId, useMemo, useState, type FormEvent } from 'react';
+import { useId, useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { TextAreaField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { downloadText } from '../../lib/download';
@@ -390,7 +390,7 @@ function BatchResults() {
               {shown.slice(0, SHOWN_ROWS).map((result) => (
                 <tr key={positions.get(result)} data-testid="result-row" data-status={result.score}>
                   <td className="cell-index muted">{positions.get(result)}</td>
-                  <td className="mono cell-address">{result.email}</td>
+                  <td className="mono cell-address">{breakable(result.email)}</td>
                   <td>
                     <EmailScoreBadge score={result.score} />
                   </td>
@@ -412,6 +412,13 @@ function BatchResults() {
       ) : null}
     </div>
   );
+}
+
+/** The address with a line-break chance after its @ and before each dot, for a narrow column. */
+function breakable(email: string): ReactNode[] {
+  return email
+    .split(/(?<=@)|(?=\.)/)
+    .flatMap((part, index) => (index === 0 ? [part] : [<wbr key={index} />, part]));
 }
 
 function notesOf(result: ReturnType<typeof filterResults>[number]): string[] {

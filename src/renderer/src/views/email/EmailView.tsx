@@ -23,7 +23,7 @@ export function EmailView() {
   return (
     <div className="page" data-testid="email-page">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Email verification</h1>
           <p className="page-subtitle">Check whether addresses can receive mail before you send to them.</p>
         </div>

@@ -117,7 +117,7 @@ export function NewProjectView() {
         Projects
       </a>
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">New project</h1>
           <p className="page-subtitle">Its URL is its subdomain on the platform’s domain.</p>
         </div>

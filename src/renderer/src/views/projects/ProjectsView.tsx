@@ -17,7 +17,7 @@ export function ProjectsView() {
   return (
     <div className="page">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Projects</h1>
           <p className="page-subtitle">
             Apps deployed from a git repository, a container image or an uploaded archive.

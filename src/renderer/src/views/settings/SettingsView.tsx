@@ -117,7 +117,7 @@ export function SettingsView() {
   return (
     <div className="page page-narrow">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Settings</h1>
           <p className="page-subtitle">The platform this app deploys to, and your account on it.</p>
         </div>

@@ -139,7 +139,7 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
   return (
     <div className="page traffic-page" data-testid="traffic-view">
       <header className="page-header">
-        <div>
+        <div className="title-block">
           <h1 className="page-title">Traffic</h1>
           <p className="page-subtitle">Requests through your tunnels, live and kept on this computer.</p>
         </div>
