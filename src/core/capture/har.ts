@@ -4,6 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import { brotliDecompressSync, constants as zlib, gunzipSync, inflateSync, inflateRawSync } from 'node:zlib';
 import type { CapturedRequestDetail, HeaderList } from '../../shared/api/tunnels.js';
+import { parseForm, queryParams } from '../../shared/form.js';
 
 /** The first value of a header, by case-insensitive name. */
 export function headerValue(headers: HeaderList, name: string): string | undefined {
@@ -112,30 +113,6 @@ function strictText(body: Buffer, truncated: boolean): string | null {
     }
   }
   return null;
-}
-
-/** `application/x-www-form-urlencoded` and query strings: `+` is a space, bad escapes are kept. */
-export function decodeFormComponent(value: string): string {
-  const spaced = value.replace(/\+/g, ' ');
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return spaced;
-  }
-}
-
-/** `a=1&b=x%20y` as name/value pairs. */
-export function parseForm(text: string): Array<{ name: string; value: string }> {
-  if (text === '') return [];
-  return text
-    .split('&')
-    .filter((part) => part !== '')
-    .map((part) => {
-      const eq = part.indexOf('=');
-      return eq === -1
-        ? { name: decodeFormComponent(part), value: '' }
-        : { name: decodeFormComponent(part.slice(0, eq)), value: decodeFormComponent(part.slice(eq + 1)) };
-    });
 }
 
 // --- HAR 1.2 ---------------------------------------------------------------------------------------
@@ -274,7 +251,7 @@ export function harEntry(request: CapturedRequestDetail): HarEntry {
       httpVersion: request.http_version,
       cookies: requestCookies(request.request_header_list),
       headers: request.request_header_list.map(({ name, value }) => ({ name, value })),
-      queryString: queryString(request.path),
+      queryString: queryParams(request.path),
       ...(requestBody.length > 0 || request.request_size > 0
         ? {
             postData: postData(
@@ -371,13 +348,6 @@ function content(body: Buffer, headers: HeaderList, truncated: boolean, size: nu
     };
   }
   return { ...base, text, ...(notes.length ? { comment: notes.join('; ') } : {}) };
-}
-
-function queryString(path: string): HarNameValue[] {
-  const q = path.indexOf('?');
-  if (q === -1) return [];
-  const hash = path.indexOf('#', q);
-  return parseForm(path.slice(q + 1, hash === -1 ? undefined : hash));
 }
 
 function requestCookies(headers: HeaderList): HarCookie[] {

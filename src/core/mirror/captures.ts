@@ -31,13 +31,8 @@ import {
   NO_RESPONSE_STATUS,
   formatAddress,
 } from '../capture/capture.js';
-import {
-  bodyText,
-  decodeContentEncoding,
-  decodeFormComponent,
-  headerValue,
-  mediaType,
-} from '../capture/har.js';
+import { bodyText, decodeContentEncoding, headerValue, mediaType } from '../capture/har.js';
+import { decodeFormComponent } from '../../shared/form.js';
 
 /** The Mirror migration that creates the traffic history (user_version 2). */
 export const CAPTURES_MIGRATION = `

@@ -6,10 +6,10 @@ import {
   bodyText,
   decodeContentEncoding,
   isTextualContentType,
-  parseForm,
   toHar,
 } from '../../../src/core/capture/har.js';
 import { type CapturedRequestDetail, headerObject } from '../../../src/shared/api/tunnels.js';
+import { parseForm } from '../../../src/shared/form.js';
 
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
 

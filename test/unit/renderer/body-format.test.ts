@@ -11,12 +11,11 @@ import {
   imageDataUrl,
   jsonTokens,
   looksBinary,
-  parseForm,
   pathOnly,
   prettyJson,
   prettyXml,
-  queryParams,
 } from '../../../src/renderer/src/lib/body-format.js';
+import { parseForm, queryParams } from '../../../src/shared/form.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

@@ -294,36 +294,6 @@ function tagName(rest: string): string {
   return /^[^\s/>]*/.exec(rest)?.[0] ?? '';
 }
 
-/** `a=1&b=two+words&c` as rows, in order, decoded (`+` is a space); a bad escape is kept as sent. */
-export function parseForm(text: string): Array<{ name: string; value: string }> {
-  const rows: Array<{ name: string; value: string }> = [];
-  for (const part of text.split('&')) {
-    if (part === '') continue;
-    const eq = part.indexOf('=');
-    const name = eq === -1 ? part : part.slice(0, eq);
-    const value = eq === -1 ? '' : part.slice(eq + 1);
-    rows.push({ name: decodeFormPart(name), value: decodeFormPart(value) });
-  }
-  return rows;
-}
-
-function decodeFormPart(part: string): string {
-  const spaced = part.replace(/\+/g, ' ');
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return spaced;
-  }
-}
-
-/** The query parameters of a path such as `/search?q=a+b&page=2#top`. */
-export function queryParams(path: string): Array<{ name: string; value: string }> {
-  const question = path.indexOf('?');
-  if (question === -1) return [];
-  const hash = path.indexOf('#', question);
-  return parseForm(path.slice(question + 1, hash === -1 ? undefined : hash));
-}
-
 /** The path without its query string. */
 export function pathOnly(path: string): string {
   const question = path.indexOf('?');

@@ -15,11 +15,11 @@ import {
   hexDump,
   imageDataUrl,
   jsonTokens,
-  parseForm,
   prettyJson,
   prettyXml,
   type BodyViewName,
 } from '../../lib/body-format';
+import { parseForm } from '../../../../shared/form.js';
 import { formatBytes } from '../../lib/format';
 
 const VIEW_LABELS: Record<BodyViewName, string> = {

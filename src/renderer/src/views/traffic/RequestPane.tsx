@@ -7,7 +7,7 @@ import type { CapturedRequest, CapturedRequestDetail, HeaderList } from '../../.
 import { CopyButton } from '../../components/CopyButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, capitalize } from '../../components/Notice';
-import { queryParams } from '../../lib/body-format';
+import { queryParams } from '../../../../shared/form.js';
 import { downloadText } from '../../lib/download';
 import { formatBytes, formatDate } from '../../lib/format';
 import {
