@@ -11,7 +11,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import {
   AgentStreamEvents,
@@ -20,13 +19,13 @@ import {
   type AiProvider,
   type CapturedRequestDetail,
   type CreateKeyRequest,
-  type HeaderList,
   type Project,
   type Scope,
 } from '../shared/api/index.js';
 import {
   BRIDGE_EVENTS,
   BridgeError,
+  invalidInput,
   isBridgeOperation,
   toBridgeError,
   type Bridge,
@@ -53,13 +52,14 @@ import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
 import { readSse } from './api-client/sse.js';
-import { Exchange, headerList, toDetail } from './capture/capture.js';
+import { toDetail } from './capture/capture.js';
 import { toCurl } from './capture/curl.js';
 import { toHar } from './capture/har.js';
 import type { CaptureOrigin } from './mirror/captures.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
 import { TunnelClient, TunnelRefusedError, type TunnelState } from './tunnel/client.js';
 import { PortWatch } from './tunnel/port-watch.js';
+import { checkReplayInput, replayExchange } from './replay.js';
 import type { SecretStore } from './secret-store.js';
 import {
   DEFAULT_LOCAL_PLATFORM_URL,
@@ -159,9 +159,6 @@ const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
 /** The agent stream sends a heartbeat every 15 s: this much silence means the connection died. */
 const AGENT_IDLE_MS = 45_000;
 const RUN_ID = /^run_[A-Za-z0-9_-]{8,64}$/;
-
-/** How long a replay waits for the local app to say anything. */
-const REPLAY_IDLE_MS = 30_000;
 
 type Handlers = { [K in BridgeOperation]: (input: BridgeInput<K>) => Promise<BridgeOutput<K>> };
 
@@ -391,10 +388,11 @@ export class Engine implements Bridge {
         projectId !== null &&
         (typeof projectId !== 'string' || projectId === '')
       )
-        throw invalid('project_id', 'must be a project id, or null for none');
-      if (hsts !== undefined && typeof hsts !== 'boolean') throw invalid('hsts', 'must be true or false');
+        throw invalidInput('project_id', 'must be a project id, or null for none');
+      if (hsts !== undefined && typeof hsts !== 'boolean')
+        throw invalidInput('hsts', 'must be true or false');
       if (projectId === undefined && hsts === undefined)
-        throw invalid('project_id', 'give project_id, hsts or both');
+        throw invalidInput('project_id', 'give project_id, hsts or both');
       return this.live((client) =>
         client.linkDomain(id, {
           ...(projectId === undefined ? {} : { project_id: projectId as string | null }),
@@ -412,21 +410,22 @@ export class Engine implements Bridge {
     },
     'email.verify': async (input) => {
       const { email } = (input ?? {}) as { email?: unknown };
-      if (typeof email !== 'string') throw invalid('email', 'must be an email address');
+      if (typeof email !== 'string') throw invalidInput('email', 'must be an email address');
       return this.live((client) => client.verifyEmail({ email, ...smtpProbeOf(input) }));
     },
     'email.verifyBatch': async (input) => {
       const { emails } = (input ?? {}) as { emails?: unknown };
       if (!Array.isArray(emails) || emails.some((email) => typeof email !== 'string'))
-        throw invalid('emails', 'must be a list of email addresses');
+        throw invalidInput('emails', 'must be a list of email addresses');
       return this.live((client) =>
         client.verifyEmailBatch({ emails: emails as string[], ...smtpProbeOf(input) }),
       );
     },
     'account.setAiKey': async (input) => {
       const { provider, key } = (input ?? {}) as { provider?: unknown; key?: unknown };
-      if (typeof provider !== 'string' || provider === '') throw invalid('provider', 'is required');
-      if (typeof key !== 'string' || key.trim() === '') throw invalid('key', 'is required: paste your key');
+      if (typeof provider !== 'string' || provider === '') throw invalidInput('provider', 'is required');
+      if (typeof key !== 'string' || key.trim() === '')
+        throw invalidInput('key', 'is required: paste your key');
       return this.live((client) => client.setAiKey({ provider: provider as AiProvider, key: key.trim() }));
     },
     'account.deleteAiKey': async () => this.live((client) => client.deleteAiKey()),
@@ -499,9 +498,9 @@ export class Engine implements Bridge {
   private async startAgent(input: AgentStartInput): Promise<{ runId: string }> {
     const { messages, engine, runId: given } = (input ?? {}) as Partial<AgentStartInput>;
     if (!Array.isArray(messages) || messages.length === 0)
-      throw invalid('messages', 'must hold at least one message');
+      throw invalidInput('messages', 'must hold at least one message');
     if (given !== undefined && (typeof given !== 'string' || !RUN_ID.test(given)))
-      throw invalid('runId', 'must be run_ followed by 8 to 64 letters, digits, _ or -');
+      throw invalidInput('runId', 'must be run_ followed by 8 to 64 letters, digits, _ or -');
     const runId = given ?? `run_${randomBytes(12).toString('hex')}`;
     if (this.agentRuns.has(runId)) throw new BridgeError('conflict', 409, `run ${runId} is already running`);
     const abort = new AbortController();
@@ -1031,11 +1030,7 @@ export class Engine implements Bridge {
     return stored.detail;
   }
 
-  /**
-   * Sends a captured request (edited or not) to the local port of the tunnel that captured it, over
-   * plain HTTP, and captures the answer as a new exchange with `replay_of` set. A failure to reach the
-   * app is captured too (with its error) rather than thrown: it is what happened.
-   */
+  /** Replays a request of the history at its tunnel's local port (see replay.ts) and stores the answer. */
   private async replay(input: ReplayInput): Promise<CapturedRequestDetail> {
     const id = requireString(input, 'id', 'a request id');
     const stored = this.mirror.captures.get(id);
@@ -1053,81 +1048,13 @@ export class Engine implements Bridge {
         `request ${id} did not come through a tunnel of this machine: its local port is unknown`,
       );
     }
-    const edit = checkReplayInput(input);
-    if (edit.body === undefined && original.request_body_truncated) {
-      throw new BridgeError(
-        'bad_request',
-        400,
-        `only the first ${Buffer.from(original.request_body ?? '', 'base64').length} of the ${original.request_size} bytes of this request's body were captured: edit the body to replay it`,
-      );
-    }
-    const method = edit.method ?? original.method;
-    const path = edit.path ?? original.path;
-    const body =
-      edit.body !== undefined
-        ? edit.body
-        : original.request_body
-          ? Buffer.from(original.request_body, 'base64')
-          : Buffer.alloc(0);
     const hostMode = running?.view.hostHeader ?? stored.hostHeader ?? 'preserve';
-    const publicUrl = new URL(original.url);
-    // The captured Host is the public one: an unedited replay sends what the tunnel's Host mode says.
-    const given = (
-      edit.headers ?? original.request_header_list.filter(({ name }) => name.toLowerCase() !== 'host')
-    ).filter(({ name }) => !REPLAY_DROPPED_HEADERS.has(name.toLowerCase()));
-    const headers: HeaderList = [];
-    if (!given.some(({ name }) => name.toLowerCase() === 'host')) {
-      const host =
-        hostMode === 'preserve' ? publicUrl.host : hostMode === 'rewrite' ? `localhost:${port}` : hostMode;
-      headers.push({ name: 'host', value: host });
-    }
-    headers.push(...given);
-    if (body.length > 0 || !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method.toUpperCase()))
-      headers.push({ name: 'content-length', value: String(body.length) });
-
-    const exchange = new Exchange({
+    const captured = await replayExchange(original, checkReplayInput(input), {
+      port,
+      hostMode,
       tunnelId: running?.client.info?.id ?? original.tunnel_id,
-      method,
-      path,
-      url: `${publicUrl.origin}${path}`,
-      httpVersion: 'HTTP/1.1',
-      requestHeaders: headers,
-      // Sent on behalf of the original public client: the capture names it, as the edge's replay does.
-      remoteAddr: original.remote_addr,
-      replayOf: original.id,
     });
-    exchange.requestBody.push(body);
-    const error = await new Promise<string | null>((resolve) => {
-      const outgoing: Record<string, string | string[]> = {};
-      for (const { name, value } of headers) {
-        const existing = outgoing[name];
-        if (existing === undefined) outgoing[name] = value;
-        else if (name.toLowerCase() !== 'host')
-          outgoing[name] = [...(Array.isArray(existing) ? existing : [existing]), value];
-      }
-      const req = httpRequest(
-        { host: '127.0.0.1', port, method, path, headers: outgoing, agent: false },
-        (res) => {
-          exchange.response(res.statusCode ?? 0, headerList(res.rawHeaders));
-          res.on('data', (chunk: Buffer) => exchange.responseBody.push(chunk));
-          res.on('end', () => resolve(null));
-          res.on('error', (e) => resolve(e.message));
-          res.on('aborted', () => resolve('the local app closed the connection mid-response'));
-        },
-      );
-      req.setTimeout(REPLAY_IDLE_MS, () => {
-        exchange.noResponse(504);
-        req.destroy(
-          new Error(`the local app on port ${port} did not answer within ${REPLAY_IDLE_MS / 1000} s`),
-        );
-      });
-      req.on('error', (e: NodeJS.ErrnoException) =>
-        resolve(e.code === 'ECONNREFUSED' ? `nothing is listening on 127.0.0.1:${port}` : e.message),
-      );
-      req.end(body);
-    });
-    const captured = exchange.finish(error);
-    if (error?.startsWith('nothing is listening')) void running?.port.check();
+    if (captured.request.error?.startsWith('nothing is listening')) void running?.port.check();
     this.mirror.captures.add(captured, {
       tunnelKey: running?.key ?? stored.tunnelKey,
       subdomain: running?.view.subdomain ?? stored.subdomain,
@@ -1201,26 +1128,22 @@ function requireString(input: unknown, field: string, what: string): string {
   return value;
 }
 
-function invalid(path: string, message: string): BridgeError {
-  return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
-}
-
 function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: string; hostHeader: string } {
   const { port, subdomain, hostHeader } = (input ?? {}) as Partial<StartTunnelInput>;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
-    throw invalid('port', 'must be a port number from 1 to 65535');
+    throw invalidInput('port', 'must be a port number from 1 to 65535');
   if (subdomain !== undefined && subdomain !== null && subdomain !== '') {
     if (typeof subdomain !== 'string' || !DNS_LABEL_PATTERN.test(subdomain))
-      throw invalid(
+      throw invalidInput(
         'subdomain',
         'must be a lowercase DNS label: letters, digits and hyphens, such as my-app',
       );
     if (RESERVED_SUBDOMAINS.has(subdomain))
-      throw invalid('subdomain', `"${subdomain}" is reserved for the platform`);
+      throw invalidInput('subdomain', `"${subdomain}" is reserved for the platform`);
   }
   const mode = hostHeader === undefined || hostHeader === null || hostHeader === '' ? 'preserve' : hostHeader;
   if (typeof mode !== 'string' || !isHostHeaderMode(mode))
-    throw invalid('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
+    throw invalidInput('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
   return { port, hostHeader: mode, ...(subdomain ? { subdomain } : {}) };
 }
 
@@ -1228,9 +1151,9 @@ function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: 
 function checkDomainInput(input: unknown): { domain: string; project_id?: string } {
   const { domain, project_id: projectId } = (input ?? {}) as { domain?: unknown; project_id?: unknown };
   if (typeof domain !== 'string' || domain.trim() === '')
-    throw invalid('domain', 'is required: a domain name such as app.example.com');
+    throw invalidInput('domain', 'is required: a domain name such as app.example.com');
   if (projectId !== undefined && projectId !== null && typeof projectId !== 'string')
-    throw invalid('project_id', 'must be a project id');
+    throw invalidInput('project_id', 'must be a project id');
   return { domain, ...(typeof projectId === 'string' && projectId !== '' ? { project_id: projectId } : {}) };
 }
 
@@ -1238,13 +1161,14 @@ function checkDomainInput(input: unknown): { domain: string; project_id?: string
 function checkKeyInput(input: unknown): CreateKeyRequest {
   const { scopes, name } = (input ?? {}) as { scopes?: unknown; name?: unknown };
   if (!Array.isArray(scopes) || scopes.length === 0)
-    throw invalid('scopes', 'must name at least one scope: deploy, email or full');
+    throw invalidInput('scopes', 'must name at least one scope: deploy, email or full');
   if (scopes.some((scope) => typeof scope !== 'string'))
-    throw invalid('scopes', 'must be a list of scope names: deploy, email or full');
-  if (name !== undefined && name !== null && typeof name !== 'string') throw invalid('name', 'must be text');
+    throw invalidInput('scopes', 'must be a list of scope names: deploy, email or full');
+  if (name !== undefined && name !== null && typeof name !== 'string')
+    throw invalidInput('name', 'must be text');
   const trimmed = typeof name === 'string' ? name.trim() : '';
   if (typeof name === 'string' && trimmed === '')
-    throw invalid('name', 'must not be empty: name the key after where it is used, such as "CI"');
+    throw invalidInput('name', 'must not be empty: name the key after where it is used, such as "CI"');
   return { scopes: scopes as Scope[], ...(trimmed === '' ? {} : { name: trimmed }) };
 }
 
@@ -1252,68 +1176,8 @@ function checkKeyInput(input: unknown): CreateKeyRequest {
 function smtpProbeOf(input: unknown): { smtp_probe?: boolean } {
   const probe = (input as { smtp_probe?: unknown } | null | undefined)?.smtp_probe;
   if (probe === undefined || probe === null) return {};
-  if (typeof probe !== 'boolean') throw invalid('smtp_probe', 'must be true or false');
+  if (typeof probe !== 'boolean') throw invalidInput('smtp_probe', 'must be true or false');
   return { smtp_probe: probe };
-}
-
-/** Headers of a connection, not of the request: a replay has its own connection. */
-const REPLAY_DROPPED_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'upgrade',
-  'content-length',
-  'http2-settings',
-]);
-
-/** Whether text holds whitespace or a control character (not allowed in a request target). */
-function hasControlOrSpace(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code <= 0x20 || code === 0x7f) return true;
-  }
-  return false;
-}
-
-const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-function checkReplayInput(input: ReplayInput): {
-  method?: string;
-  path?: string;
-  headers?: HeaderList;
-  body?: Buffer;
-} {
-  const out: { method?: string; path?: string; headers?: HeaderList; body?: Buffer } = {};
-  if (input.method !== undefined) {
-    if (typeof input.method !== 'string' || !METHOD.test(input.method))
-      throw invalid('method', 'must be an HTTP method such as GET or POST');
-    out.method = input.method.toUpperCase();
-  }
-  if (input.path !== undefined) {
-    if (typeof input.path !== 'string' || !input.path.startsWith('/') || hasControlOrSpace(input.path))
-      throw invalid('path', 'must start with / and hold no spaces or control characters');
-    out.path = input.path;
-  }
-  if (input.headers !== undefined) {
-    if (!Array.isArray(input.headers)) throw invalid('headers', 'must be a list of { name, value }');
-    input.headers.forEach((header, i) => {
-      const { name, value } = (header ?? {}) as { name?: unknown; value?: unknown };
-      if (typeof name !== 'string' || !METHOD.test(name))
-        throw invalid(`headers[${i}].name`, 'must be a header name');
-      if (typeof value !== 'string' || /[\r\n]/.test(value) || value.includes('\0'))
-        throw invalid(`headers[${i}].value`, 'must be text on one line');
-    });
-    out.headers = input.headers.map(({ name, value }) => ({ name, value }));
-  }
-  if (input.body !== undefined) {
-    if (input.body === null) out.body = Buffer.alloc(0);
-    else if (typeof input.body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(input.body.replace(/\s+/g, '')))
-      throw invalid('body', 'must be base64');
-    else out.body = Buffer.from(input.body, 'base64');
-  }
-  return out;
 }
 
 /** Why a tunnel could not start, as the Bridge reports it: the platform's problem when it answered. */

@@ -465,6 +465,11 @@ export class BridgeError extends Error implements BridgeErrorShape {
   }
 }
 
+/** A Bridge input that failed its check: 422, naming the field and what it must be. */
+export function invalidInput(path: string, message: string): BridgeError {
+  return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
+}
+
 export function isBridgeErrorShape(value: unknown): value is BridgeErrorShape {
   return (
     typeof value === 'object' &&

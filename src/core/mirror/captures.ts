@@ -24,7 +24,12 @@ import {
   RemoteAddr,
   headerObject,
 } from '../../shared/api/tunnels.js';
-import { BridgeError, type TrafficPage, type TrafficQuery, type TrafficTunnel } from '../../shared/bridge.js';
+import {
+  invalidInput,
+  type TrafficPage,
+  type TrafficQuery,
+  type TrafficTunnel,
+} from '../../shared/bridge.js';
 import {
   CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
@@ -572,27 +577,23 @@ export function ftsQuery(input: string): string | null {
 const STATUS = /^(?:([1-5])xx|([1-5]\d\d)|error)$/i;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-function invalid(path: string, message: string): BridgeError {
-  return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
-}
-
 function optionalNumber(value: unknown, path: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    throw invalid(path, 'must be a number of milliseconds, 0 or more');
+    throw invalidInput(path, 'must be a number of milliseconds, 0 or more');
   return value;
 }
 
 function optionalString(value: unknown, path: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw invalid(path, 'must be a string');
+  if (typeof value !== 'string') throw invalidInput(path, 'must be a string');
   return value;
 }
 
 function stringList(value: unknown, path: string): string[] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
-    throw invalid(path, 'must be a list of strings');
+    throw invalidInput(path, 'must be a list of strings');
   return (value as string[]).map((v) => v.trim()).filter((v) => v !== '');
 }
 
@@ -610,7 +611,7 @@ function sqlFilter(
   query: TrafficQuery,
   tunnels: readonly string[] | undefined,
 ): { conditions: string[]; params: unknown[]; limit: number } {
-  if (typeof query !== 'object' || query === null) throw invalid('query', 'must be an object');
+  if (typeof query !== 'object' || query === null) throw invalidInput('query', 'must be an object');
   const conditions: string[] = [];
   const params: unknown[] = [];
 
@@ -622,7 +623,7 @@ function sqlFilter(
     params.push(...match.params);
   }
   const methods = stringList(query.methods, 'methods').map((m) => m.toUpperCase());
-  if (methods.some((m) => !TOKEN.test(m))) throw invalid('methods', 'must be HTTP methods such as GET');
+  if (methods.some((m) => !TOKEN.test(m))) throw invalidInput('methods', 'must be HTTP methods such as GET');
   if (methods.length > 0) {
     conditions.push(`r.method IN (${methods.map(() => '?').join(', ')})`);
     params.push(...methods);
@@ -632,7 +633,8 @@ function sqlFilter(
     const any: string[] = [];
     for (const status of statuses) {
       const match = STATUS.exec(status);
-      if (!match) throw invalid('statuses', `has "${status}": use 2xx…5xx, a code such as 404, or error`);
+      if (!match)
+        throw invalidInput('statuses', `has "${status}": use 2xx…5xx, a code such as 404, or error`);
       if (match[1]) {
         any.push('(r.status_code >= ? AND r.status_code < ?)');
         params.push(Number(match[1]) * 100, Number(match[1]) * 100 + 100);
@@ -659,7 +661,7 @@ function sqlFilter(
             .slice(colon + 1)
             .trim()
             .toLowerCase();
-    if (name === '') throw invalid('header', 'must be "name" or "name: value"');
+    if (name === '') throw invalidInput('header', 'must be "name" or "name: value"');
     // The header objects have lower-case names, repeated values joined: one lookup per side.
     const one = (object: string) =>
       `instr(lower(coalesce(json_extract(r.json, '$.${object}.' || json_quote(?)), '')), ?) > 0
@@ -690,11 +692,11 @@ function sqlFilter(
     }
   }
   if (query.before !== undefined && typeof query.before !== 'string')
-    throw invalid('before', 'must be a request id');
+    throw invalidInput('before', 'must be a request id');
   let limit = DEFAULT_PAGE;
   if (query.limit !== undefined && query.limit !== null) {
     if (typeof query.limit !== 'number' || !Number.isInteger(query.limit) || query.limit < 1)
-      throw invalid('limit', `must be a whole number from 1 to ${MAX_PAGE}`);
+      throw invalidInput('limit', `must be a whole number from 1 to ${MAX_PAGE}`);
     limit = Math.min(query.limit, MAX_PAGE);
   }
   return { conditions, params, limit };
