@@ -3,7 +3,7 @@
 // confirmation naming the key. The key this app signs in with is marked "This app" and cannot be
 // revoked here: that would lock the app out of its platform. Loaded again whenever the platform
 // changes and when it comes back after being unreachable.
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import type { ApiKeyInfo, Scope } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
@@ -14,7 +14,7 @@ import { ErrorNotice, FormErrors, SuccessNote } from '../../components/Notice';
 import { fieldErrorsOf, unplacedErrors, type FieldErrors } from '../../lib/field-errors';
 import { formatAgo, formatDateTime } from '../../lib/format';
 import { useKeysStore } from '../../stores/keys/store';
-import { useConnection } from '../../stores/platform/selectors';
+import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
 
 const NAME_MAX = 64;
@@ -28,30 +28,10 @@ export function ApiKeysCard() {
   const created = useKeysStore((state) => state.created);
   const load = useKeysStore((state) => state.load);
   const dismissCreated = useKeysStore((state) => state.dismissCreated);
-  const { mode, platformUrl, online } = useConnection();
   const [revoking, setRevoking] = useState<ApiKeyInfo | null>(null);
   const [revoked, setRevoked] = useState<string | null>(null);
 
-  // On opening, ask; when the platform changes (here or in another window), forget the old one's keys.
-  const shownFor = useRef<string | null | undefined>(undefined);
-  const platformKey = mode === null ? null : `${mode} ${platformUrl ?? ''}`;
-  useEffect(() => {
-    const before = shownFor.current;
-    if (before === undefined) {
-      shownFor.current = platformKey;
-      void load();
-      return;
-    }
-    if (platformKey === null || platformKey === before) return;
-    shownFor.current = platformKey;
-    if (before !== null) void load({ reset: true });
-  }, [platformKey, load]);
-
-  // Back online after being unreachable: ask again instead of keeping the error.
-  const unreachable = error?.code === 'offline';
-  useEffect(() => {
-    if (online === true && unreachable) void load();
-  }, [online, unreachable, load]);
+  usePlatformLoad(load, error);
 
   const problem = error ? keysProblem(error) : null;
   const usable = keys !== null && !problem;

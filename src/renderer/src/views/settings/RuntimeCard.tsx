@@ -2,39 +2,19 @@
 // plain processes) with the platform's own notes, the releases it keeps for a rollback, and a warning
 // with what to install when apps run as the platform's own user. Loaded again whenever the platform
 // changes (here or in another window) and when it comes back after being unreachable.
-import { useEffect, useRef } from 'react';
 import { Icon } from '../../components/Icon';
 import { useConnection } from '../../stores/platform/selectors';
+import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { useRuntime, useSettingsActions } from '../../stores/settings/selectors';
 import { runtimeSummary, runtimeUnavailable } from './runtime';
 
 export function RuntimeCard() {
   const { info, error, loading } = useRuntime();
   const { loadRuntime } = useSettingsActions();
-  const { mode, platformUrl, online } = useConnection();
+  const { mode, platformUrl } = useConnection();
 
-  // On opening, ask again (the platform may have restarted with another runtime). When the platform
-  // changes, here or in another window, forget the old one's answer and ask the new one. The status
-  // arriving for the first time is no change: the load on opening asked that platform already.
-  const shownFor = useRef<string | null | undefined>(undefined);
-  const platformKey = mode === null ? null : `${mode} ${platformUrl ?? ''}`;
-  useEffect(() => {
-    const before = shownFor.current;
-    if (before === undefined) {
-      shownFor.current = platformKey;
-      void loadRuntime();
-      return;
-    }
-    if (platformKey === null || platformKey === before) return;
-    shownFor.current = platformKey;
-    if (before !== null) void loadRuntime({ reset: true });
-  }, [platformKey, loadRuntime]);
-
-  // Back online after being unreachable: ask again instead of keeping the error.
-  const unreachable = error?.code === 'offline';
-  useEffect(() => {
-    if (online === true && unreachable) void loadRuntime();
-  }, [online, unreachable, loadRuntime]);
+  // On opening, ask again (the platform may have restarted with another runtime).
+  usePlatformLoad(loadRuntime, error);
 
   const summary = info ? runtimeSummary(info) : null;
   const problem = !info && error ? runtimeUnavailable(error) : null;
