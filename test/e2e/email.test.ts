@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import Papa from 'papaparse';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/shared/api/account.js';
-import { startDns, startSmtp, type FakeDns, type FakeSmtp } from '../helpers/mail.js';
+import { useMailWorld } from '../helpers/mail.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 
 // The browser globals used inside page.evaluate (test files are type-checked without the DOM library).
@@ -24,36 +24,19 @@ declare const MutationObserver: new (callback: () => void) => {
 /** The mailboxes the fake MX host of example.test accepts; it refuses every other recipient. */
 const MAILBOXES = new Set(['ada@example.test', 'grace@example.test', 'info@example.test']);
 
-let dns: FakeDns | undefined;
-let smtp: FakeSmtp | undefined;
-
-beforeAll(async () => {
-  smtp = await startSmtp({
-    rcpt: (address) =>
-      MAILBOXES.has(address.toLowerCase()) ? null : { code: 550, message: '5.1.1 No such user here' },
-  });
-  const mx = { MX: [{ exchange: 'mx.example.test', priority: 10 }] };
-  dns = await startDns({
-    'example.test': mx,
-    'mx.example.test': { A: ['127.0.0.1'] },
-    // One mail domain per role address of the batch, so each is checked (repeats are left out).
-    ...Object.fromEntries(batchAddresses().flatMap((a) => (a.startsWith('info@') ? [[a.slice(5), mx]] : []))),
-  });
-});
-
-afterAll(async () => {
-  await dns?.close();
-  await smtp?.close();
+const mail = useMailWorld({
+  accepts: (address) => MAILBOXES.has(address.toLowerCase()),
+  // One mail domain per role address of the batch, so each is checked (repeats are left out).
+  zone: () =>
+    Object.fromEntries(
+      batchAddresses().flatMap((a) =>
+        a.startsWith('info@') ? [[a.slice(5), { MX: [{ exchange: 'mx.example.test', priority: 10 }] }]] : [],
+      ),
+    ),
 });
 
 const ui = useAppStack({
-  platformArgs: () => [
-    '--dns-server',
-    dns!.server,
-    '--smtp-port',
-    String(smtp!.port),
-    '--smtp-allow-private',
-  ],
+  platformArgs: mail.platformArgs,
 });
 
 async function account(): Promise<Account> {
@@ -117,7 +100,7 @@ describe('checking one address', () => {
     expect(await flag(page, 'catch-all')).toMatch(/^No: the server refuses unknown addresses/);
     expect(await flag(page, 'smtp')).toMatch(/^250/);
     expect(await flag(page, 'cost')).toMatch(/^\$0\.00[1-9]/);
-    expect(smtp!.stats.rcpts.map((r) => r.toLowerCase())).toContain('ada@example.test');
+    expect(mail.smtp.stats.rcpts.map((r) => r.toLowerCase())).toContain('ada@example.test');
 
     // The count and the balance follow the check.
     await expect

@@ -7,10 +7,10 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { type Files, archiveOf, viaEdge } from '../helpers/deploy.js';
-import { startDns, startSmtp, type FakeDns, type FakeSmtp } from '../helpers/mail.js';
+import { useMailWorld } from '../helpers/mail.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 
 // The browser globals used inside page.evaluate (test files are type-checked without the DOM library).
@@ -37,35 +37,13 @@ const SIZES = [
 const SCHEMES = ['light', 'dark'] as const;
 type Size = (typeof SIZES)[number];
 
-let dns: FakeDns | undefined;
-let smtp: FakeSmtp | undefined;
 let app: Server | undefined;
 let appPort = 0;
 
-beforeAll(async () => {
-  smtp = await startSmtp({
-    rcpt: (address) =>
-      address.toLowerCase().startsWith('ada@') ? null : { code: 550, message: '5.1.1 No such user here' },
-  });
-  dns = await startDns({
-    'example.test': { MX: [{ exchange: 'mx.example.test', priority: 10 }] },
-    'mx.example.test': { A: ['127.0.0.1'] },
-  });
-});
-
-afterAll(async () => {
-  await dns?.close();
-  await smtp?.close();
-});
+const mail = useMailWorld({ accepts: (address) => address.toLowerCase().startsWith('ada@') });
 
 const ui = useAppStack({
-  platformArgs: () => [
-    '--dns-server',
-    dns!.server,
-    '--smtp-port',
-    String(smtp!.port),
-    '--smtp-allow-private',
-  ],
+  platformArgs: mail.platformArgs,
   setup: async () => {
     // The local app the tunnel exposes.
     const server = createServer((req, res) => {

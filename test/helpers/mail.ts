@@ -8,6 +8,7 @@ import { type AddressInfo, type Server, type Socket, createServer } from 'node:n
 import type DNS from 'dns2';
 import { Packet, createServer as createDnsServer } from 'dns2';
 import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface ZoneEntry {
   MX?: Array<{ exchange: string; priority: number }>;
@@ -370,4 +371,59 @@ function delayWrites(socket: Socket, firstDelayMs: number, delayMs: number): voi
     later(0, () => end());
     return socket;
   }) as Socket['end'];
+}
+
+/** A test file's mail world: a fake DNS server and MX host, and the platform arguments that use them. */
+export interface MailWorld {
+  readonly dns: FakeDns;
+  readonly smtp: FakeSmtp;
+  /** `wharf platform` arguments: look-ups go to the fake DNS, probes to the fake MX host's port. */
+  platformArgs(): string[];
+}
+
+/**
+ * Starts the mail world before the file's tests (call it before `useAppStack`, whose platform needs
+ * its arguments) and closes it after them. `example.test` has its MX at `mx.example.test` (127.0.0.1),
+ * which accepts the recipients `accepts` says yes to and refuses the rest with 550; `zone` adds names.
+ */
+export function useMailWorld(options: {
+  accepts: (address: string) => boolean;
+  zone?: () => Zone;
+}): MailWorld {
+  let dns: FakeDns | undefined;
+  let smtp: FakeSmtp | undefined;
+  beforeAll(async () => {
+    smtp = await startSmtp({
+      rcpt: (address) =>
+        options.accepts(address) ? null : { code: 550, message: '5.1.1 No such user here' },
+    });
+    dns = await startDns({
+      'example.test': { MX: [{ exchange: 'mx.example.test', priority: 10 }] },
+      'mx.example.test': { A: ['127.0.0.1'] },
+      ...options.zone?.(),
+    });
+  });
+  afterAll(async () => {
+    await dns?.close();
+    await smtp?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the mail world is not started: use it inside tests');
+    return value;
+  };
+  return {
+    get dns() {
+      return started(dns);
+    },
+    get smtp() {
+      return started(smtp);
+    },
+    platformArgs: () => [
+      '--dns-server',
+      started(dns).server,
+      '--smtp-port',
+      String(started(smtp).port),
+      '--smtp-allow-private',
+    ],
+  };
 }
