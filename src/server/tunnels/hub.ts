@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
+import { replayThroughTunnel } from './replay.js';
 import { openTunnelConduit } from './tunnel-conduit.js';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
@@ -22,7 +23,6 @@ import {
   Exchange,
   headerList,
   headerListOf,
-  hostOfAddress,
   peerAddress,
   ResponseHeadReader,
 } from '../../core/capture/capture.js';
@@ -51,14 +51,12 @@ import { ApiError, notFound, problem, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import { type AccountLimits, type Lease, accountLimits, formatBytes } from '../limits.js';
 import type { Store } from '../store/open.js';
-import { forwardedHeader, forwardingHeaders, publicProto } from '../edge/forwarded.js';
+import { forwardingHeaders, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 
 const OFFLINE_TUNNEL_KEPT_MS = 60 * 60_000;
 /** What one live-feed subscriber may have waiting to be sent before entries are skipped. */
 const FEED_BUFFER_BYTES = 4 * 1024 * 1024;
-/** How long a replay waits for the app's whole response. */
-const REPLAY_TIMEOUT_MS = 60_000;
 
 export class Tunnel {
   readonly ring: CaptureRing;
@@ -586,90 +584,9 @@ export class TunnelHub {
     });
   }
 
-  /** Sends a captured request again through the tunnel; resolves with the new captured request. */
+  /** Sends a captured request again through the tunnel (see replay.ts). */
   async replay(accountId: string, tunnelUrl: string, requestId: string): Promise<CapturedRequest> {
-    const tunnel = this.find(accountId, tunnelUrl);
-    const original = tunnel.ring.get(requestId);
-    if (!original) throw notFound(`request ${requestId}`);
-    if (!tunnel.online) {
-      throw new ApiError('tunnel_unavailable', `the tunnel client for ${tunnel.subdomain} is offline`);
-    }
-    const { request } = original;
-    if (original.requestBodyTruncated) {
-      // Sending the first 1 MiB as if it were the whole body would be another request altogether.
-      throw validationError([
-        {
-          path: 'request_body',
-          message: `the request body (${request.request_size} bytes) was not kept whole, so it cannot be replayed`,
-        },
-      ]);
-    }
-    const exchange = new Exchange({
-      tunnelId: tunnel.id,
-      method: request.method,
-      path: request.path,
-      url: request.url,
-      httpVersion: 'HTTP/2',
-      requestHeaders: request.request_header_list,
-      // The app sees the replay come from the original client (X-Forwarded-For below), and so does the capture.
-      remoteAddr: request.remote_addr,
-      replayOf: request.id,
-    });
-    const authority = hostOfUrl(request.url) ?? `${tunnel.subdomain}.${this.config.tunnelDomain}`;
-    const clientHost = hostOfAddress(request.remote_addr);
-    // A copy: the ring's view of it may be written over by exchanges recorded while this one is sent.
-    const body = Buffer.from(original.requestBody);
-    // The body is whole and known: its length replaces whatever framing the original came with.
-    // What the public client claimed about the hop is not replayed either: the app gets what the edge
-    // saw the first time (as it did then).
-    const raw = request.request_header_list
-      .filter(({ name }) => !REPLACED_ON_REPLAY.has(name.toLowerCase()))
-      .flatMap(({ name, value }) => [name, value]);
-    let stream: ClientHttp2Stream;
-    try {
-      stream = tunnel.session!.request(
-        requestHeadersToH2(
-          raw,
-          { method: request.method, path: request.path, authority, scheme: 'http' },
-          {
-            ...(body.length > 0 ? { 'content-length': body.length } : {}),
-            'x-forwarded-proto': 'http',
-            'x-forwarded-host': authority,
-            'x-forwarded-for': clientHost,
-            'x-real-ip': clientHost,
-            forwarded: forwardedHeader(clientHost, authority),
-            [STREAM_HEADERS.remoteAddr]: request.remote_addr,
-            [STREAM_HEADERS.requestId]: exchange.id,
-            [STREAM_HEADERS.replayOf]: request.id,
-          },
-        ),
-        { endStream: body.length === 0 },
-      );
-    } catch {
-      throw new ApiError('tunnel_unavailable', `the tunnel client for ${tunnel.subdomain} is going away`);
-    }
-    if (body.length > 0) {
-      exchange.requestBody.push(body);
-      stream.end(body);
-    }
-    const error = await new Promise<string | null>((resolve) => {
-      stream.setTimeout(REPLAY_TIMEOUT_MS, () => {
-        exchange.noResponse(504);
-        stream.destroy(new Error(`no whole response within ${REPLAY_TIMEOUT_MS / 1000} s`));
-      });
-      stream.on('response', (headers) => {
-        const failed = headers[STREAM_HEADERS.error];
-        exchange.response(
-          Number(headers[':status']),
-          headerListOf(headers).filter((h) => h.name !== STREAM_HEADERS.error),
-        );
-        stream.on('data', (chunk: Buffer) => exchange.responseBody.push(chunk));
-        stream.on('end', () => resolve(failed === undefined ? null : String(failed)));
-      });
-      stream.on('error', (e) => resolve(e.message));
-      stream.on('close', () => resolve('the tunnel client closed the stream without a whole response'));
-    });
-    return tunnel.record(exchange, error).request;
+    return replayThroughTunnel(this.find(accountId, tunnelUrl), requestId, this.config.tunnelDomain);
   }
 
   private open(
@@ -800,9 +717,6 @@ export class TunnelHub {
  * X-Forwarded-*, X-Real-IP and Forwarded for the app. The edge is where requests enter: what a public
  * client claims in these headers is replaced, not kept (as the app edge does).
  */
-/** Headers of a captured request that a replay sets afresh (see replay). */
-const REPLACED_ON_REPLAY = new Set(['content-length', 'x-forwarded-for', 'x-real-ip', 'forwarded']);
-
 function forwarded(req: IncomingMessage): Record<string, string> {
   return forwardingHeaders(req.socket.remoteAddress ?? '', req.headers.host ?? '', publicProto(req.socket));
 }
@@ -824,15 +738,6 @@ function outgoing(list: HeaderList): Record<string, string | string[]> {
     else out[name] = [existing, value];
   }
   return out;
-}
-
-/** `host[:port]` of a URL, or null. */
-function hostOfUrl(url: string): string | null {
-  try {
-    return new URL(url).host || null;
-  } catch {
-    return null;
-  }
 }
 
 /** A percent-encoded path segment; a malformed one is kept as it is (and then matches no tunnel). */
