@@ -1,12 +1,12 @@
-// The Bridge over Electron IPC, main-process side. Two channels, typed by `BridgeIpcChannels`, which
-// the preload script checks its own channel names against:
+// The Bridge over Electron IPC, main-process side. Two channels, typed by `BridgeIpcChannels`
+// (src/shared/ipc-channels.ts, which the preload script uses too):
 // - `bridge:invoke` (renderer → main, ipcMain.handle): validates the operation, calls the Engine, and
 //   answers with a BridgeResult envelope. Errors travel as data because IPC drops Error subclasses.
 // - `bridge:event` (main → renderer, webContents.send): every event of BRIDGE_EVENTS, as it happens.
 // Every handler first checks that the sender is a top-level frame showing our renderer
 // (trusted-sender.ts); anything else is refused without touching the Engine.
-// The logs a window follows (`logs.follow`) are counted per window and unfollowed for it when it
-// reloads or closes, so no log stream outlives the page that asked for it.
+// Each window's page is one BridgeSession: the logs it follows are unfollowed for it when it reloads or
+// closes, so no log stream outlives the page that asked for it.
 import { ipcMain, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import {
   BRIDGE_EVENTS,
@@ -14,38 +14,22 @@ import {
   bridgeFailure,
   isBridgeOperation,
   type Bridge,
-  type BridgeEventName,
-  type BridgeEvents,
-  type BridgeResult,
-  type LogFollow,
 } from '../shared/bridge.js';
+import {
+  BRIDGE_INVOKE_CHANNEL,
+  type BridgeEventMessage,
+  type BridgeIpcChannel,
+  type BridgeIpcChannels,
+} from '../shared/ipc-channels.js';
+import { BridgeSession } from '../core/bridge-session.js';
 import { isAppUrl, isTrustedSender, type RendererTarget } from './trusted-sender.js';
 
-/** What crosses `bridge:event`. */
-export type BridgeEventMessage = {
-  [E in BridgeEventName]: { event: E; payload: BridgeEvents[E] };
-}[BridgeEventName];
-
-/** The IPC contract: each channel, who sends it, and what it carries. */
-export interface BridgeIpcChannels {
-  'bridge:invoke': {
-    direction: 'renderer-to-main';
-    args: [operation: string, input: unknown];
-    result: BridgeResult;
-  };
-  'bridge:event': { direction: 'main-to-renderer'; message: BridgeEventMessage };
-}
-
-export type BridgeIpcChannel = keyof BridgeIpcChannels;
 type InvokeChannel = {
   [C in BridgeIpcChannel]: BridgeIpcChannels[C] extends { direction: 'renderer-to-main' } ? C : never;
 }[BridgeIpcChannel];
 type SendChannel = {
   [C in BridgeIpcChannel]: BridgeIpcChannels[C] extends { direction: 'main-to-renderer' } ? C : never;
 }[BridgeIpcChannel];
-
-export const BRIDGE_INVOKE_CHANNEL = 'bridge:invoke' satisfies BridgeIpcChannel;
-export const BRIDGE_EVENT_CHANNEL = 'bridge:event' satisfies BridgeIpcChannel;
 
 /** A typed ipcMain.handle: the handler's arguments and result come from BridgeIpcChannels. */
 function handle<C extends InvokeChannel>(
@@ -81,7 +65,7 @@ export interface BridgeIpcOptions {
 /** Serves the Bridge over IPC; returns a function that stops serving (handlers and subscriptions). */
 export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
   const { bridge, target } = options;
-  const follows = new FollowsPerWindow(bridge);
+  const sessions = new SessionsPerWindow(bridge);
 
   handle('bridge:invoke', async (event, operation, input) => {
     if (!isTrustedSender(event.senderFrame, target)) {
@@ -95,9 +79,7 @@ export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
     }
     try {
       // The input is checked by the Engine's handlers (and by the platform's schemas behind them).
-      const value = await bridge.invoke(operation, input as never);
-      if (operation === 'logs.follow') follows.followed(event.sender, (value as LogFollow).projectId);
-      else if (operation === 'logs.unfollow') follows.unfollowed(event.sender, (input as { id: string }).id);
+      const value = await sessions.of(event.sender).invoke(operation, input as never);
       return { ok: true, value };
     } catch (error) {
       return bridgeFailure(error);
@@ -116,41 +98,32 @@ export function serveBridgeOverIpc(options: BridgeIpcOptions): () => void {
 
   return () => {
     ipcMain.removeHandler(BRIDGE_INVOKE_CHANNEL);
-    follows.releaseAll();
+    sessions.releaseAll();
     for (const off of unsubscribe) off();
   };
 }
 
-/** How many times each window follows each project, released when the window's page goes away. */
-class FollowsPerWindow {
-  private readonly windows = new Map<WebContents, Map<string, number>>();
+/** One Bridge session per window's page, released when the page goes away (a reload, a close). */
+class SessionsPerWindow {
+  private readonly windows = new Map<WebContents, BridgeSession>();
 
   constructor(private readonly bridge: Bridge) {}
 
-  followed(contents: WebContents, projectId: string): void {
-    let counts = this.windows.get(contents);
-    if (!counts) {
-      const created = new Map<string, number>();
-      counts = created;
-      this.windows.set(contents, created);
-      const release = () => {
-        contents.off('did-navigate', release);
-        contents.off('destroyed', release);
-        if (this.windows.get(contents) === created) this.release(contents);
-      };
-      // A full navigation (a reload) starts a new page that knows nothing of what the old one followed;
-      // moves between the app's screens are in-page and keep them.
-      contents.on('did-navigate', release);
-      contents.once('destroyed', release);
-    }
-    counts.set(projectId, (counts.get(projectId) ?? 0) + 1);
-  }
-
-  unfollowed(contents: WebContents, projectId: string): void {
-    const counts = this.windows.get(contents);
-    const count = counts?.get(projectId) ?? 0;
-    if (count > 1) counts?.set(projectId, count - 1);
-    else counts?.delete(projectId);
+  of(contents: WebContents): BridgeSession {
+    const known = this.windows.get(contents);
+    if (known) return known;
+    const session = new BridgeSession(this.bridge);
+    this.windows.set(contents, session);
+    const release = () => {
+      contents.off('did-navigate', release);
+      contents.off('destroyed', release);
+      if (this.windows.get(contents) === session) this.release(contents);
+    };
+    // A full navigation (a reload) starts a new page that knows nothing of what the old one followed;
+    // moves between the app's screens are in-page and keep them.
+    contents.on('did-navigate', release);
+    contents.once('destroyed', release);
+    return session;
   }
 
   releaseAll(): void {
@@ -158,10 +131,8 @@ class FollowsPerWindow {
   }
 
   private release(contents: WebContents): void {
-    const counts = this.windows.get(contents);
+    const session = this.windows.get(contents);
     this.windows.delete(contents);
-    for (const [id, count] of counts ?? []) {
-      for (let i = 0; i < count; i++) void this.bridge.invoke('logs.unfollow', { id }).catch(() => undefined);
-    }
+    void session?.release();
   }
 }

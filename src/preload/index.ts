@@ -12,10 +12,11 @@ import {
   type BridgeResult,
   type RawBridge,
 } from '../shared/bridge.js';
-import type { BridgeEventMessage, BridgeIpcChannel } from '../main/ipc.js';
-
-const INVOKE_CHANNEL = 'bridge:invoke' satisfies BridgeIpcChannel;
-const EVENT_CHANNEL = 'bridge:event' satisfies BridgeIpcChannel;
+import {
+  BRIDGE_EVENT_CHANNEL as EVENT_CHANNEL,
+  BRIDGE_INVOKE_CHANNEL as INVOKE_CHANNEL,
+  type BridgeEventMessage,
+} from '../shared/ipc-channels.js';
 
 const operations: ReadonlySet<string> = new Set(BRIDGE_OPERATIONS);
 const events: ReadonlySet<string> = new Set(BRIDGE_EVENTS);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
+import { BridgeSession } from '../../src/core/bridge-session.js';
 import { Engine } from '../../src/core/engine.js';
 import { startInspector } from '../../src/core/inspector/server.js';
 import { FileSecretStore } from '../../src/core/secret-store.js';
@@ -211,6 +212,29 @@ describe('deploying through the Engine', () => {
 });
 
 describe('following logs', () => {
+  it('releases what a Bridge session followed when its client goes, and nothing of another client', async () => {
+    const engine = newEngine();
+    const project = await uploadProject(engine, null);
+    const page = new BridgeSession(engine);
+    await page.invoke('logs.follow', { id: project.id });
+    await page.invoke('logs.follow', { id: project.id });
+    expect(await page.invoke('logs.unfollow', { id: project.id })).toMatchObject({ followers: 1 });
+    await page.invoke('logs.follow', { id: project.id });
+    // Another client, following on its own.
+    await engine.invoke('logs.follow', { id: project.id });
+    await until(() => openStreams === 1, 'one platform stream');
+
+    await page.release();
+    // Only the other client's follow is left: its unfollow is the last.
+    expect(await engine.invoke('logs.unfollow', { id: project.id })).toEqual({
+      projectId: project.id,
+      followers: 0,
+    });
+    await until(() => openStreams === 0, 'the platform stream to close');
+    // Released once: a second release unfollows nothing more.
+    await page.release();
+  });
+
   it('keeps one platform stream per project, however many follow it, and closes it after the last', async () => {
     const engine = newEngine();
     const logs = record(engine, 'project-logs');

@@ -41,9 +41,9 @@ import {
   isBridgeOperation,
   type Bridge,
   type BridgeResult,
-  type LogFollow,
 } from '../../shared/bridge.js';
 import { LIMITS } from '../../shared/api/projects.js';
+import { BridgeSession } from '../bridge-session.js';
 import { writeFileAtomic } from '../private-file.js';
 import { registerInspectorApi, sendProblem } from './api.js';
 
@@ -245,19 +245,16 @@ async function buildInspector(
     };
   const requireToken = bridgeGuard(authorized);
 
-  /** Per event socket: how many times it follows each project. */
-  const sessions = new Map<string, Map<string, number>>();
-  const followsOf = (request: FastifyRequest): Map<string, number> | null => {
+  /** One Bridge session per event socket, by the id it sends its calls with (X-Wharf-Session). */
+  const sessions = new Map<string, BridgeSession>();
+  const sessionOf = (request: FastifyRequest): BridgeSession | null => {
     const session = request.headers['x-wharf-session'];
     return typeof session === 'string' ? (sessions.get(session) ?? null) : null;
   };
   const releaseSession = async (session: string) => {
-    const follows = sessions.get(session);
+    const bridgeSession = sessions.get(session);
     sessions.delete(session);
-    for (const [id, count] of follows ?? []) {
-      for (let i = 0; i < count; i++)
-        await options.bridge.invoke('logs.unfollow', { id }).catch(() => undefined);
-    }
+    await bridgeSession?.release();
   };
   app.addHook('preClose', async () => {
     await Promise.all([...sessions.keys()].map(releaseSession));
@@ -282,17 +279,8 @@ async function buildInspector(
         );
       }
       try {
-        const value = await options.bridge.invoke(operation, (request.body ?? undefined) as never);
-        const follows = followsOf(request);
-        if (follows && operation === 'logs.follow') {
-          const id = (value as LogFollow).projectId;
-          follows.set(id, (follows.get(id) ?? 0) + 1);
-        } else if (follows && operation === 'logs.unfollow') {
-          const id = (request.body as { id: string }).id;
-          const count = follows.get(id) ?? 0;
-          if (count > 1) follows.set(id, count - 1);
-          else follows.delete(id);
-        }
+        const input = (request.body ?? undefined) as never;
+        const value = await (sessionOf(request) ?? options.bridge).invoke(operation, input);
         return send(reply, { ok: true, value });
       } catch (error) {
         return send(reply, bridgeFailure(error));
@@ -366,7 +354,7 @@ async function buildInspector(
         }),
       );
       session = randomBytes(16).toString('base64url');
-      sessions.set(session, new Map());
+      sessions.set(session, new BridgeSession(options.bridge));
       socket.send(JSON.stringify({ type: 'ready', session }));
     };
     // The page sends its auth message anyway; once admitted by the upgrade, it is not read.
