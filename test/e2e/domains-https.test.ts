@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Domain } from '../../src/shared/api/domains.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
-import { until } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 import { quietPort } from '../helpers/ports.js';

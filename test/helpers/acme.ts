@@ -10,7 +10,7 @@ import { type PeerCertificate, type TLSSocket, connect as connectTls } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../src/server/app.js';
-import { until } from './deploy.js';
+import { until } from './poll.js';
 import type { TestDns } from './dns.js';
 import { startPlatform, type TestPlatform } from './platform.js';
 import { quietPort } from './ports.js';

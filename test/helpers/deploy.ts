@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import type { Project, ProjectDetail } from '../../src/shared/api/projects.js';
 import { type TestPlatform, call } from './platform.js';
 import { tarball } from '../fixtures/tarball.js';
+import { until } from './poll.js';
 
 export type Files = Record<string, string>;
 
@@ -173,20 +174,6 @@ export async function logLines(tp: TestPlatform, id: string): Promise<string[]> 
   const detail = await call<ProjectDetail>(`${tp.api}/projects/${id}`, { key: tp.key });
   if (detail.status !== 200) throw new Error(`GET project ${id}: ${detail.status}`);
   return detail.body.logs.map((l) => l.line);
-}
-
-/** Polls until `check` holds; fails saying `what` after `timeoutMs`. */
-export async function until(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10_000,
-  intervalMs = 50,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 /** Polls the project's logs until a line matches; returns that line (fails with the logs). */

@@ -11,7 +11,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, resolve } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ResolvedEngine } from '../../src/server/ai/engines.js';
 import {
   type FileSet,
@@ -103,26 +103,14 @@ async function start(dir: string, command: string, env: Record<string, string> =
   return app;
 }
 
-/** Waits until `check` passes (it throws until then), up to `ms`. */
-async function eventually<T>(check: () => Promise<T> | T, ms = 10_000, what = 'the condition'): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline)
-        throw new Error(`${what} did not happen within ${ms} ms: ${(error as Error).message}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 async function startWeb(dir: string, command: string, env: Record<string, string> = {}): Promise<RunningApp> {
   const app = await start(dir, command, env);
-  await eventually(
-    () => fetch(`http://127.0.0.1:${app.port}/health`),
-    15_000,
-    `GET /health (${app.output.join(' | ')})`,
+  await vi.waitFor(
+    () =>
+      fetch(`http://127.0.0.1:${app.port}/health`).catch((error: Error) => {
+        throw new Error(`GET /health: ${error.message} (${app.output.join(' | ')})`);
+      }),
+    { timeout: 15_000, interval: 50 },
   );
   return app;
 }
@@ -321,7 +309,7 @@ describe('offline templates run', () => {
     expect((await interact({ type: 1 }, true)).status).toBe(401);
     expect((await send(bot, 'POST', '/interactions', { type: 1 })).status).toBe(401);
 
-    await eventually(
+    await vi.waitFor(
       () => {
         const put = discord.requests.find((r) => r.method === 'PUT');
         if (!put) throw new Error('no PUT yet');
@@ -334,8 +322,7 @@ describe('offline templates run', () => {
           'topic',
         ]);
       },
-      5_000,
-      'command registration',
+      { timeout: 5_000, interval: 50 },
     );
   });
 
@@ -353,31 +340,29 @@ describe('offline templates run', () => {
     const { app, dir } = await offline('worker', `A job that checks ${target.url}/ping every 10 seconds`);
     const started = Date.now();
     const worker = await start(dir, procfile(app.files, 'worker'), { INTERVAL_SECONDS: '1' });
-    const line = await eventually(
+    const line = await vi.waitFor(
       () => {
         const found = worker.output.find((l) => /run 1: 1\/1 up; next run in 1 s/.test(l));
         if (!found) throw new Error(worker.output.join(' | '));
         return found;
       },
-      3_000,
-      'the first run',
+      { timeout: 3_000, interval: 50 },
     );
     expect(line).toBeTruthy();
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(worker.output.some((l) => l.includes(`${target.url}/ping: UP (HTTP 200`))).toBe(true);
-    await eventually(
-      () => expect(worker.output.some((l) => l.includes('run 2:'))).toBe(true),
-      3_000,
-      'a second run',
-    );
+    await vi.waitFor(() => expect(worker.output.some((l) => l.includes('run 2:'))).toBe(true), {
+      timeout: 3_000,
+      interval: 50,
+    });
   });
 
   it('worker: a job without URLs does its bookkeeping, and stops on SIGTERM', async () => {
     const { app, dir } = await offline('worker', 'Clean up old sessions every minute');
     const worker = await start(dir, procfile(app.files, 'worker'));
-    await eventually(
+    await vi.waitFor(
       () => expect(worker.output.join('\n')).toMatch(/run 1: task done \(uptime \d+ s\); next run in 60 s/),
-      3_000,
+      { timeout: 3_000, interval: 50 },
     );
     await worker.stop();
     expect(worker.output.at(-1)).toMatch(/stopped$/);
@@ -476,7 +461,10 @@ describe.skipIf(!postgresBin())('offline database templates run on PostgreSQL', 
     const { app, dir } = await offline('api', 'An API that stores orders');
     withPg(dir);
     const server = await start(dir, JSON.parse(app.files['package.json']!).scripts.start);
-    await eventually(() => expect(server.output.join('\n')).toMatch(/DATABASE_URL is not set/), 5_000);
+    await vi.waitFor(() => expect(server.output.join('\n')).toMatch(/DATABASE_URL is not set/), {
+      timeout: 5_000,
+      interval: 50,
+    });
   });
 });
 

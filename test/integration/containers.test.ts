@@ -18,13 +18,13 @@ import {
   logLines,
   nodeApp,
   settled,
-  until,
   upload,
   viaEdge,
   waitFor,
   waitForLog,
   writeFiles,
 } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { pushImage, requireEngine, startRegistry, testImages } from '../helpers/engine.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 

@@ -21,12 +21,12 @@ import {
   nodeApp,
   settled,
   startedPorts,
-  until,
   upload,
   viaEdge,
   waitFor,
   waitForLog,
 } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 
 let tp: TestPlatform;
 

@@ -15,7 +15,8 @@ import { CreatedDomain, Domain, DomainVerification } from '../../src/shared/api/
 import { BridgeError } from '../../src/shared/bridge.js';
 import { nextCheckAt } from '../../src/server/domains/domains.js';
 import { type TestDns, startDns } from '../helpers/dns.js';
-import { createProject, deployFiles, nodeApp, until, viaEdge } from '../helpers/deploy.js';
+import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const TARGET = 'cname.localhost';

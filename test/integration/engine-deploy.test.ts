@@ -12,7 +12,8 @@ import { startInspector } from '../../src/core/inspector/server.js';
 import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { LogLine } from '../../src/shared/api/projects.js';
 import { BridgeError, type BridgeEvents, type ProjectLogsEvent } from '../../src/shared/bridge.js';
-import { archiveOf, nodeApp, until, viaEdge } from '../helpers/deploy.js';
+import { archiveOf, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;

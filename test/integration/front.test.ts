@@ -29,15 +29,8 @@ import {
   startPebble,
   type TestAcme,
 } from '../helpers/acme.js';
-import {
-  type Files,
-  accepts,
-  createProject,
-  deployFiles,
-  nodeApp,
-  until,
-  viaEdge,
-} from '../helpers/deploy.js';
+import { type Files, accepts, createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { type TestPlatform, call } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';

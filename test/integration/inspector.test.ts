@@ -11,6 +11,7 @@ import { startInspector, type RunningInspector } from '../../src/core/inspector/
 import { FileSecretStore } from '../../src/core/secret-store.js';
 import { nodeAppTarball } from '../fixtures/tarball.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { until } from '../helpers/poll.js';
 
 let platform: TestPlatform;
 let engine: Engine;
@@ -88,14 +89,6 @@ function openSocket(
     );
     socket.on('error', reject);
   });
-}
-
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('the Bridge over HTTP', () => {
@@ -291,13 +284,13 @@ describe('events over WebSocket', () => {
   it('streams project changes once authenticated by its first message', async () => {
     const { socket, messages } = await openSocket();
     socket.send(JSON.stringify({ type: 'auth', token: inspector.token }));
-    await waitFor(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
+    await until(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
     await invoke(
       'projects.create',
       { name: 'Live', subdomain: 'via-socket', image: 'nginx' },
       { host: `127.0.0.1:${inspector.port}` },
     );
-    await waitFor(() => sawProject(messages, 'via-socket'), 'a projects event listing the new project');
+    await until(() => sawProject(messages, 'via-socket'), 'a projects event listing the new project');
     socket.close();
   });
 
@@ -317,7 +310,7 @@ describe('events over WebSocket', () => {
       { name: 'Seen', subdomain: 'seen-event', image: 'nginx' },
       { host: `127.0.0.1:${inspector.port}` },
     );
-    await waitFor(() => sawProject(witness.messages, 'seen-event'), 'the witness to see the event');
+    await until(() => sawProject(witness.messages, 'seen-event'), 'the witness to see the event');
     for (const { socket, messages, closed } of [bare, wrongCookie, wrongHeader]) {
       expect(messages).toEqual([]);
       socket.send(JSON.stringify({ type: 'auth', token: 'guess' }));
@@ -339,12 +332,12 @@ describe('events over WebSocket', () => {
       ['cookie', { cookie }],
     ] as const) {
       const { socket, messages } = await openSocket(headers);
-      await waitFor(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
+      await until(() => messages.some((m) => (m as { type: string }).type === 'ready'), 'ready');
       // The page sends its auth message anyway: it changes nothing.
       socket.send(JSON.stringify({ type: 'auth', token: inspector.token }));
       const subdomain = `pre-auth-${via}`;
       await invoke('projects.create', { name: 'Pre', subdomain, image: 'nginx' }, { host });
-      await waitFor(() => sawProject(messages, subdomain), 'the projects event');
+      await until(() => sawProject(messages, subdomain), 'the projects event');
       expect(messages.filter((m) => (m as { type: string }).type === 'ready')).toHaveLength(1);
       socket.close();
     }

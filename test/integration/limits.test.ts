@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { TunnelClient, TunnelRefusedError } from '../../src/core/tunnel/client.js';
 import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
-import { archiveOf, gitRepo, until, waitFor, waitForLog } from '../helpers/deploy.js';
+import { archiveOf, gitRepo, waitFor, waitForLog } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import {
   type CallResult,
   type TestPlatform,

@@ -21,11 +21,11 @@ import {
   gitRepo,
   nodeApp,
   settled,
-  until,
   upload,
   viaEdge,
   waitFor,
 } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 
 /** Every field of a Release, as the schema (and API.md) lists them. */

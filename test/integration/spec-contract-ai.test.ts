@@ -5,7 +5,8 @@
 // for /ai/deploy's database, and §1/§5.8's own AI key, never shown in full.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Files, logLines, until, viaEdge, waitForLog } from '../helpers/deploy.js';
+import { type Files, logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
 import { freePort } from '../../src/server/runtime/process.js';
-import { archiveOf, gitRepo, nodeApp, until, viaEdge, waitFor, writeFiles } from '../helpers/deploy.js';
+import { archiveOf, gitRepo, nodeApp, viaEdge, waitFor, writeFiles } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import {
   dockerClient,
   hasImage,

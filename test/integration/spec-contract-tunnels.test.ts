@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { freePort } from '../../src/server/runtime/process.js';
-import { until, viaEdge } from '../helpers/deploy.js';
+import { viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type CallResult, call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { CAPTURED_REQUEST, expectSpec } from '../helpers/spec-contract.js';
 

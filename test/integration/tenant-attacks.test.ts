@@ -24,13 +24,13 @@ import {
   deployFiles,
   nodeApp,
   settled,
-  until,
   upload,
   viaEdge,
   waitFor,
   waitForLog,
   type Files,
 } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { requireEngine, testImages } from '../helpers/engine.js';
 
 // Throws with CI set and no engine: there the container tests must run, not skip.

@@ -23,16 +23,8 @@ import {
   startPebble,
   type TestAcme,
 } from '../helpers/acme.js';
-import {
-  archiveOf,
-  createProject,
-  deploy,
-  settled,
-  upload,
-  until,
-  viaEdge,
-  waitFor,
-} from '../helpers/deploy.js';
+import { archiveOf, createProject, deploy, settled, upload, viaEdge, waitFor } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';

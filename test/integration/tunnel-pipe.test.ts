@@ -10,7 +10,7 @@ import { type AddressInfo, type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
-import { until } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient, type TunnelClientOptions, type TunnelState } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
-import { until } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;

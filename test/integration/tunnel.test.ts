@@ -22,7 +22,8 @@ import type { CapturedExchange } from '../../src/core/capture/capture.js';
 import { type TunnelClientOptions, TunnelClient, TunnelRefusedError } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest, CapturedRequestDetail, Tunnel } from '../../src/shared/api/tunnels.js';
 import { expectSpecCapturedRequest, portOf } from '../helpers/captured-request.js';
-import { until, viaEdge } from '../helpers/deploy.js';
+import { viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { until } from '../../helpers/deploy.js';
+import { until } from '../../helpers/poll.js';
 import {
   HealthCheckError,
   freePort,

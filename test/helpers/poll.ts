@@ -1,0 +1,16 @@
+// The tests' one way to wait for something to become true: poll a condition, and fail naming what was
+// awaited. (To retry an assertion until it passes, use vitest's own `vi.waitFor`.)
+
+/** Polls until `check` holds; fails saying `what` after `timeoutMs`. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
