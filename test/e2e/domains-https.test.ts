@@ -8,7 +8,7 @@ import type { Domain } from '../../src/shared/api/domains.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import { pebbleMissing, startPebble, type TestAcme } from '../helpers/acme.js';
 import { until } from '../helpers/poll.js';
-import { startDns, type TestDns } from '../helpers/dns.js';
+import { startDns, type FakeDns } from '../helpers/dns.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 import { quietPort } from '../helpers/ports.js';
 
@@ -16,7 +16,7 @@ const missing = pebbleMissing();
 if (missing && process.env.CI) throw new Error(`HTTPS screens: ${missing}`);
 
 const TARGET = 'cname.apps.test';
-let dns: TestDns | undefined;
+let dns: FakeDns | undefined;
 let pebble: TestAcme | undefined;
 let edgePort = 0;
 let project: Project;

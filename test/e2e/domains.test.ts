@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Domain } from '../../src/shared/api/domains.js';
 import type { Project } from '../../src/shared/api/projects.js';
-import { startDns, type TestDns } from '../helpers/dns.js';
+import { startDns, type FakeDns } from '../helpers/dns.js';
 import { errorNextTo, platformApi, screenshot, useAppStack } from './stack.js';
 
 // The browser global used inside page.evaluate (test files are type-checked without the DOM library).
@@ -16,7 +16,7 @@ declare const navigator: { clipboard: { readText(): Promise<string> } };
 /** The platform's default CNAME target (`cname.<base domain>`, the base domain being localhost). */
 const TARGET = 'cname.localhost';
 
-let dns: TestDns | undefined;
+let dns: FakeDns | undefined;
 
 beforeAll(async () => {
   dns = await startDns({

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../src/server/app.js';
 import { until } from './poll.js';
-import type { TestDns } from './dns.js';
+import type { FakeDns } from './dns.js';
 import { startPlatform, type TestPlatform } from './platform.js';
 import { quietPort } from './ports.js';
 
@@ -224,7 +224,7 @@ export function httpsGet(port: number, host: string, path: string, ca: string): 
  * edge's plain port through `dns`; its events are collected.
  */
 export async function httpsPlatform(
-  dns: TestDns,
+  dns: FakeDns,
   base: string,
   acme: Record<string, unknown>,
   extra: Record<string, unknown> = {},

@@ -1,22 +1,26 @@
-// A DNS server on 127.0.0.1 (UDP, a free port) answering from a table the test edits as it goes, the
-// way a recursive resolver would: a name with a CNAME answers A/AAAA queries with the CNAME and the
-// target's addresses; a name in the table without records of the type asked gets an empty NOERROR;
-// a name not in the table gets NXDOMAIN; TXT queries get the name's own TXT records (each value one
-// character-string, split at 255 bytes as DNS requires). Pass `tp.server` in `dnsServers`.
-import type { AddressInfo } from 'node:net';
+// The tests' one DNS server: 127.0.0.1, UDP on a free port and TCP on the same port when it is free,
+// answering from a table the test may edit as it goes, the way a recursive resolver would: names match
+// without case or trailing dot; a name not in the table gets NXDOMAIN, a name in it without records of
+// the type asked an empty answer (NODATA); a CNAME is answered for any other type, followed by the
+// target's records of that type; TXT values are split into 255-byte character-strings as DNS requires.
+// A name can be made to SERVFAIL, and the whole server to stop answering (queries then time out).
+// Pass `dns.server` as the platform's `dnsServers` (or `--dns-server`).
 import type DNS from 'dns2';
-import { Packet, createUDPServer } from 'dns2';
-
-type Resource = DNS.Packet.Resource;
+import { Packet, createServer as createDnsServer } from 'dns2';
 
 export interface DnsEntry {
-  CNAME?: string;
+  MX?: Array<{ exchange: string; priority: number }>;
   A?: string[];
   AAAA?: string[];
+  CNAME?: string;
   TXT?: string[];
+  /** Answer every query for this name with SERVFAIL. */
+  servfail?: boolean;
 }
 
-export interface TestDns {
+export type Zone = Record<string, DnsEntry>;
+
+export interface FakeDns {
   /** `127.0.0.1:<port>` */
   server: string;
   port: number;
@@ -25,7 +29,7 @@ export interface TestDns {
   set(name: string, entry: DnsEntry): void;
   /** Stop answering at all (queries then time out) until `answer(true)`. */
   answer(on: boolean): void;
-  /** Questions received so far, as `TYPE name`. */
+  /** Questions received so far, in order, as `TYPE name`. */
   queries: string[];
   /**
    * Consulted before the table: records for a name computed when asked (e.g. TXT values a hook wrote,
@@ -35,11 +39,17 @@ export interface TestDns {
   close(): Promise<void>;
 }
 
-const NXDOMAIN = 3;
+/** Response codes (RFC 1035 §4.1.1); dns2 has them at run time but not in its types. */
+const RCODE = { FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3 } as const;
 
-function typeName(type: number): string {
-  const entry = Object.entries(Packet.TYPE).find(([, value]) => value === type);
-  return entry ? entry[0] : String(type);
+type Resource = DNS.Packet.Resource;
+
+const TYPE_NAMES = Object.fromEntries(
+  Object.entries(Packet.TYPE).map(([name, code]) => [code, name]),
+) as Record<number, string>;
+
+function normalizeName(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
 }
 
 function chunks(value: string): string[] {
@@ -48,69 +58,98 @@ function chunks(value: string): string[] {
   return out.length > 0 ? out : [''];
 }
 
-export async function startDns(initial: Record<string, DnsEntry> = {}): Promise<TestDns> {
-  const records = new Map<string, DnsEntry>(
-    Object.entries(initial).map(([name, entry]) => [name.toLowerCase(), entry]),
-  );
+export async function startDns(zone: Zone = {}): Promise<FakeDns> {
+  const records = new Map(Object.entries(zone).map(([name, entry]) => [normalizeName(name), entry]));
   const queries: string[] = [];
   let answering = true;
+  const self = { dynamic: null } as Pick<FakeDns, 'dynamic'>;
+  const lookup = async (name: string) => (await self.dynamic?.(name)) ?? records.get(name);
 
-  const self = { dynamic: null } as Pick<TestDns, 'dynamic'>;
-  const server = createUDPServer(async (request, send) => {
+  const handle = async (request: Packet, send: (response: Packet) => unknown) => {
     const response = Packet.createResponseFromRequest(request);
     const [question] = request.questions;
-    if (!question) return;
-    const name = question.name.toLowerCase().replace(/\.$/, '');
-    queries.push(`${typeName(question.type)} ${name}`);
-    if (!answering) return;
-    const entry = (await self.dynamic?.(name)) ?? records.get(name);
-    if (!entry) {
-      response.header.rcode = NXDOMAIN;
-      void send(response);
-      return;
+    if (question === undefined) {
+      response.header.rcode = RCODE.FORMERR;
+      return void send(response);
     }
-    const add = (owner: string, type: number, data: Partial<Resource>) =>
+    const name = normalizeName(question.name);
+    queries.push(`${TYPE_NAMES[question.type] ?? String(question.type)} ${name}`);
+    if (!answering) return;
+    let entry = await lookup(name);
+    if (entry === undefined) {
+      response.header.rcode = RCODE.NXDOMAIN;
+      return void send(response);
+    }
+    if (entry.servfail) {
+      response.header.rcode = RCODE.SERVFAIL;
+      return void send(response);
+    }
+    let owner = question.name;
+    if (entry.CNAME !== undefined && question.type !== Packet.TYPE.CNAME) {
       response.answers.push({
         name: owner,
-        type,
         class: Packet.CLASS.IN,
         ttl: 60,
-        ...data,
+        type: Packet.TYPE.CNAME,
+        domain: entry.CNAME,
       } as Resource);
-    const addresses = (owner: string, of: DnsEntry | undefined) => {
-      if (question.type === Packet.TYPE.A)
-        for (const address of of?.A ?? []) add(owner, Packet.TYPE.A, { address });
-      if (question.type === Packet.TYPE.AAAA)
-        for (const address of of?.AAAA ?? []) add(owner, Packet.TYPE.AAAA, { address });
-    };
-    if (question.type === Packet.TYPE.TXT) {
-      for (const value of entry.TXT ?? [])
-        add(name, Packet.TYPE.TXT, { data: chunks(value) } as Partial<Resource>);
-      void send(response);
-      return;
+      owner = entry.CNAME;
+      entry = (await lookup(normalizeName(entry.CNAME))) ?? {};
     }
-    if (entry.CNAME) {
-      add(name, Packet.TYPE.CNAME, { domain: entry.CNAME });
-      if (question.type !== Packet.TYPE.CNAME) addresses(entry.CNAME, records.get(entry.CNAME));
-    } else {
-      addresses(name, entry);
+    const add = (type: number, data: Partial<Resource>) =>
+      response.answers.push({ name: owner, class: Packet.CLASS.IN, ttl: 60, type, ...data } as Resource);
+    switch (question.type) {
+      case Packet.TYPE.MX:
+        for (const mx of entry.MX ?? []) add(Packet.TYPE.MX, mx as Partial<Resource>);
+        break;
+      case Packet.TYPE.A:
+        for (const address of entry.A ?? []) add(Packet.TYPE.A, { address });
+        break;
+      case Packet.TYPE.AAAA:
+        for (const address of entry.AAAA ?? []) add(Packet.TYPE.AAAA, { address });
+        break;
+      case Packet.TYPE.TXT:
+        for (const value of entry.TXT ?? [])
+          add(Packet.TYPE.TXT, { data: chunks(value) } as Partial<Resource>);
+        break;
+      case Packet.TYPE.CNAME:
+        if (entry.CNAME !== undefined) add(Packet.TYPE.CNAME, { domain: entry.CNAME });
+        break;
     }
     void send(response);
-  });
-  await server.listen(0, '127.0.0.1');
-  const { port } = server.address() as AddressInfo;
+  };
 
-  return Object.assign<Pick<TestDns, 'dynamic'>, Omit<TestDns, 'dynamic'>>(self, {
+  const udp = createDnsServer({ udp: true, handle: (request, send) => void handle(request, send) });
+  const { udp: udpAddress } = await udp.listen({ udp: { port: 0, address: '127.0.0.1' } });
+  const port = udpAddress!.port;
+  // TCP on the same port, for answers too big for UDP; skipped when the port is taken over TCP.
+  let tcp: ReturnType<typeof createDnsServer> | null = createDnsServer({
+    tcp: true,
+    handle: (request, send) => void handle(request, send),
+  });
+  try {
+    await Promise.race([
+      tcp.listen({ tcp: { port, address: '127.0.0.1' } }),
+      new Promise((_, reject) => tcp!.once('error', reject)),
+    ]);
+  } catch {
+    await tcp.close().catch(() => undefined);
+    tcp = null;
+  }
+
+  return Object.assign<Pick<FakeDns, 'dynamic'>, Omit<FakeDns, 'dynamic'>>(self, {
     server: `127.0.0.1:${port}`,
     port,
     records,
     queries,
     set(name: string, entry: DnsEntry) {
-      records.set(name.toLowerCase(), entry);
+      records.set(normalizeName(name), entry);
     },
     answer(on: boolean) {
       answering = on;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    async close() {
+      await Promise.all([udp.close(), tcp?.close()]);
+    },
   });
 }

@@ -1,132 +1,13 @@
-// Local fakes of the mail world for tests: a DNS server (dns2) answering from a zone, and SMTP servers
-// (smtp-server, or a raw socket that never speaks) whose replies, delays and refusals a test chooses.
+// Local fakes of the mail world for tests: SMTP servers (smtp-server, or a raw socket that never speaks)
+// whose replies, delays and refusals a test chooses, and, with the DNS fake of dns.ts, a whole mail world.
 // Everything listens on loopback. SMTP servers of one test can share one port across 127.0.0.1,
 // 127.0.0.2, 127.0.0.3… (Linux routes all of 127/8 to loopback): start the first on port 0 and pass its
 // port to the others, since the verifier probes every MX host on the same port.
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
-import type DNS from 'dns2';
-import { Packet, createServer as createDnsServer } from 'dns2';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll } from 'vitest';
-
-export interface ZoneEntry {
-  MX?: Array<{ exchange: string; priority: number }>;
-  A?: string[];
-  AAAA?: string[];
-  CNAME?: string;
-  /** Answer every query for this name with SERVFAIL. */
-  servfail?: boolean;
-}
-
-export type Zone = Record<string, ZoneEntry>;
-
-export interface FakeDns {
-  /** `127.0.0.1:port`, for `dnsServers`. */
-  server: string;
-  /** Every question asked, in order. */
-  queries: Array<{ name: string; type: string }>;
-  close(): Promise<void>;
-}
-
-/** Response codes (RFC 1035 §4.1.1); dns2 has them at run time but not in its types. */
-const RCODE = { FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3 } as const;
-
-type Resource = DNS.Packet.Resource;
-
-const TYPE_NAMES = Object.fromEntries(
-  Object.entries(Packet.TYPE).map(([name, code]) => [code, name]),
-) as Record<number, string>;
-
-/**
- * A DNS server on 127.0.0.1 (UDP, and TCP on the same port when it is free) answering from `zone`.
- * Names are matched case-insensitively without the trailing dot; names not in the zone get NXDOMAIN,
- * names in it without a record of the asked type get an empty answer (NODATA). A CNAME is answered for
- * any type, followed by the target's records of that type.
- */
-export async function startDns(zone: Zone): Promise<FakeDns> {
-  const entries = new Map(Object.entries(zone).map(([name, entry]) => [normalizeName(name), entry]));
-  const queries: FakeDns['queries'] = [];
-  const handle = (request: Packet, send: (response: Packet) => unknown) => {
-    const response = Packet.createResponseFromRequest(request);
-    const [question] = request.questions;
-    if (question === undefined) {
-      response.header.rcode = RCODE.FORMERR;
-      return void send(response);
-    }
-    const name = normalizeName(question.name);
-    queries.push({ name, type: TYPE_NAMES[question.type] ?? String(question.type) });
-    let entry = entries.get(name);
-    if (entry === undefined) {
-      response.header.rcode = RCODE.NXDOMAIN;
-      return void send(response);
-    }
-    if (entry.servfail) {
-      response.header.rcode = RCODE.SERVFAIL;
-      return void send(response);
-    }
-    let owner = question.name;
-    const base = { name: owner, class: Packet.CLASS.IN, ttl: 60 };
-    if (entry.CNAME !== undefined && question.type !== Packet.TYPE.CNAME) {
-      response.answers.push({ ...base, type: Packet.TYPE.CNAME, domain: entry.CNAME } as Resource);
-      owner = entry.CNAME;
-      entry = entries.get(normalizeName(entry.CNAME)) ?? {};
-    }
-    const record = { name: owner, class: Packet.CLASS.IN, ttl: 60 };
-    switch (question.type) {
-      case Packet.TYPE.MX:
-        for (const mx of entry.MX ?? [])
-          response.answers.push({ ...record, type: Packet.TYPE.MX, ...mx } as Resource);
-        break;
-      case Packet.TYPE.A:
-        for (const address of entry.A ?? [])
-          response.answers.push({ ...record, type: Packet.TYPE.A, address } as Resource);
-        break;
-      case Packet.TYPE.AAAA:
-        for (const address of entry.AAAA ?? [])
-          response.answers.push({ ...record, type: Packet.TYPE.AAAA, address } as Resource);
-        break;
-      case Packet.TYPE.CNAME:
-        if (entry.CNAME !== undefined)
-          response.answers.push({
-            ...record,
-            type: Packet.TYPE.CNAME,
-            domain: entry.CNAME,
-          } as Resource);
-        break;
-    }
-    void send(response);
-  };
-
-  const udp = createDnsServer({ udp: true, handle: (request, send) => handle(request, send) });
-  const { udp: udpAddress } = await udp.listen({ udp: { port: 0, address: '127.0.0.1' } });
-  const port = udpAddress!.port;
-  // TCP on the same port, for answers too big for UDP; skipped when the port is taken over TCP.
-  let tcp: ReturnType<typeof createDnsServer> | null = createDnsServer({
-    tcp: true,
-    handle: (request, send) => handle(request, send),
-  });
-  try {
-    await Promise.race([
-      tcp.listen({ tcp: { port, address: '127.0.0.1' } }),
-      new Promise((_, reject) => tcp!.once('error', reject)),
-    ]);
-  } catch {
-    await tcp.close().catch(() => undefined);
-    tcp = null;
-  }
-  return {
-    server: `127.0.0.1:${port}`,
-    queries,
-    async close() {
-      await Promise.all([udp.close(), tcp?.close()]);
-    },
-  };
-}
-
-function normalizeName(name: string): string {
-  return name.toLowerCase().replace(/\.$/, '');
-}
+import { type FakeDns, type Zone, startDns } from './dns.js';
 
 export interface FakeSmtpOptions {
   /** Where to listen: 127.0.0.1 by default. */

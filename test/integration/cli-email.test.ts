@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmailVerification } from '../../src/shared/api/email.js';
 import { addressesOf } from '../../src/cli/email.js';
 import { type CliResult, assertBuilt, runWharf } from '../helpers/cli.js';
-import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
+import { type FakeSmtp, startSmtp } from '../helpers/mail.js';
+import { type FakeDns, startDns } from '../helpers/dns.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let home: string;

@@ -14,7 +14,7 @@ import { FileSecretStore } from '../../src/core/secret-store.js';
 import { CreatedDomain, Domain, DomainVerification } from '../../src/shared/api/domains.js';
 import { BridgeError } from '../../src/shared/bridge.js';
 import { nextCheckAt } from '../../src/server/domains/domains.js';
-import { type TestDns, startDns } from '../helpers/dns.js';
+import { type FakeDns, startDns } from '../helpers/dns.js';
 import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -23,7 +23,7 @@ const TARGET = 'cname.localhost';
 const TARGET_A = '10.0.0.7';
 const TARGET_AAAA = 'fd00::7';
 
-let dns: TestDns;
+let dns: FakeDns;
 let p: TestPlatform;
 
 async function addDomain(body: Record<string, unknown>, key = p.key, tp = p): Promise<CreatedDomain> {

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
 import { EmailBatchResult, EmailVerification } from '../../src/shared/api/email.js';
-import { type FakeDns, type FakeSmtp, type Zone, startDns, startSmtp } from '../helpers/mail.js';
+import { type FakeSmtp, startSmtp } from '../helpers/mail.js';
+import { type FakeDns, type Zone, startDns } from '../helpers/dns.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { EMAIL_RESULT, expectSpec } from '../helpers/spec-contract.js';
 

@@ -31,7 +31,7 @@ import {
 } from '../helpers/acme.js';
 import { type Files, accepts, createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { startDns, type TestDns } from '../helpers/dns.js';
+import { startDns, type FakeDns } from '../helpers/dns.js';
 import { type TestPlatform, call } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 import { quietPort } from '../helpers/ports.js';
@@ -166,7 +166,7 @@ require('node:http').createServer((req, res) => res.end('api service ' + req.url
 
 describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
   let tp: FrontPlatform;
-  let testDns: TestDns;
+  let testDns: FakeDns;
   let appId: string;
   let appPort: number;
   const lookup = dns.lookup;
@@ -521,7 +521,7 @@ function postBody(
 }
 
 describe.skipIf(!haproxy || pebble !== null)('the HAProxy front over HTTPS', () => {
-  let testDns: TestDns;
+  let testDns: FakeDns;
   let acme: TestAcme;
   let tp: FrontPlatform;
   let root: string;

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
 import { EmailVerification } from '../../src/shared/api/email.js';
-import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
+import { type FakeSmtp, startSmtp } from '../helpers/mail.js';
+import { type FakeDns, startDns } from '../helpers/dns.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let dns: FakeDns;

@@ -3,8 +3,8 @@
 // a batch), as a client written only from SPEC.md calls them, against a real platform with a DNS
 // server and an MX host on loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestDns, startDns as startDomainDns } from '../helpers/dns.js';
-import { type FakeDns, type FakeSmtp, startDns, startSmtp } from '../helpers/mail.js';
+import { type FakeSmtp, startSmtp } from '../helpers/mail.js';
+import { type FakeDns, startDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
   CREATED_DOMAIN,
@@ -19,12 +19,12 @@ const TARGET = 'cname.localhost';
 const DOMAINS = Array.from({ length: 5 }, (_, i) => `mail${i}.test`);
 
 describe('§2.3 and §4.3: domains', () => {
-  let dns: TestDns;
+  let dns: FakeDns;
   let tp: TestPlatform;
   let key: string;
 
   beforeAll(async () => {
-    dns = await startDomainDns({ [TARGET]: { A: ['10.0.0.7'] } });
+    dns = await startDns({ [TARGET]: { A: ['10.0.0.7'] } });
     tp = await startPlatform({ dnsServers: [dns.server], dnsTimeoutMs: 1_500 });
     key = (await tp.newAccount({ scopes: ['deploy'] })).key;
   });

@@ -18,7 +18,7 @@ import {
   http2Request,
 } from '../helpers/acme.js';
 import { createProject, deployFiles, type Files } from '../helpers/deploy.js';
-import { startDns, type TestDns } from '../helpers/dns.js';
+import { startDns, type FakeDns } from '../helpers/dns.js';
 import { call, type TestPlatform } from '../helpers/platform.js';
 
 const missing = pebbleMissing();
@@ -57,7 +57,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 };
 
 describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
-  let dns: TestDns;
+  let dns: FakeDns;
   let env: { tp: TestPlatform; pebble: TestAcme; root: string };
   let local: Server;
   let tunnel: TunnelClient;

@@ -25,7 +25,7 @@ import {
 } from '../helpers/acme.js';
 import { archiveOf, createProject, deploy, settled, upload, viaEdge, waitFor } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { startDns, type TestDns } from '../helpers/dns.js';
+import { startDns, type FakeDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 import { quietPort } from '../helpers/ports.js';
@@ -49,7 +49,7 @@ function handshake(port: number, host: string): Promise<boolean> {
 }
 
 describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
-  let dns: TestDns;
+  let dns: FakeDns;
   let pebble: TestAcme;
   let tp: TestPlatform;
   let root: string;
@@ -256,7 +256,7 @@ describe.skipIf(missing !== null)('HTTPS over HTTP-01', () => {
 
 /** A platform with HTTPS and its own Pebble, on `base`; `tls` adds to the ACME settings. */
 describe.skipIf(missing !== null)('wildcards over DNS-01', () => {
-  let dns: TestDns;
+  let dns: FakeDns;
   let dir: string;
   const stop: Array<() => Promise<void>> = [];
 
@@ -439,7 +439,7 @@ describe.skipIf(missing !== null)('renewal', () => {
 });
 
 describe.skipIf(missing !== null)('tunnels and the API over HTTPS', () => {
-  let dns: TestDns;
+  let dns: FakeDns;
   let env: { tp: TestPlatform; pebble: TestAcme; root: string };
   let app: Server;
   let appPort: number;
