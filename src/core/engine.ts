@@ -260,13 +260,13 @@ export class Engine implements Bridge {
       if (this.status.lastContactAt === null && this.status.problem === null) await this.refreshProjects();
       return this.status;
     },
-    'platform.info': async () => this.live((client) => client.platformInfo()),
-    'account.get': async () => this.live((client) => client.account()),
+    'platform.info': async () => this.onPlatform((client) => client.platformInfo()),
+    'account.get': async () => this.onPlatform((client) => client.account()),
     'projects.list': async () => this.listProjects(),
     'projects.get': async (input) => {
       const id = requireId(input);
       try {
-        const detail = await this.live((client) => client.getProject(id));
+        const detail = await this.onPlatform((client) => client.getProject(id));
         const scope = await this.scope();
         if (scope) this.mirror.upsertProject(scope, detail.project);
         this.observe([detail.project], false);
@@ -295,12 +295,12 @@ export class Engine implements Bridge {
           { path: 'file', message: 'is empty' },
         ]);
       }
-      const upload = await this.live((client) => client.uploadArchive(id, input.data));
+      const upload = await this.onPlatform((client) => client.uploadArchive(id, input.data));
       return upload;
     },
     'projects.delete': async (input) => {
       const id = requireId(input);
-      const deleted = await this.live((client) => client.deleteProject(id));
+      const deleted = await this.onPlatform((client) => client.deleteProject(id));
       const scope = await this.scope();
       if (scope) this.mirror.removeProject(scope, id);
       await this.refreshProjects();
@@ -317,7 +317,7 @@ export class Engine implements Bridge {
     },
     'projects.releases': async (input) => {
       const id = requireId(input);
-      return this.live((client) => client.releases(id));
+      return this.onPlatform((client) => client.releases(id));
     },
     'projects.rollback': async (input) => {
       const id = requireId(input);
@@ -327,7 +327,7 @@ export class Engine implements Bridge {
     'projects.logs': async (input) => {
       const id = requireId(input);
       const { since, limit } = input;
-      return this.live((client) =>
+      return this.onPlatform((client) =>
         client.logs(id, {
           ...(since === undefined ? {} : { since }),
           ...(limit === undefined ? {} : { limit }),
@@ -374,11 +374,11 @@ export class Engine implements Bridge {
       return JSON.stringify(toHar(requests, { version: this.options.version ?? 'dev' }), null, 2);
     },
     'traffic.curl': async (input) => toCurl(this.captured(requireString(input, 'id', 'a request id'))),
-    'account.usage': async () => this.live((client) => client.usage()),
-    'domains.list': async () => this.live((client) => client.listDomains()),
+    'account.usage': async () => this.onPlatform((client) => client.usage()),
+    'domains.list': async () => this.onPlatform((client) => client.listDomains()),
     'domains.create': async (input) => {
       const body = checkDomainInput(input);
-      return this.live((client) => client.createDomain(body));
+      return this.onPlatform((client) => client.createDomain(body));
     },
     'domains.link': async (input) => {
       const id = requireString(input, 'id', 'a domain id');
@@ -393,7 +393,7 @@ export class Engine implements Bridge {
         throw invalidInput('hsts', 'must be true or false');
       if (projectId === undefined && hsts === undefined)
         throw invalidInput('project_id', 'give project_id, hsts or both');
-      return this.live((client) =>
+      return this.onPlatform((client) =>
         client.linkDomain(id, {
           ...(projectId === undefined ? {} : { project_id: projectId as string | null }),
           ...(hsts === undefined ? {} : { hsts }),
@@ -402,22 +402,22 @@ export class Engine implements Bridge {
     },
     'domains.verify': async (input) => {
       const id = requireString(input, 'id', 'a domain id');
-      return this.live((client) => client.verifyDomain(id));
+      return this.onPlatform((client) => client.verifyDomain(id));
     },
     'domains.delete': async (input) => {
       const id = requireString(input, 'id', 'a domain id');
-      return this.live((client) => client.deleteDomain(id));
+      return this.onPlatform((client) => client.deleteDomain(id));
     },
     'email.verify': async (input) => {
       const { email } = (input ?? {}) as { email?: unknown };
       if (typeof email !== 'string') throw invalidInput('email', 'must be an email address');
-      return this.live((client) => client.verifyEmail({ email, ...smtpProbeOf(input) }));
+      return this.onPlatform((client) => client.verifyEmail({ email, ...smtpProbeOf(input) }));
     },
     'email.verifyBatch': async (input) => {
       const { emails } = (input ?? {}) as { emails?: unknown };
       if (!Array.isArray(emails) || emails.some((email) => typeof email !== 'string'))
         throw invalidInput('emails', 'must be a list of email addresses');
-      return this.live((client) =>
+      return this.onPlatform((client) =>
         client.verifyEmailBatch({ emails: emails as string[], ...smtpProbeOf(input) }),
       );
     },
@@ -426,17 +426,19 @@ export class Engine implements Bridge {
       if (typeof provider !== 'string' || provider === '') throw invalidInput('provider', 'is required');
       if (typeof key !== 'string' || key.trim() === '')
         throw invalidInput('key', 'is required: paste your key');
-      return this.live((client) => client.setAiKey({ provider: provider as AiProvider, key: key.trim() }));
+      return this.onPlatform((client) =>
+        client.setAiKey({ provider: provider as AiProvider, key: key.trim() }),
+      );
     },
-    'account.deleteAiKey': async () => this.live((client) => client.deleteAiKey()),
-    'keys.list': async () => this.live((client) => client.listKeys()),
+    'account.deleteAiKey': async () => this.onPlatform((client) => client.deleteAiKey()),
+    'keys.list': async () => this.onPlatform((client) => client.listKeys()),
     'keys.create': async (input) => {
       const body = checkKeyInput(input);
-      return this.live((client) => client.createKey(body));
+      return this.onPlatform((client) => client.createKey(body));
     },
     'keys.revoke': async (input) => {
       const id = requireString(input, 'id', 'a key id');
-      return this.live(async (client) => {
+      return this.onPlatform(async (client) => {
         // The platform lets a key revoke itself; this app would then be locked out of its platform.
         const own = (await client.listKeys()).find((key) => key.id === id && key.current);
         if (own) {
@@ -450,26 +452,26 @@ export class Engine implements Bridge {
       });
     },
     'ai.build': async (input) => {
-      const answer = await this.live((client) => client.aiBuild(input));
-      await this.saw(answer.project);
+      const answer = await this.onPlatform((client) => client.aiBuild(input));
+      await this.rememberProject(answer.project);
       return answer;
     },
     'ai.deploy': async (input) => {
       const projectId = requireString(input, 'project_id', 'a project id');
       const { env, database } = input;
-      const answer = await this.live((client) =>
+      const answer = await this.onPlatform((client) =>
         client.aiDeploy({
           project_id: projectId,
           env: env ?? {},
           ...(database === undefined ? {} : { database }),
         }),
       );
-      await this.saw(answer.project);
+      await this.rememberProject(answer.project);
       return answer;
     },
     'ai.edit': async (input) => {
-      const answer = await this.live((client) => client.aiEdit(input));
-      await this.saw(answer.project);
+      const answer = await this.onPlatform((client) => client.aiEdit(input));
+      await this.rememberProject(answer.project);
       return answer;
     },
     'ai.agent.start': async (input) => this.startAgent(input),
@@ -483,8 +485,8 @@ export class Engine implements Bridge {
 
   // --- AI -------------------------------------------------------------------------------------
 
-  /** A project an AI call answered with: kept in the Mirror, the list refreshed, its deploy watched. */
-  private async saw(project: Project): Promise<void> {
+  /** A project the platform just answered with: stored in the Mirror, the list refreshed, its deploy watched. */
+  private async rememberProject(project: Project): Promise<void> {
     const scope = await this.scope();
     if (scope) this.mirror.upsertProject(scope, project);
     await this.refreshProjects();
@@ -508,7 +510,7 @@ export class Engine implements Bridge {
     const body = { messages, ...(engine === undefined ? {} : { engine }) };
     let response: Response;
     try {
-      response = await this.live((client) => client.agentStream(body, abort.signal));
+      response = await this.onPlatform((client) => client.agentStream(body, abort.signal));
     } catch (error) {
       this.agentRuns.delete(runId);
       if (abort.signal.aborted)
@@ -729,7 +731,7 @@ export class Engine implements Bridge {
   }
 
   /** Calls the platform, keeping the online status in step with what happened. */
-  private async live<T>(call: (client: PlatformClient) => Promise<T>): Promise<T> {
+  private async onPlatform<T>(call: (client: PlatformClient) => Promise<T>): Promise<T> {
     let connection: Connection;
     try {
       connection = await this.connect();
@@ -778,7 +780,7 @@ export class Engine implements Bridge {
   private async scope(): Promise<MirrorScope | null> {
     const connection = await this.connect();
     if (this.accountId === null) {
-      const account: Account = await this.live((client) => client.account());
+      const account: Account = await this.onPlatform((client) => client.account());
       this.accountId = account.id;
       this.mirror.rememberAccount(connection.origin, account.id);
     }
@@ -814,7 +816,7 @@ export class Engine implements Bridge {
   private async fetchProjects(conditional: boolean): Promise<ProjectList & { changed: boolean }> {
     const scope = await this.scope();
     if (!scope) throw notConfigured(this.status.platformUrl);
-    const result = await this.live((client) => client.listProjects(conditional ? this.listEtag : null));
+    const result = await this.onPlatform((client) => client.listProjects(conditional ? this.listEtag : null));
     const fetchedAt = new Date().toISOString();
     if (result.notModified) {
       return { ...this.mirror.projects(scope), source: 'live', fetchedAt, changed: false };
@@ -846,11 +848,8 @@ export class Engine implements Bridge {
   }
 
   private async write(call: (client: PlatformClient) => Promise<Project>): Promise<Project> {
-    const project = await this.live(call);
-    const scope = await this.scope();
-    if (scope) this.mirror.upsertProject(scope, project);
-    await this.refreshProjects();
-    this.observe([project], false);
+    const project = await this.onPlatform(call);
+    await this.rememberProject(project);
     return project;
   }
 
