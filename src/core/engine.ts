@@ -39,26 +39,20 @@ import {
   type AiAgentEvent,
   type ConnectionTest,
   type DeployOutcome,
-  type LocalTunnel,
   type PlatformStatus,
   type ProjectList,
   type ReplayInput,
   type SettingsView,
-  type StartTunnelInput,
   type TrafficQuery,
 } from '../shared/bridge.js';
-import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from '../shared/dns-label.js';
-import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
 import { readSse } from './api-client/sse.js';
 import { toDetail } from './capture/capture.js';
 import { toCurl } from './capture/curl.js';
 import { toHar } from './capture/har.js';
-import type { CaptureOrigin } from './mirror/captures.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
-import { TunnelClient, TunnelRefusedError, type TunnelState } from './tunnel/client.js';
-import { PortWatch } from './tunnel/port-watch.js';
+import { Tunnels } from './tunnel/tunnels.js';
 import { checkReplayInput, replayExchange } from './replay.js';
 import type { SecretStore } from './secret-store.js';
 import {
@@ -137,20 +131,6 @@ interface Connection {
   apiKey: string | null;
 }
 
-/** A tunnel this Engine runs. */
-interface RunningTunnel {
-  /** The Engine's own id (`local_…`): stable while it runs, whatever the platform calls it. */
-  key: string;
-  client: TunnelClient;
-  view: LocalTunnel;
-  /** Whether its local app listens (checked at start, when it comes back online, after a refusal). */
-  port: PortWatch;
-  /** Every id it went by (the local one, and each platform id it had): any of them finds it. */
-  ids: Set<string>;
-  /** Set by tunnels.stop, so its `stopped` state is not taken for a refusal. */
-  stopping: boolean;
-}
-
 /** Events that need the platform polled while someone listens; tunnel, traffic and agent events do not. */
 const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
   (event) => event !== 'tunnels' && event !== 'traffic' && event !== 'ai-agent',
@@ -180,7 +160,7 @@ export class Engine implements Bridge {
   /** The deploy state of each project last seen on the current platform. */
   private seen = new Map<string, DeployState>();
   private readonly follows: LogFollowers;
-  private readonly tunnels = new Map<string, RunningTunnel>();
+  private readonly tunnels: Tunnels;
   /** The agent runs streaming now, by run id: aborting one closes its stream. */
   private readonly agentRuns = new Map<string, AbortController>();
 
@@ -215,6 +195,18 @@ export class Engine implements Bridge {
       emit: (batch) => this.emit('project-logs', batch),
       ...(options.logFlushMs === undefined ? {} : { flushMs: options.logFlushMs }),
     });
+    this.tunnels = new Tunnels({
+      platform: async () => {
+        const connection = await this.connect();
+        if (!connection.apiKey) throw notConfigured(connection.origin);
+        return { origin: connection.origin, apiKey: connection.apiKey };
+      },
+      store: (exchange, origin) => this.mirror.captures.add(exchange, origin),
+      changed: () => this.emit('tunnels', this.tunnels.views()),
+      closing: () => this.closed,
+      ...(options.tunnelBackoffMs === undefined ? {} : { backoffMs: options.tunnelBackoffMs }),
+      ...(options.tunnelPortCheckMs === undefined ? {} : { portCheckMs: options.tunnelPortCheckMs }),
+    });
   }
 
   async invoke<K extends BridgeOperation>(operation: K, input: BridgeInput<K>): Promise<BridgeOutput<K>> {
@@ -244,7 +236,7 @@ export class Engine implements Bridge {
     this.follows.closeAll();
     for (const run of this.agentRuns.values()) run.abort();
     this.stopPolling();
-    await Promise.all([...this.tunnels.values()].map((tunnel) => this.stopTunnel(tunnel)));
+    await this.tunnels.stopAll();
     await this.polling?.catch(() => undefined);
     // Stores what the tunnels captured last (and sends it) before the listeners go.
     this.mirror.captures.flush();
@@ -336,21 +328,21 @@ export class Engine implements Bridge {
     },
     'logs.follow': async (input) => this.follows.follow(requireId(input)),
     'logs.unfollow': async (input) => this.follows.unfollow(requireId(input)),
-    'tunnels.list': async () => this.tunnelViews(),
-    'tunnels.start': async (input) => this.startTunnel(input),
+    'tunnels.list': async () => this.tunnels.views(),
+    'tunnels.start': async (input) => this.tunnels.start(input),
     'tunnels.stop': async (input) => {
-      const tunnel = this.findTunnel(requireString(input, 'id', 'a tunnel id'));
+      const tunnel = this.tunnels.find(requireString(input, 'id', 'a tunnel id'));
       if (!tunnel) {
         throw new BridgeError('not_found', 404, `no tunnel ${String(input.id)} runs in this app`);
       }
-      return this.stopTunnel(tunnel);
+      return this.tunnels.stop(tunnel);
     },
     'traffic.list': async (input) => {
       const query: TrafficQuery = input ?? {};
       const tunnelId = query.tunnelId;
       return this.mirror.captures.list(
         query,
-        typeof tunnelId === 'string' && tunnelId !== '' ? this.tunnelNames(tunnelId) : undefined,
+        typeof tunnelId === 'string' && tunnelId !== '' ? this.tunnels.names(tunnelId) : undefined,
       );
     },
     'traffic.get': async (input) => this.captured(requireString(input, 'id', 'a request id')),
@@ -361,7 +353,9 @@ export class Engine implements Bridge {
       if (tunnelId !== undefined && (typeof tunnelId !== 'string' || tunnelId === ''))
         throw new BridgeError('bad_request', 400, 'tunnelId must be a tunnel id');
       return {
-        deleted: this.mirror.captures.clear(tunnelId === undefined ? undefined : this.tunnelNames(tunnelId)),
+        deleted: this.mirror.captures.clear(
+          tunnelId === undefined ? undefined : this.tunnels.names(tunnelId),
+        ),
       };
     },
     'traffic.har': async (input) => {
@@ -876,151 +870,6 @@ export class Engine implements Bridge {
     for (const event of finished) this.emit('deploy-finished', event);
   }
 
-  // --- tunnels ------------------------------------------------------------------------------
-
-  private tunnelViews(): LocalTunnel[] {
-    return [...this.tunnels.values()].map((tunnel) => ({ ...tunnel.view }));
-  }
-
-  private emitTunnels(): void {
-    this.emit('tunnels', this.tunnelViews());
-  }
-
-  /** The running tunnel known by any of its ids (local, or a platform id it had). */
-  private findTunnel(id: string): RunningTunnel | null {
-    for (const tunnel of this.tunnels.values()) if (tunnel.ids.has(id)) return tunnel;
-    return null;
-  }
-
-  /**
-   * The names a tunnel's traffic is filed under: for a running tunnel, every id it went by, its key
-   * and its subdomain (so earlier sessions on the same public URL count too); else the name as given
-   * (a platform tunnel id, a key or a subdomain from the history).
-   */
-  private tunnelNames(id: string): string[] {
-    const tunnel = this.findTunnel(id);
-    if (!tunnel) return [id];
-    return [...tunnel.ids, ...(tunnel.view.subdomain ? [tunnel.view.subdomain] : [])];
-  }
-
-  private async startTunnel(input: StartTunnelInput): Promise<LocalTunnel> {
-    const { port, subdomain, hostHeader } = checkTunnelInput(input);
-    if (subdomain !== undefined) {
-      for (const other of this.tunnels.values()) {
-        if (other.view.subdomain === subdomain && other.view.state !== 'stopped') {
-          throw new BridgeError(
-            'conflict',
-            409,
-            `a tunnel to port ${other.view.localPort} already uses the subdomain "${subdomain}"`,
-          );
-        }
-      }
-    }
-    const connection = await this.connect();
-    if (!connection.apiKey) throw notConfigured(connection.origin);
-    const key = `local_${randomBytes(8).toString('hex')}`;
-    const client = new TunnelClient({
-      platformUrl: connection.origin,
-      apiKey: connection.apiKey,
-      localPort: port,
-      hostHeader,
-      ...(subdomain === undefined ? {} : { subdomain }),
-      ...(this.options.tunnelBackoffMs === undefined ? {} : { backoffMs: this.options.tunnelBackoffMs }),
-    });
-    const tunnel: RunningTunnel = {
-      key,
-      client,
-      ids: new Set([key]),
-      stopping: false,
-      port: new PortWatch(
-        port,
-        (listening) => {
-          tunnel.view.listening = listening;
-          if (!tunnel.stopping && this.tunnels.has(key)) this.emitTunnels();
-        },
-        this.options.tunnelPortCheckMs === undefined ? {} : { intervalMs: this.options.tunnelPortCheckMs },
-      ),
-      view: {
-        id: key,
-        localPort: port,
-        hostHeader,
-        subdomain: subdomain ?? null,
-        url: null,
-        state: 'connecting',
-        detail: null,
-        listening: null,
-        startedAt: new Date().toISOString(),
-      },
-    };
-    client.on('state', (state, detail) => this.tunnelState(tunnel, state, detail));
-    client.on('exchange', (exchange) => {
-      // The app went away since the last check: say so (and watch for it to come back).
-      if (exchange.request.error?.startsWith('nothing is listening')) void tunnel.port.check();
-      const origin: CaptureOrigin = {
-        tunnelKey: key,
-        subdomain: tunnel.view.subdomain,
-        localPort: port,
-        hostHeader,
-      };
-      this.mirror.captures.add(exchange, origin);
-    });
-    // Whether the app listens is known from the first event on (a local connect: a few ms at most).
-    await tunnel.port.check();
-    this.tunnels.set(key, tunnel);
-    this.emitTunnels();
-    try {
-      await client.start();
-    } catch (error) {
-      const stoppedMeanwhile = tunnel.stopping;
-      tunnel.port.stop();
-      client.removeAllListeners('state');
-      this.tunnels.delete(key);
-      await client.stop().catch(() => undefined);
-      if (!stoppedMeanwhile) this.emitTunnels();
-      throw stoppedMeanwhile ? this.stoppedWhileStarting() : tunnelError(error, connection.origin);
-    }
-    if (tunnel.stopping || this.closed) {
-      // Stopped while it connected: the connection it just made must not outlive it.
-      await client.stop();
-      throw this.stoppedWhileStarting();
-    }
-    return { ...tunnel.view };
-  }
-
-  private stoppedWhileStarting(): BridgeError {
-    return this.closed
-      ? new BridgeError('unavailable', 503, 'the Engine is shutting down')
-      : new BridgeError('conflict', 409, 'the tunnel was stopped before it came online');
-  }
-
-  private tunnelState(tunnel: RunningTunnel, state: TunnelState, detail?: string): void {
-    if (tunnel.stopping) return;
-    const { view, client } = tunnel;
-    if (state === 'online' && client.info) {
-      tunnel.ids.add(client.info.id);
-      view.id = client.info.id;
-      view.subdomain = client.info.subdomain;
-      view.url = client.info.url;
-    }
-    // Back online after a break: the app may have gone meanwhile (the first check covers the start).
-    if (state === 'online' && view.state === 'reconnecting') void tunnel.port.check();
-    view.state = state;
-    view.detail = state === 'online' ? null : (detail ?? null);
-    this.emitTunnels();
-  }
-
-  private async stopTunnel(tunnel: RunningTunnel): Promise<LocalTunnel> {
-    tunnel.stopping = true;
-    tunnel.port.stop();
-    await tunnel.client.stop();
-    this.tunnels.delete(tunnel.key);
-    tunnel.view.state = 'stopped';
-    tunnel.view.detail = null;
-    tunnel.view.listening = null;
-    this.emitTunnels();
-    return { ...tunnel.view };
-  }
-
   // --- traffic --------------------------------------------------------------------------------
 
   private captured(id: string): CapturedRequestDetail {
@@ -1037,7 +886,7 @@ export class Engine implements Bridge {
     const original = stored.detail;
     const running =
       (stored.tunnelKey ? this.tunnels.get(stored.tunnelKey) : undefined) ??
-      this.findTunnel(original.tunnel_id) ??
+      this.tunnels.find(original.tunnel_id) ??
       undefined;
     const port = running?.view.localPort ?? stored.localPort;
     if (!port) {
@@ -1127,25 +976,6 @@ function requireString(input: unknown, field: string, what: string): string {
   return value;
 }
 
-function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: string; hostHeader: string } {
-  const { port, subdomain, hostHeader } = (input ?? {}) as Partial<StartTunnelInput>;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
-    throw invalidInput('port', 'must be a port number from 1 to 65535');
-  if (subdomain !== undefined && subdomain !== null && subdomain !== '') {
-    if (typeof subdomain !== 'string' || !DNS_LABEL_PATTERN.test(subdomain))
-      throw invalidInput(
-        'subdomain',
-        'must be a lowercase DNS label: letters, digits and hyphens, such as my-app',
-      );
-    if (RESERVED_SUBDOMAINS.has(subdomain))
-      throw invalidInput('subdomain', `"${subdomain}" is reserved for the platform`);
-  }
-  const mode = hostHeader === undefined || hostHeader === null || hostHeader === '' ? 'preserve' : hostHeader;
-  if (typeof mode !== 'string' || !isHostHeaderMode(mode))
-    throw invalidInput('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
-  return { port, hostHeader: mode, ...(subdomain ? { subdomain } : {}) };
-}
-
 /** The body of `POST /domains` from what the UI sent: the platform validates the name itself. */
 function checkDomainInput(input: unknown): { domain: string; project_id?: string } {
   const { domain, project_id: projectId } = (input ?? {}) as { domain?: unknown; project_id?: unknown };
@@ -1177,33 +1007,6 @@ function smtpProbeOf(input: unknown): { smtp_probe?: boolean } {
   if (probe === undefined || probe === null) return {};
   if (typeof probe !== 'boolean') throw invalidInput('smtp_probe', 'must be true or false');
   return { smtp_probe: probe };
-}
-
-/** Why a tunnel could not start, as the Bridge reports it: the platform's problem when it answered. */
-function tunnelError(error: unknown, origin: string): BridgeError {
-  if (error instanceof BridgeError) return error;
-  if (error instanceof TunnelRefusedError) {
-    const code: ErrorCode =
-      error.code in ERROR_STATUS
-        ? (error.code as ErrorCode)
-        : error.status === 401
-          ? 'unauthorized'
-          : error.status === 409
-            ? 'conflict'
-            : error.status >= 500
-              ? 'unavailable'
-              : 'bad_request';
-    return new BridgeError(code, error.status, error.message);
-  }
-  // The client's own messages already name the platform ("cannot reach <origin>: …").
-  const message = (error as Error).message;
-  return new BridgeError(
-    'offline',
-    0,
-    message.includes(origin)
-      ? `cannot open a tunnel: ${message}`
-      : `cannot open a tunnel to ${origin}: ${message}`,
-  );
 }
 
 function isOffline(error: unknown): boolean {
