@@ -8,14 +8,11 @@
 // It owns the tunnels it starts (TunnelClient): their states go out as `tunnels` events, every exchange
 // they capture is stored in the Mirror's traffic history and goes out, batched, as `traffic` events;
 // replays go straight to the tunnel's local port, never through the platform.
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  AgentStreamEvents,
   type Account,
-  type AgentStreamEventName,
   type AiProvider,
   type CapturedRequestDetail,
   type CreateKeyRequest,
@@ -35,8 +32,6 @@ import {
   type BridgeOperation,
   type BridgeOutput,
   type BridgeRequests,
-  type AgentStartInput,
-  type AiAgentEvent,
   type ConnectionTest,
   type DeployOutcome,
   type PlatformStatus,
@@ -47,12 +42,12 @@ import {
 } from '../shared/bridge.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
-import { readSse } from './api-client/sse.js';
 import { toDetail } from './capture/capture.js';
 import { toCurl } from './capture/curl.js';
 import { toHar } from './capture/har.js';
 import { Mirror, type MirrorScope } from './mirror/mirror.js';
 import { Tunnels } from './tunnel/tunnels.js';
+import { AgentRuns } from './agent-runs.js';
 import { checkReplayInput, replayExchange } from './replay.js';
 import type { SecretStore } from './secret-store.js';
 import {
@@ -136,10 +131,6 @@ const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
   (event) => event !== 'tunnels' && event !== 'traffic' && event !== 'ai-agent',
 );
 
-/** The agent stream sends a heartbeat every 15 s: this much silence means the connection died. */
-const AGENT_IDLE_MS = 45_000;
-const RUN_ID = /^run_[A-Za-z0-9_-]{8,64}$/;
-
 type Handlers = { [K in BridgeOperation]: (input: BridgeInput<K>) => Promise<BridgeOutput<K>> };
 
 const notConfigured = (origin: string) =>
@@ -161,8 +152,10 @@ export class Engine implements Bridge {
   private seen = new Map<string, DeployState>();
   private readonly follows: LogFollowers;
   private readonly tunnels: Tunnels;
-  /** The agent runs streaming now, by run id: aborting one closes its stream. */
-  private readonly agentRuns = new Map<string, AbortController>();
+  private readonly agentRuns = new AgentRuns({
+    open: (body, signal) => this.onPlatform((client) => client.agentStream(body, signal)),
+    emit: (event) => this.emit('ai-agent', event),
+  });
 
   constructor(private readonly options: EngineOptions) {
     this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'), {
@@ -234,7 +227,7 @@ export class Engine implements Bridge {
     if (this.closed) return;
     this.closed = true;
     this.follows.closeAll();
-    for (const run of this.agentRuns.values()) run.abort();
+    this.agentRuns.stopAll();
     this.stopPolling();
     await this.tunnels.stopAll();
     await this.polling?.catch(() => undefined);
@@ -468,13 +461,8 @@ export class Engine implements Bridge {
       await this.rememberProject(answer.project);
       return answer;
     },
-    'ai.agent.start': async (input) => this.startAgent(input),
-    'ai.agent.stop': async (input) => {
-      const runId = requireString(input, 'runId', 'a run id');
-      const run = this.agentRuns.get(runId);
-      run?.abort();
-      return { runId, stopped: run !== undefined };
-    },
+    'ai.agent.start': async (input) => this.agentRuns.start(input),
+    'ai.agent.stop': async (input) => this.agentRuns.stop(requireString(input, 'runId', 'a run id')),
   };
 
   // --- AI -------------------------------------------------------------------------------------
@@ -485,77 +473,6 @@ export class Engine implements Bridge {
     if (scope) this.mirror.upsertProject(scope, project);
     await this.refreshProjects();
     this.observe([project], false);
-  }
-
-  /**
-   * Opens the run's stream and answers once the platform accepted it; the stream is then read in the
-   * background, each event re-emitted as an `ai-agent` event, and `closed` last whatever happens.
-   */
-  private async startAgent(input: AgentStartInput): Promise<{ runId: string }> {
-    const { messages, engine, runId: given } = (input ?? {}) as Partial<AgentStartInput>;
-    if (!Array.isArray(messages) || messages.length === 0)
-      throw invalidInput('messages', 'must hold at least one message');
-    if (given !== undefined && (typeof given !== 'string' || !RUN_ID.test(given)))
-      throw invalidInput('runId', 'must be run_ followed by 8 to 64 letters, digits, _ or -');
-    const runId = given ?? `run_${randomBytes(12).toString('hex')}`;
-    if (this.agentRuns.has(runId)) throw new BridgeError('conflict', 409, `run ${runId} is already running`);
-    const abort = new AbortController();
-    this.agentRuns.set(runId, abort);
-    const body = { messages, ...(engine === undefined ? {} : { engine }) };
-    let response: Response;
-    try {
-      response = await this.onPlatform((client) => client.agentStream(body, abort.signal));
-    } catch (error) {
-      this.agentRuns.delete(runId);
-      if (abort.signal.aborted)
-        throw new BridgeError('conflict', 409, 'the run was stopped before it started');
-      throw error;
-    }
-    const send = (event: AiAgentEvent) => this.emit('ai-agent', event);
-    let sawDone = false;
-    void readSse(
-      response.body!,
-      ({ event, data }) => {
-        if (!(event in AgentStreamEvents)) return;
-        const name = event as AgentStreamEventName;
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(data);
-        } catch {
-          return;
-        }
-        const checked = AgentStreamEvents[name].safeParse(parsed);
-        if (!checked.success) return;
-        if (name === 'done') sawDone = true;
-        send({ runId, event: name, data: checked.data } as AiAgentEvent);
-      },
-      { idleMs: AGENT_IDLE_MS },
-    )
-      .then(
-        () => {
-          if (sawDone) return 'done' as const;
-          send({
-            runId,
-            event: 'error',
-            data: { code: 'stream_ended', detail: 'the platform ended the agent stream before it finished' },
-          });
-          return 'failed' as const;
-        },
-        (error: unknown) => {
-          if (abort.signal.aborted) return 'stopped' as const;
-          const detail =
-            error instanceof Error && error.name === 'SseIdleError'
-              ? `the agent stream stopped: ${error.message}`
-              : `the agent stream broke: ${(error as Error | undefined)?.message ?? String(error)}`;
-          send({ runId, event: 'error', data: { code: 'offline', detail } });
-          return 'failed' as const;
-        },
-      )
-      .then((reason) => {
-        this.agentRuns.delete(runId);
-        send({ runId, event: 'closed', data: { reason: abort.signal.aborted ? 'stopped' : reason } });
-      });
-    return { runId };
   }
 
   // --- settings -------------------------------------------------------------------------------
