@@ -8,18 +8,16 @@
 // gets the per-tunnel budget if the account's budget has room, made first by forgetting the account's
 // offline tunnels, those offline longest first; else what is left (possibly nothing: its exchanges are
 // then captured without bodies).
-import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import http2, { type ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { replayThroughTunnel } from './replay.js';
+import { Tunnel } from './tunnel.js';
 import { openTunnelConduit } from './tunnel-conduit.js';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import {
-  CaptureRing,
   CLIENT_WENT_AWAY_STATUS,
-  type CapturedExchange,
   Exchange,
   headerList,
   headerListOf,
@@ -36,7 +34,6 @@ import {
   sessionTransport,
 } from '../../core/tunnel/protocol.js';
 import {
-  CAPTURE_LIMITS,
   TUNNEL_HEADERS,
   TUNNEL_UPGRADE_PROTOCOL,
   type CapturedRequest,
@@ -57,57 +54,6 @@ import { sendPage } from '../edge/pages.js';
 const OFFLINE_TUNNEL_KEPT_MS = 60 * 60_000;
 /** What one live-feed subscriber may have waiting to be sent before entries are skipped. */
 const FEED_BUFFER_BYTES = 4 * 1024 * 1024;
-
-export class Tunnel {
-  readonly ring: CaptureRing;
-  readonly feed = new EventEmitter();
-  session: ClientHttp2Session | null = null;
-  connectedAt = new Date().toISOString();
-  /** The account's tunnel slot, held from a connect until the last connection is gone. */
-  slot: Lease | null = null;
-  /** The stream slot of the current connection. */
-  stream: Lease | null = null;
-  /** Counts connects: only the latest connection's end gives the tunnel slot back. */
-  generation = 0;
-  /** When its last connection ended (0: never connected yet, or connected now). */
-  offlineSince = 0;
-  /** Its client takes public connections whole (the byte path, tunnel-conduit.ts). */
-  pipes = false;
-
-  constructor(
-    readonly id: string,
-    readonly accountId: string,
-    readonly subdomain: string,
-    readonly url: string,
-    /** The bytes of bodies its captures may keep: its share of the account's capture budget. */
-    readonly captureBytes: number,
-  ) {
-    this.ring = new CaptureRing(CAPTURE_LIMITS.perTunnel, captureBytes);
-    this.feed.setMaxListeners(0);
-  }
-
-  get online(): boolean {
-    return this.session !== null && !this.session.closed && !this.session.destroyed;
-  }
-
-  view(): TunnelView {
-    return {
-      id: this.id,
-      subdomain: this.subdomain,
-      url: this.url,
-      connected_at: this.connectedAt,
-      requests_captured: this.ring.total,
-    };
-  }
-
-  /** Finishes a captured exchange (with why it failed, if it did), keeps it and feeds it live. */
-  record(exchange: Exchange, error: string | null = null): CapturedExchange {
-    const captured = this.ring.record(exchange, error);
-    // The captured request is put together only for someone who reads it (capture.ts).
-    if (this.feed.listenerCount('request') > 0) this.feed.emit('request', captured.request);
-    return captured;
-  }
-}
 
 export class TunnelHub {
   /** By subdomain; a tunnel stays (offline) after its client leaves, so its captures remain. */

@@ -7,7 +7,7 @@ import { STREAM_HEADERS, requestHeadersToH2 } from '../../core/tunnel/protocol.j
 import type { CapturedRequest } from '../../shared/api/tunnels.js';
 import { forwardedHeader } from '../edge/forwarded.js';
 import { ApiError, notFound, validationError } from '../errors.js';
-import type { Tunnel } from './hub.js';
+import type { Tunnel } from './tunnel.js';
 
 /** How long a replay waits for the app's whole response. */
 const REPLAY_TIMEOUT_MS = 60_000;

@@ -9,7 +9,7 @@ import { headerValue } from '../../core/tunnel/http1.js';
 import { STREAM_HEADERS, noAnswerText } from '../../core/tunnel/protocol.js';
 import { type CarriedConnection, Conduit } from '../edge/conduit.js';
 import { forwardingLines, publicProto } from '../edge/forwarded.js';
-import type { Tunnel } from './hub.js';
+import type { Tunnel } from './tunnel.js';
 
 export interface TunnelConduitOptions extends CarriedConnection {
   tunnel: Tunnel;

@@ -1,0 +1,59 @@
+// One tunnel as the edge keeps it: its public name and URL, the HTTP/2 session to its client while it
+// is connected, the account's slots it holds, its capture ring (the last 1,000 exchanges, bodies within
+// its share of the account's capture memory) and the live feed of what it captures.
+import { EventEmitter } from 'node:events';
+import type { ClientHttp2Session } from 'node:http2';
+import { CaptureRing, type CapturedExchange, type Exchange } from '../../core/capture/capture.js';
+import { CAPTURE_LIMITS, type Tunnel as TunnelView } from '../../shared/api/tunnels.js';
+import type { Lease } from '../limits.js';
+
+export class Tunnel {
+  readonly ring: CaptureRing;
+  readonly feed = new EventEmitter();
+  session: ClientHttp2Session | null = null;
+  connectedAt = new Date().toISOString();
+  /** The account's tunnel slot, held from a connect until the last connection is gone. */
+  slot: Lease | null = null;
+  /** The stream slot of the current connection. */
+  stream: Lease | null = null;
+  /** Counts connects: only the latest connection's end gives the tunnel slot back. */
+  generation = 0;
+  /** When its last connection ended (0: never connected yet, or connected now). */
+  offlineSince = 0;
+  /** Its client takes public connections whole (the byte path, tunnel-conduit.ts). */
+  pipes = false;
+
+  constructor(
+    readonly id: string,
+    readonly accountId: string,
+    readonly subdomain: string,
+    readonly url: string,
+    /** The bytes of bodies its captures may keep: its share of the account's capture budget. */
+    readonly captureBytes: number,
+  ) {
+    this.ring = new CaptureRing(CAPTURE_LIMITS.perTunnel, captureBytes);
+    this.feed.setMaxListeners(0);
+  }
+
+  get online(): boolean {
+    return this.session !== null && !this.session.closed && !this.session.destroyed;
+  }
+
+  view(): TunnelView {
+    return {
+      id: this.id,
+      subdomain: this.subdomain,
+      url: this.url,
+      connected_at: this.connectedAt,
+      requests_captured: this.ring.total,
+    };
+  }
+
+  /** Finishes a captured exchange (with why it failed, if it did), keeps it and feeds it live. */
+  record(exchange: Exchange, error: string | null = null): CapturedExchange {
+    const captured = this.ring.record(exchange, error);
+    // The captured request is put together only for someone who reads it (capture.ts).
+    if (this.feed.listenerCount('request') > 0) this.feed.emit('request', captured.request);
+    return captured;
+  }
+}
