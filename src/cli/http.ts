@@ -256,12 +256,14 @@ async function serve(port: number, options: HttpOptions, io: Io, life: Lifecycle
   io.out(`History     ${join(home, 'mirror.db')}`);
   io.out('Press Ctrl+C to stop.');
   io.out('');
+  if (tunnel.listening === false) io.err(noListenerLine(port));
 
   engine.on('traffic', ({ requests }) => {
     for (const request of requests) io.out(requestLine(request));
   });
 
   let lastState = tunnel.state;
+  let lastListening = tunnel.listening;
   const outcome = await new Promise<Outcome>((done) => {
     const finish = (value: Outcome) => {
       offTunnels();
@@ -275,6 +277,12 @@ async function serve(port: number, options: HttpOptions, io: Io, life: Lifecycle
         finish({ stoppedFromInspector: true });
         return;
       }
+      // The app on the local port stopped or started answering (checked by the Engine's port watch).
+      if (current.listening !== null && current.listening !== lastListening) {
+        if (current.listening === false) io.err(noListenerLine(port));
+        else if (lastListening === false) io.err(`localhost:${port} answers now.`);
+      }
+      if (current.listening !== null) lastListening = current.listening;
       if (current.state === lastState) return;
       lastState = current.state;
       if (current.state === 'reconnecting') io.err(`Connection lost: ${current.detail ?? 'reconnecting'}`);
@@ -289,4 +297,9 @@ async function serve(port: number, options: HttpOptions, io: Io, life: Lifecycle
     io.err(`wharf: the platform ended the tunnel: ${outcome.refused}`);
     throw new CommandExit(1);
   }
+}
+
+/** What `wharf http` says while nothing listens on the local port, as the app's Traffic bar does. */
+function noListenerLine(port: number): string {
+  return `Nothing listens on localhost:${port} yet: start your app; requests get 502 until it does.`;
 }

@@ -208,6 +208,37 @@ describe('wharf http', () => {
     }
   }, 60_000);
 
+  it('says when nothing listens on the local port, and when the app answers there', async () => {
+    const idle = createServer((_req, res) => res.end('late app'));
+    await new Promise<void>((resolve) => idle.listen(0, '127.0.0.1', resolve));
+    const port = (idle.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => idle.close(() => resolve()));
+
+    const run = start([String(port), '--subdomain', 'cli-late', ...connection()]);
+    await run.waitFor(() => run.stdout().includes('Press Ctrl+C'), 'the tunnel to come online');
+    await run.waitFor(
+      () => run.stderr().includes(`Nothing listens on localhost:${port} yet`),
+      'the no-listener warning',
+    );
+    // The app starts: the port watch (every 3 s) says so.
+    await new Promise<void>((resolve) => idle.listen(port, '127.0.0.1', resolve));
+    try {
+      await run.waitFor(
+        () => run.stderr().includes(`localhost:${port} answers now.`),
+        'the app to answer',
+        10_000,
+      );
+      expect(await get(tp.edgePort, '/', { host: `cli-late.tunnel.localhost:${tp.edgePort}` })).toEqual({
+        status: 200,
+        body: 'late app',
+      });
+    } finally {
+      run.child.kill('SIGINT');
+      expect(await exitOf(run)).toBe(0);
+      idle.close();
+    }
+  });
+
   it('starts the local platform in its own process when none runs, and says so', async () => {
     const free = createServer();
     await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
