@@ -20,6 +20,8 @@
 // --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 // --client autocannon: autocannon even where wrk is installed.
+// --quick: only 13 B at 50 connections, direct and through the tunnel with capture on and off, with
+// the CPU per request of the platform and the client (for trying a change to the data path).
 //
 // The tunnel client is not an entry of dist/ (only the CLI and the platform are): it is taken from
 // dist/tunnel.js when a build makes one, else bundled from src/core/tunnel/client.ts into a temp dir
@@ -48,6 +50,7 @@ const { values } = parseArgs({
     client: { type: 'string' },
     strict: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    quick: { type: 'boolean', default: false },
   },
 });
 
@@ -327,6 +330,41 @@ function bulk(port, host, mib, direction) {
   });
 }
 
+/** --quick: the small-request load alone, round after round, capture on and off in turn. */
+async function quick(targets, cpuOf, platform, client, rounds) {
+  const setCapture = (on) =>
+    Promise.all([ask(platform.child, { cmd: 'capture', on }), ask(client.child, { cmd: 'capture', on })]);
+  const measure = async (target) => {
+    const before = await cpuOf();
+    const result = await load(target, '/small', 50);
+    const after = await cpuOf();
+    return {
+      rps: result.requests,
+      edge: (after.edge - before.edge) / result.total,
+      client: (after.client - before.client) / result.total,
+    };
+  };
+  const rows = { direct: [], on: [], off: [] };
+  for (let round = 0; round < Math.max(rounds, 3); round++) {
+    rows.direct.push(await measure(targets.direct));
+    for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+      await setCapture(on);
+      rows[on ? 'on' : 'off'].push(await measure(targets.tunnel));
+    }
+  }
+  await setCapture(true);
+  const direct = median(rows.direct.map((r) => r.rps));
+  console.log(`\n13 B at 50 connections, medians of ${rows.direct.length} rounds`);
+  console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
+  for (const way of ['off', 'on']) {
+    const r = rows[way];
+    const rps = median(r.map((x) => x.rps));
+    console.log(
+      `  capture ${way.padEnd(3)}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs`,
+    );
+  }
+}
+
 async function main() {
   const temp = mkdtempSync(join(tmpdir(), 'wharf-bench-tunnel-'));
   const dataDir = join(temp, 'data');
@@ -376,6 +414,11 @@ async function main() {
       `Tunnel bench (${values.transport} transport, ${CLIENT === 'wrk' ? 'wrk -t1' : 'autocannon'}): ${values.duration} s per load, best of ${rounds}, ` +
         `${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} CPUs`,
     );
+
+    if (values.quick) {
+      await quick(targets, cpuOf, platform, client, rounds);
+      return;
+    }
 
     // 1. Bulk, first: the processes are fresh, so their RSS shows what streaming costs and nothing else.
     const mib = Number(values['bulk-mib']);

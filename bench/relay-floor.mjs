@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+// Benchmark: the floor under the tunnel. What two Node processes in a chain can move at all, before any
+// of Wharf's work: the same 13-byte app reached
+//   direct       straight to its port,
+//   tcp relays   through two relays that pass bytes and nothing else, one TCP connection per public one,
+//   h2 relays    through two relays joined by one HTTP/2 connection, a stream per public connection
+//                (the tunnel's shape: the edge, then the client, with no parsing and no capture).
+// Each relay is its own process, as the edge and the tunnel client are; each way's ratio to direct and
+// the CPU each relay spends per request. The tunnel's own numbers (bench/tunnel.mjs) read against these:
+// the gap between "h2 relays" and the tunnel is what parsing, head edits and capture cost.
+// Usage: node bench/relay-floor.mjs [--duration 4] [--rounds 3]   (wrk: apt-get install wrk)
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { HAVE_WRK, fmt, median, wrk } from './lib/load.mjs';
+
+const { values } = parseArgs({
+  options: {
+    serve: { type: 'string' },
+    to: { type: 'string' },
+    duration: { type: 'string', default: '4' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+
+/** Passes bytes both ways between two duplex streams, with back-pressure; either end closing ends both. */
+function join(a, b) {
+  a.on('data', (chunk) => b.write(chunk) || a.pause());
+  b.on('data', (chunk) => a.write(chunk) || b.pause());
+  a.on('drain', () => b.resume());
+  b.on('drain', () => a.resume());
+  for (const [one, other] of [
+    [a, b],
+    [b, a],
+  ]) {
+    one.on('error', () => other.destroy());
+    one.on('close', () => other.destroy());
+  }
+}
+
+function tcp(port) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  return socket;
+}
+
+/** The child processes: the app and the four kinds of relay. Each says its port once listening. */
+async function serve(kind, to) {
+  let server;
+  if (kind === 'app') {
+    const body = Buffer.from('Hello, World!');
+    server = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
+      res.end(body);
+    });
+    server.keepAliveTimeout = 60_000;
+  } else if (kind === 'tcp') {
+    server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      join(socket, tcp(to));
+    });
+  } else if (kind === 'h2-public') {
+    // The edge's place: public connections in, each over a stream of one HTTP/2 connection.
+    const session = http2.connect(`http://127.0.0.1:${to}`);
+    session.on('connect', () => session.setLocalWindowSize(16 * 1024 * 1024));
+    server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      join(socket, session.request({ ':method': 'POST', ':path': '/' }, { endStream: false }));
+    });
+  } else if (kind === 'h2-local') {
+    // The tunnel client's place: each stream to a connection of its own to the app.
+    server = http2.createServer();
+    server.on('session', (session) => session.setLocalWindowSize(16 * 1024 * 1024));
+    server.on('stream', (stream) => {
+      const socket = tcp(to);
+      socket.once('connect', () => stream.respond({ ':status': 200 }));
+      join(stream, socket);
+    });
+  }
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  process.on('message', (message) => {
+    if (message === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      process.send({ cpu: user + system });
+    }
+  });
+  process.send({ port: server.address().port });
+}
+
+function start(kind, to) {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', kind, '--to', String(to ?? 0)]);
+  return new Promise((resolve, reject) => {
+    child.once('message', ({ port }) => resolve({ child, port }));
+    child.once('exit', (code) => reject(new Error(`${kind} exited with ${code}`)));
+  });
+}
+
+function cpuOf(child) {
+  return new Promise((resolve) => {
+    child.once('message', ({ cpu }) => resolve(cpu));
+    child.send('cpu');
+  });
+}
+
+async function main() {
+  if (!HAVE_WRK) throw new Error('this bench needs wrk (apt-get install wrk)');
+  const children = [];
+  const started = async (kind, to) => {
+    const one = await start(kind, to);
+    children.push(one.child);
+    return one;
+  };
+  try {
+    const app = await started('app');
+    const tcpLocal = await started('tcp', app.port);
+    const tcpPublic = await started('tcp', tcpLocal.port);
+    const h2Local = await started('h2-local', app.port);
+    const h2Public = await started('h2-public', h2Local.port);
+    const ways = {
+      direct: { port: app.port, relays: [] },
+      'tcp relays': { port: tcpPublic.port, relays: [tcpPublic.child, tcpLocal.child] },
+      'h2 relays': { port: h2Public.port, relays: [h2Public.child, h2Local.child] },
+    };
+    const seconds = Number(values.duration);
+    const results = Object.fromEntries(Object.keys(ways).map((name) => [name, []]));
+    for (let round = 0; round < Number(values.rounds); round++) {
+      for (const [name, way] of Object.entries(ways)) {
+        const before = await Promise.all(way.relays.map(cpuOf));
+        const load = await wrk({
+          url: `http://127.0.0.1:${way.port}/`,
+          host: `127.0.0.1:${way.port}`,
+          connections: 50,
+          seconds,
+        });
+        const after = await Promise.all(way.relays.map(cpuOf));
+        results[name].push({ rps: load.requests, cpu: after.map((c, i) => (c - before[i]) / load.total) });
+      }
+    }
+    const direct = median(results.direct.map((r) => r.rps));
+    console.log(
+      `Relay floor (wrk -t1, 50 connections, 13 B, median of ${values.rounds} rounds of ${seconds} s), Node ${process.version}`,
+    );
+    for (const [name, rows] of Object.entries(results)) {
+      const rps = median(rows.map((r) => r.rps));
+      const cpu =
+        name === 'direct'
+          ? ''
+          : `   CPU/request: public relay ${fmt(median(rows.map((r) => r.cpu[0])), 1)} µs, local relay ${fmt(median(rows.map((r) => r.cpu[1])), 1)} µs`;
+      console.log(`  ${name.padEnd(11)} ${fmt(rps).padStart(8)} req/s   ratio ${fmt(rps / direct, 2)}${cpu}`);
+    }
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+if (values.serve) await serve(values.serve, Number(values.to));
+else await main();
