@@ -5,12 +5,12 @@
 // (no heartbeat) is taken for a dead connection.
 import { randomBytes } from 'node:crypto';
 import { AgentStreamEvents, type AgentStreamEventName } from '../shared/api/index.js';
-import { BridgeError, invalidInput, type AgentStartInput, type AiAgentEvent } from '../shared/bridge.js';
+import { BridgeError, type AgentStartInput, type AiAgentEvent } from '../shared/bridge.js';
+import { parseBridgeInput } from '../shared/bridge-inputs.js';
 import { readSse } from './api-client/sse.js';
 
 /** The agent stream sends a heartbeat every 15 s: this much silence means the connection died. */
 const AGENT_IDLE_MS = 45_000;
-const RUN_ID = /^run_[A-Za-z0-9_-]{8,64}$/;
 
 export interface AgentRunsOptions {
   /** Opens the run's stream on the platform (rejects with why it refused: 402, 429, 503…). */
@@ -31,11 +31,7 @@ export class AgentRuns {
    * background, each event re-emitted as an `ai-agent` event, and `closed` last whatever happens.
    */
   async start(input: AgentStartInput): Promise<{ runId: string }> {
-    const { messages, engine, runId: given } = (input ?? {}) as Partial<AgentStartInput>;
-    if (!Array.isArray(messages) || messages.length === 0)
-      throw invalidInput('messages', 'must hold at least one message');
-    if (given !== undefined && (typeof given !== 'string' || !RUN_ID.test(given)))
-      throw invalidInput('runId', 'must be run_ followed by 8 to 64 letters, digits, _ or -');
+    const { messages, engine, runId: given } = parseBridgeInput('ai.agent.start', input);
     const runId = given ?? `run_${randomBytes(12).toString('hex')}`;
     if (this.running.has(runId)) throw new BridgeError('conflict', 409, `run ${runId} is already running`);
     const abort = new AbortController();

@@ -11,19 +11,10 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  type Account,
-  type AiProvider,
-  type CapturedRequestDetail,
-  type CreateKeyRequest,
-  type Project,
-  type Scope,
-} from '../shared/api/index.js';
+import { type Account, type CapturedRequestDetail, type Project } from '../shared/api/index.js';
 import {
   BRIDGE_EVENTS,
   BridgeError,
-  invalidInput,
-  isBridgeOperation,
   toBridgeError,
   type Bridge,
   type BridgeEventName,
@@ -38,8 +29,8 @@ import {
   type ProjectList,
   type ReplayInput,
   type SettingsView,
-  type TrafficQuery,
 } from '../shared/bridge.js';
+import { type CheckedInput, isBridgeOperation, parseBridgeInput } from '../shared/bridge-inputs.js';
 import { LogFollowers } from './api-client/log-follower.js';
 import { PlatformClient } from './api-client/platform-client.js';
 import { toDetail } from './capture/capture.js';
@@ -131,7 +122,7 @@ const POLLED_EVENTS: readonly BridgeEventName[] = BRIDGE_EVENTS.filter(
   (event) => event !== 'tunnels' && event !== 'traffic' && event !== 'ai-agent',
 );
 
-type Handlers = { [K in BridgeOperation]: (input: BridgeInput<K>) => Promise<BridgeOutput<K>> };
+type Handlers = { [K in BridgeOperation]: (input: CheckedInput<K>) => Promise<BridgeOutput<K>> };
 
 const notConfigured = (origin: string) =>
   new BridgeError('not_configured', 401, `no API key is saved for ${origin}: add one in Settings`);
@@ -207,8 +198,8 @@ export class Engine implements Bridge {
       throw new BridgeError('unknown_operation', 404, `unknown operation ${String(operation)}`);
     }
     if (this.closed) throw new BridgeError('unavailable', 503, 'the Engine is shutting down');
-    const handler = this.handlers[operation] as (input: BridgeInput<K>) => Promise<BridgeOutput<K>>;
-    return handler(input);
+    const handler = this.handlers[operation] as (input: CheckedInput<K>) => Promise<BridgeOutput<K>>;
+    return handler(parseBridgeInput(operation, input));
   }
 
   on<E extends BridgeEventName>(event: E, listener: (payload: BridgeEvents[E]) => void): () => void {
@@ -248,8 +239,7 @@ export class Engine implements Bridge {
     'platform.info': async () => this.onPlatform((client) => client.platformInfo()),
     'account.get': async () => this.onPlatform((client) => client.account()),
     'projects.list': async () => this.listProjects(),
-    'projects.get': async (input) => {
-      const id = requireId(input);
+    'projects.get': async ({ id }) => {
       try {
         const detail = await this.onPlatform((client) => client.getProject(id));
         const scope = await this.scope();
@@ -269,22 +259,12 @@ export class Engine implements Bridge {
       }
     },
     'projects.create': async (input) => this.write((client) => client.createProject(input)),
-    'projects.setEnvVars': async (input) =>
-      this.write((client) => client.setEnvVars(requireId(input), input.env_vars)),
-    'projects.setBuildConfig': async (input) =>
-      this.write((client) => client.setBuildConfig(requireId(input), input.build_config)),
-    'projects.upload': async (input) => {
-      const id = requireId(input);
-      if (!(input.data instanceof Uint8Array) || input.data.length === 0) {
-        throw new BridgeError('validation_failed', 422, 'choose a non-empty .tar.gz file', [
-          { path: 'file', message: 'is empty' },
-        ]);
-      }
-      const upload = await this.onPlatform((client) => client.uploadArchive(id, input.data));
-      return upload;
-    },
-    'projects.delete': async (input) => {
-      const id = requireId(input);
+    'projects.setEnvVars': async ({ id, env_vars: envVars }) =>
+      this.write((client) => client.setEnvVars(id, envVars)),
+    'projects.setBuildConfig': async ({ id, build_config: buildConfig }) =>
+      this.write((client) => client.setBuildConfig(id, buildConfig)),
+    'projects.upload': async ({ id, data }) => this.onPlatform((client) => client.uploadArchive(id, data)),
+    'projects.delete': async ({ id }) => {
       const deleted = await this.onPlatform((client) => client.deleteProject(id));
       const scope = await this.scope();
       if (scope) this.mirror.removeProject(scope, id);
@@ -292,26 +272,12 @@ export class Engine implements Bridge {
       this.seen.delete(id);
       return deleted;
     },
-    'projects.deploy': async (input) => {
-      const id = requireId(input);
-      return this.write((client) => client.deploy(id));
-    },
-    'projects.stop': async (input) => {
-      const id = requireId(input);
-      return this.write((client) => client.stop(id));
-    },
-    'projects.releases': async (input) => {
-      const id = requireId(input);
-      return this.onPlatform((client) => client.releases(id));
-    },
-    'projects.rollback': async (input) => {
-      const id = requireId(input);
-      const releaseId = requireString(input, 'release_id', 'a release id');
-      return this.write((client) => client.rollback(id, releaseId));
-    },
-    'projects.logs': async (input) => {
-      const id = requireId(input);
-      const { since, limit } = input;
+    'projects.deploy': async ({ id }) => this.write((client) => client.deploy(id)),
+    'projects.stop': async ({ id }) => this.write((client) => client.stop(id)),
+    'projects.releases': async ({ id }) => this.onPlatform((client) => client.releases(id)),
+    'projects.rollback': async ({ id, release_id: releaseId }) =>
+      this.write((client) => client.rollback(id, releaseId)),
+    'projects.logs': async ({ id, since, limit }) => {
       return this.onPlatform((client) =>
         client.logs(id, {
           ...(since === undefined ? {} : { since }),
@@ -319,112 +285,59 @@ export class Engine implements Bridge {
         }),
       );
     },
-    'logs.follow': async (input) => this.follows.follow(requireId(input)),
-    'logs.unfollow': async (input) => this.follows.unfollow(requireId(input)),
+    'logs.follow': async ({ id }) => this.follows.follow(id),
+    'logs.unfollow': async ({ id }) => this.follows.unfollow(id),
     'tunnels.list': async () => this.tunnels.views(),
     'tunnels.start': async (input) => this.tunnels.start(input),
-    'tunnels.stop': async (input) => {
-      const tunnel = this.tunnels.find(requireString(input, 'id', 'a tunnel id'));
-      if (!tunnel) {
-        throw new BridgeError('not_found', 404, `no tunnel ${String(input.id)} runs in this app`);
-      }
+    'tunnels.stop': async ({ id }) => {
+      const tunnel = this.tunnels.find(id);
+      if (!tunnel) throw new BridgeError('not_found', 404, `no tunnel ${id} runs in this app`);
       return this.tunnels.stop(tunnel);
     },
-    'traffic.list': async (input) => {
-      const query: TrafficQuery = input ?? {};
-      const tunnelId = query.tunnelId;
-      return this.mirror.captures.list(
+    'traffic.list': async (query) =>
+      this.mirror.captures.list(
         query,
-        typeof tunnelId === 'string' && tunnelId !== '' ? this.tunnels.names(tunnelId) : undefined,
-      );
-    },
-    'traffic.get': async (input) => this.captured(requireString(input, 'id', 'a request id')),
+        query.tunnelId === undefined ? undefined : this.tunnels.names(query.tunnelId),
+      ),
+    'traffic.get': async ({ id }) => this.captured(id),
     'traffic.tunnels': async () => this.mirror.captures.tunnels(),
     'traffic.replay': async (input) => this.replay(input),
-    'traffic.clear': async (input) => {
-      const tunnelId = input?.tunnelId;
-      if (tunnelId !== undefined && (typeof tunnelId !== 'string' || tunnelId === ''))
-        throw new BridgeError('bad_request', 400, 'tunnelId must be a tunnel id');
+    'traffic.clear': async ({ tunnelId }) => {
       return {
         deleted: this.mirror.captures.clear(
           tunnelId === undefined ? undefined : this.tunnels.names(tunnelId),
         ),
       };
     },
-    'traffic.har': async (input) => {
-      const ids = (input as { ids?: unknown } | null)?.ids;
-      if (!Array.isArray(ids) || ids.length === 0 || ids.some((id) => typeof id !== 'string')) {
-        throw new BridgeError('bad_request', 400, 'ids must be a non-empty list of request ids');
-      }
-      if (ids.length > 10_000) throw new BridgeError('bad_request', 400, 'at most 10,000 requests per HAR');
-      const requests = (ids as string[]).map((id) => this.captured(id));
+    'traffic.har': async ({ ids }) => {
+      const requests = ids.map((id) => this.captured(id));
       return JSON.stringify(toHar(requests, { version: this.options.version ?? 'dev' }), null, 2);
     },
-    'traffic.curl': async (input) => toCurl(this.captured(requireString(input, 'id', 'a request id'))),
+    'traffic.curl': async ({ id }) => toCurl(this.captured(id)),
     'account.usage': async () => this.onPlatform((client) => client.usage()),
     'domains.list': async () => this.onPlatform((client) => client.listDomains()),
-    'domains.create': async (input) => {
-      const body = checkDomainInput(input);
-      return this.onPlatform((client) => client.createDomain(body));
-    },
-    'domains.link': async (input) => {
-      const id = requireString(input, 'id', 'a domain id');
-      const { project_id: projectId, hsts } = (input ?? {}) as { project_id?: unknown; hsts?: unknown };
-      if (
-        projectId !== undefined &&
-        projectId !== null &&
-        (typeof projectId !== 'string' || projectId === '')
-      )
-        throw invalidInput('project_id', 'must be a project id, or null for none');
-      if (hsts !== undefined && typeof hsts !== 'boolean')
-        throw invalidInput('hsts', 'must be true or false');
-      if (projectId === undefined && hsts === undefined)
-        throw invalidInput('project_id', 'give project_id, hsts or both');
-      return this.onPlatform((client) =>
+    'domains.create': async ({ domain, project_id: projectId }) =>
+      this.onPlatform((client) =>
+        client.createDomain({ domain, ...(projectId === undefined ? {} : { project_id: projectId }) }),
+      ),
+    'domains.link': async ({ id, project_id: projectId, hsts }) =>
+      this.onPlatform((client) =>
         client.linkDomain(id, {
-          ...(projectId === undefined ? {} : { project_id: projectId as string | null }),
+          ...(projectId === undefined ? {} : { project_id: projectId }),
           ...(hsts === undefined ? {} : { hsts }),
         }),
-      );
-    },
-    'domains.verify': async (input) => {
-      const id = requireString(input, 'id', 'a domain id');
-      return this.onPlatform((client) => client.verifyDomain(id));
-    },
-    'domains.delete': async (input) => {
-      const id = requireString(input, 'id', 'a domain id');
-      return this.onPlatform((client) => client.deleteDomain(id));
-    },
-    'email.verify': async (input) => {
-      const { email } = (input ?? {}) as { email?: unknown };
-      if (typeof email !== 'string') throw invalidInput('email', 'must be an email address');
-      return this.onPlatform((client) => client.verifyEmail({ email, ...smtpProbeOf(input) }));
-    },
-    'email.verifyBatch': async (input) => {
-      const { emails } = (input ?? {}) as { emails?: unknown };
-      if (!Array.isArray(emails) || emails.some((email) => typeof email !== 'string'))
-        throw invalidInput('emails', 'must be a list of email addresses');
-      return this.onPlatform((client) =>
-        client.verifyEmailBatch({ emails: emails as string[], ...smtpProbeOf(input) }),
-      );
-    },
-    'account.setAiKey': async (input) => {
-      const { provider, key } = (input ?? {}) as { provider?: unknown; key?: unknown };
-      if (typeof provider !== 'string' || provider === '') throw invalidInput('provider', 'is required');
-      if (typeof key !== 'string' || key.trim() === '')
-        throw invalidInput('key', 'is required: paste your key');
-      return this.onPlatform((client) =>
-        client.setAiKey({ provider: provider as AiProvider, key: key.trim() }),
-      );
-    },
+      ),
+    'domains.verify': async ({ id }) => this.onPlatform((client) => client.verifyDomain(id)),
+    'domains.delete': async ({ id }) => this.onPlatform((client) => client.deleteDomain(id)),
+    'email.verify': async ({ email, smtp_probe: probe }) =>
+      this.onPlatform((client) => client.verifyEmail({ email, ...smtpProbeOf(probe) })),
+    'email.verifyBatch': async ({ emails, smtp_probe: probe }) =>
+      this.onPlatform((client) => client.verifyEmailBatch({ emails, ...smtpProbeOf(probe) })),
+    'account.setAiKey': async (input) => this.onPlatform((client) => client.setAiKey(input)),
     'account.deleteAiKey': async () => this.onPlatform((client) => client.deleteAiKey()),
     'keys.list': async () => this.onPlatform((client) => client.listKeys()),
-    'keys.create': async (input) => {
-      const body = checkKeyInput(input);
-      return this.onPlatform((client) => client.createKey(body));
-    },
-    'keys.revoke': async (input) => {
-      const id = requireString(input, 'id', 'a key id');
+    'keys.create': async (input) => this.onPlatform((client) => client.createKey(input)),
+    'keys.revoke': async ({ id }) => {
       return this.onPlatform(async (client) => {
         // The platform lets a key revoke itself; this app would then be locked out of its platform.
         const own = (await client.listKeys()).find((key) => key.id === id && key.current);
@@ -443,9 +356,7 @@ export class Engine implements Bridge {
       await this.rememberProject(answer.project);
       return answer;
     },
-    'ai.deploy': async (input) => {
-      const projectId = requireString(input, 'project_id', 'a project id');
-      const { env, database } = input;
+    'ai.deploy': async ({ project_id: projectId, env, database }) => {
       const answer = await this.onPlatform((client) =>
         client.aiDeploy({
           project_id: projectId,
@@ -462,7 +373,7 @@ export class Engine implements Bridge {
       return answer;
     },
     'ai.agent.start': async (input) => this.agentRuns.start(input),
-    'ai.agent.stop': async (input) => this.agentRuns.stop(requireString(input, 'runId', 'a run id')),
+    'ai.agent.stop': async ({ runId }) => this.agentRuns.stop(runId),
   };
 
   // --- AI -------------------------------------------------------------------------------------
@@ -797,7 +708,7 @@ export class Engine implements Bridge {
 
   /** Replays a request of the history at its tunnel's local port (see replay.ts) and stores the answer. */
   private async replay(input: ReplayInput): Promise<CapturedRequestDetail> {
-    const id = requireString(input, 'id', 'a request id');
+    const { id } = input;
     const stored = this.mirror.captures.get(id);
     if (!stored) throw new BridgeError('not_found', 404, `request ${id} is not in the traffic history`);
     const original = stored.detail;
@@ -879,51 +790,9 @@ export class Engine implements Bridge {
   }
 }
 
-function requireId(input: unknown): string {
-  const id = (input as { id?: unknown } | null)?.id;
-  if (typeof id !== 'string' || id === '')
-    throw new BridgeError('bad_request', 400, 'a project id is required');
-  return id;
-}
-
-function requireString(input: unknown, field: string, what: string): string {
-  const value = (input as Record<string, unknown> | null | undefined)?.[field];
-  if (typeof value !== 'string' || value === '')
-    throw new BridgeError('bad_request', 400, `${what} is required`);
-  return value;
-}
-
-/** The body of `POST /domains` from what the UI sent: the platform validates the name itself. */
-function checkDomainInput(input: unknown): { domain: string; project_id?: string } {
-  const { domain, project_id: projectId } = (input ?? {}) as { domain?: unknown; project_id?: unknown };
-  if (typeof domain !== 'string' || domain.trim() === '')
-    throw invalidInput('domain', 'is required: a domain name such as app.example.com');
-  if (projectId !== undefined && projectId !== null && typeof projectId !== 'string')
-    throw invalidInput('project_id', 'must be a project id');
-  return { domain, ...(typeof projectId === 'string' && projectId !== '' ? { project_id: projectId } : {}) };
-}
-
-/** A new key's scopes and name, checked for their shape; the platform checks the rest. */
-function checkKeyInput(input: unknown): CreateKeyRequest {
-  const { scopes, name } = (input ?? {}) as { scopes?: unknown; name?: unknown };
-  if (!Array.isArray(scopes) || scopes.length === 0)
-    throw invalidInput('scopes', 'must name at least one scope: deploy, email or full');
-  if (scopes.some((scope) => typeof scope !== 'string'))
-    throw invalidInput('scopes', 'must be a list of scope names: deploy, email or full');
-  if (name !== undefined && name !== null && typeof name !== 'string')
-    throw invalidInput('name', 'must be text');
-  const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (typeof name === 'string' && trimmed === '')
-    throw invalidInput('name', 'must not be empty: name the key after where it is used, such as "CI"');
-  return { scopes: scopes as Scope[], ...(trimmed === '' ? {} : { name: trimmed }) };
-}
-
-/** `smtp_probe` when the UI gave one: a boolean, or a 422 naming it. */
-function smtpProbeOf(input: unknown): { smtp_probe?: boolean } {
-  const probe = (input as { smtp_probe?: unknown } | null | undefined)?.smtp_probe;
-  if (probe === undefined || probe === null) return {};
-  if (typeof probe !== 'boolean') throw invalidInput('smtp_probe', 'must be true or false');
-  return { smtp_probe: probe };
+/** `smtp_probe` as the platform takes it: left out unless the UI gave one. */
+function smtpProbeOf(probe: boolean | undefined): { smtp_probe?: boolean } {
+  return probe === undefined ? {} : { smtp_probe: probe };
 }
 
 function isOffline(error: unknown): boolean {

@@ -3,7 +3,8 @@
 // failure to reach the app is captured too (with its error) rather than thrown: it is what happened.
 import { request as httpRequest } from 'node:http';
 import type { CapturedRequestDetail, HeaderList } from '../shared/api/tunnels.js';
-import { BridgeError, invalidInput, type ReplayInput } from '../shared/bridge.js';
+import { BridgeError, type ReplayInput } from '../shared/bridge.js';
+import { parseBridgeInput } from '../shared/bridge-inputs.js';
 import { Exchange, headerList, type CapturedExchange } from './capture/capture.js';
 
 /** How long a replay waits for the local app to say anything. */
@@ -20,9 +21,6 @@ const REPLAY_DROPPED_HEADERS = new Set([
   'content-length',
   'http2-settings',
 ]);
-
-/** An RFC 9110 token: what a method and a header name may be made of. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** What a replay changes of the original request; absent parts are sent as captured. */
 export interface ReplayEdit {
@@ -43,44 +41,13 @@ export interface ReplayTarget {
 
 /** The edit a Bridge caller asked for, checked: 422 naming the field that is wrong. */
 export function checkReplayInput(input: ReplayInput): ReplayEdit {
-  const out: ReplayEdit = {};
-  if (input.method !== undefined) {
-    if (typeof input.method !== 'string' || !TOKEN.test(input.method))
-      throw invalidInput('method', 'must be an HTTP method such as GET or POST');
-    out.method = input.method.toUpperCase();
-  }
-  if (input.path !== undefined) {
-    if (typeof input.path !== 'string' || !input.path.startsWith('/') || hasControlOrSpace(input.path))
-      throw invalidInput('path', 'must start with / and hold no spaces or control characters');
-    out.path = input.path;
-  }
-  if (input.headers !== undefined) {
-    if (!Array.isArray(input.headers)) throw invalidInput('headers', 'must be a list of { name, value }');
-    input.headers.forEach((header, i) => {
-      const { name, value } = (header ?? {}) as { name?: unknown; value?: unknown };
-      if (typeof name !== 'string' || !TOKEN.test(name))
-        throw invalidInput(`headers[${i}].name`, 'must be a header name');
-      if (typeof value !== 'string' || /[\r\n]/.test(value) || value.includes('\0'))
-        throw invalidInput(`headers[${i}].value`, 'must be text on one line');
-    });
-    out.headers = input.headers.map(({ name, value }) => ({ name, value }));
-  }
-  if (input.body !== undefined) {
-    if (input.body === null) out.body = Buffer.alloc(0);
-    else if (typeof input.body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(input.body.replace(/\s+/g, '')))
-      throw invalidInput('body', 'must be base64');
-    else out.body = Buffer.from(input.body, 'base64');
-  }
-  return out;
-}
-
-/** Whether text holds whitespace or a control character (not allowed in a request target). */
-function hasControlOrSpace(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code <= 0x20 || code === 0x7f) return true;
-  }
-  return false;
+  const { method, path, headers, body } = parseBridgeInput('traffic.replay', input);
+  return {
+    ...(method === undefined ? {} : { method }),
+    ...(path === undefined ? {} : { path }),
+    ...(headers === undefined ? {} : { headers: headers.map(({ name, value }) => ({ name, value })) }),
+    ...(body === undefined ? {} : { body: body === null ? Buffer.alloc(0) : Buffer.from(body, 'base64') }),
+  };
 }
 
 /**

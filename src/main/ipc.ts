@@ -8,13 +8,8 @@
 // Each window's page is one BridgeSession: the logs it follows are unfollowed for it when it reloads or
 // closes, so no log stream outlives the page that asked for it.
 import { ipcMain, type IpcMainInvokeEvent, type WebContents } from 'electron';
-import {
-  BRIDGE_EVENTS,
-  BridgeError,
-  bridgeFailure,
-  isBridgeOperation,
-  type Bridge,
-} from '../shared/bridge.js';
+import { BRIDGE_EVENTS, BridgeError, bridgeFailure, type Bridge } from '../shared/bridge.js';
+import { isBridgeOperation } from '../shared/bridge-inputs.js';
 import {
   BRIDGE_INVOKE_CHANNEL,
   type BridgeEventMessage,

@@ -5,13 +5,8 @@
 // It runs sandboxed, so it is bundled into one CommonJS file (electron.vite.config.ts) whose only
 // require is `electron`.
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import {
-  BRIDGE_EVENTS,
-  BRIDGE_OPERATIONS,
-  type BridgeEventName,
-  type BridgeResult,
-  type RawBridge,
-} from '../shared/bridge.js';
+import { BRIDGE_EVENTS, type BridgeEventName, type BridgeResult, type RawBridge } from '../shared/bridge.js';
+import { BRIDGE_OPERATIONS } from '../shared/bridge-inputs.js';
 import {
   BRIDGE_EVENT_CHANNEL as EVENT_CHANNEL,
   BRIDGE_INVOKE_CHANNEL as INVOKE_CHANNEL,

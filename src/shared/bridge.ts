@@ -348,57 +348,6 @@ export type BridgeOperation = keyof BridgeRequests;
 export type BridgeInput<K extends BridgeOperation> = BridgeRequests[K]['input'];
 export type BridgeOutput<K extends BridgeOperation> = BridgeRequests[K]['output'];
 
-export const BRIDGE_OPERATIONS = [
-  'settings.get',
-  'settings.update',
-  'settings.testConnection',
-  'platform.status',
-  'platform.info',
-  'account.get',
-  'projects.list',
-  'projects.get',
-  'projects.create',
-  'projects.setEnvVars',
-  'projects.setBuildConfig',
-  'projects.upload',
-  'projects.delete',
-  'projects.deploy',
-  'projects.stop',
-  'projects.releases',
-  'projects.rollback',
-  'projects.logs',
-  'logs.follow',
-  'logs.unfollow',
-  'tunnels.list',
-  'tunnels.start',
-  'tunnels.stop',
-  'traffic.list',
-  'traffic.get',
-  'traffic.tunnels',
-  'traffic.replay',
-  'traffic.clear',
-  'traffic.har',
-  'traffic.curl',
-  'account.usage',
-  'domains.list',
-  'domains.create',
-  'domains.link',
-  'domains.verify',
-  'domains.delete',
-  'email.verify',
-  'email.verifyBatch',
-  'account.setAiKey',
-  'account.deleteAiKey',
-  'keys.list',
-  'keys.create',
-  'keys.revoke',
-  'ai.build',
-  'ai.deploy',
-  'ai.edit',
-  'ai.agent.start',
-  'ai.agent.stop',
-] as const satisfies readonly BridgeOperation[];
-
 export interface BridgeEvents {
   /** The platform went online or offline, or its settings changed. */
   'platform-status': PlatformStatus;
@@ -465,11 +414,6 @@ export class BridgeError extends Error implements BridgeErrorShape {
   }
 }
 
-/** A Bridge input that failed its check: 422, naming the field and what it must be. */
-export function invalidInput(path: string, message: string): BridgeError {
-  return new BridgeError('validation_failed', 422, `${path} ${message}`, [{ path, message }]);
-}
-
 export function isBridgeErrorShape(value: unknown): value is BridgeErrorShape {
   return (
     typeof value === 'object' &&
@@ -498,10 +442,6 @@ export function toBridgeError(error: unknown): BridgeError {
 /** A failed BridgeResult for any error, as transports send it. */
 export function bridgeFailure(error: unknown): BridgeResult {
   return { ok: false, error: toBridgeError(error).toJSON() };
-}
-
-export function isBridgeOperation(value: unknown): value is BridgeOperation {
-  return typeof value === 'string' && (BRIDGE_OPERATIONS as readonly string[]).includes(value);
 }
 
 export function isBridgeEvent(value: unknown): value is BridgeEventName {

@@ -208,7 +208,7 @@ describe('Engine with the local platform', () => {
     expect(unknown).toMatchObject({ code: 'validation_failed', status: 422 });
     expect(unknown.errors?.[0]?.path).toBe('scopes[0]');
     const noId = await rejection(engine.invoke('keys.revoke', {} as never));
-    expect(noId).toMatchObject({ code: 'bad_request', status: 400 });
+    expect(noId).toMatchObject({ code: 'validation_failed', status: 422, errors: [{ path: 'id' }] });
   });
 
   it('tells listeners about projects created elsewhere, by polling', async () => {

@@ -366,7 +366,10 @@ describe('tunnels through the Engine', () => {
     const curl = await engine.invoke('traffic.curl', { id: original.id });
     expect(curl).toContain(`curl 'http://eng-replay.tunnel.localhost:${tp.edgePort}/orders?id=7'`);
     expect(curl).toContain('--data-binary amount=5');
-    expect(await rejection(engine.invoke('traffic.har', { ids: [] }))).toMatchObject({ code: 'bad_request' });
+    expect(await rejection(engine.invoke('traffic.har', { ids: [] }))).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: 'ids' }],
+    });
   });
 
   it('records a replay that finds nothing listening, with its error', async () => {

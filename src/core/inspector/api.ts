@@ -18,6 +18,7 @@ import type {
   FastifyRequest,
   onRequestAsyncHookHandler,
 } from 'fastify';
+import { z } from 'zod';
 import type { CapturedRequest, CapturedRequestDetail } from '../../shared/api/tunnels.js';
 import {
   BridgeError,
@@ -27,6 +28,7 @@ import {
   type ReplayInput,
   type TrafficQuery,
 } from '../../shared/bridge.js';
+import { checkedBy } from '../../shared/bridge-inputs.js';
 import {
   ERROR_STATUS,
   problemBody,
@@ -124,32 +126,82 @@ function tunnelView(tunnel: LocalTunnel) {
 
 type Query = Record<string, string | string[] | undefined>;
 
-function one(query: Query, name: string): string | undefined {
-  const value = query[name];
+/** A query-string parameter: its last value, '' read as not given. */
+const lastValue = (value: unknown) => {
   const text = Array.isArray(value) ? value.at(-1) : value;
-  return text === undefined || text === '' ? undefined : text;
-}
+  return text === '' ? undefined : text;
+};
 
-function list(query: Query, name: string): string[] | undefined {
-  const value = query[name];
+/** One text parameter. */
+const text = z.preprocess(lastValue, z.string().optional());
+
+/** A list parameter: repeated, or comma-separated, or both; blanks dropped; none reads as not given. */
+const textList = z.preprocess((value) => {
   if (value === undefined) return undefined;
   const items = (Array.isArray(value) ? value : [value])
-    .flatMap((v) => v.split(','))
-    .map((v) => v.trim())
-    .filter((v) => v !== '');
+    .flatMap((item: string) => item.split(','))
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
   return items.length ? items : undefined;
-}
+}, z.array(z.string()).optional());
 
-function number(query: Query, name: string): number | undefined {
-  const text = one(query, name);
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text) || !Number.isFinite(value)) {
-    throw new BridgeError('validation_failed', 422, `${name} must be a number`, [
-      { path: name, message: 'must be a number' },
-    ]);
-  }
-  return value;
+/** A number parameter, digits with an optional fraction. */
+const numberText = z.preprocess(
+  lastValue,
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, { error: 'must be a number' })
+    .transform(Number)
+    .optional(),
+);
+
+/** The traffic list's query string (ngrok's names), as a Bridge traffic query but for the tunnel. */
+const trafficQueryString = z
+  .object({
+    tunnel_name: text,
+    q: text,
+    before: text,
+    path: text,
+    header: text,
+    method: textList,
+    status: textList,
+    limit: numberText,
+    min_duration: numberText,
+    max_duration: numberText,
+  })
+  .transform(({ tunnel_name: tunnelName, method, status, limit, min_duration, max_duration, ...rest }) => ({
+    tunnelName,
+    query: {
+      ...withoutUndefined(rest),
+      ...(method === undefined ? {} : { methods: method }),
+      ...(status === undefined ? {} : { statuses: status }),
+      ...(limit === undefined ? {} : { limit: Math.max(1, Math.floor(limit)) }),
+      ...(min_duration === undefined ? {} : { minDurationMs: min_duration }),
+      ...(max_duration === undefined ? {} : { maxDurationMs: max_duration }),
+    } satisfies Omit<TrafficQuery, 'tunnelId'>,
+  }));
+
+/** `POST /api/tunnels`'s body, ngrok's shape: `addr` a port (or localhost:port), `name` the subdomain. */
+const startTunnelBody = z.preprocess(
+  (value) => value ?? {},
+  z.object({
+    addr: z.preprocess(
+      (addr) => (typeof addr === 'number' ? String(addr) : typeof addr === 'string' ? addr.trim() : addr),
+      z
+        .string({ error: 'must be a port such as 3000 (or localhost:3000)' })
+        .regex(/^(?:(?:https?:\/\/)?(?:localhost|127\.0\.0\.1):)?(\d{1,5})$/, {
+          error: 'must be a port such as 3000 (or localhost:3000)',
+        })
+        .transform((addr) => Number(/(\d{1,5})$/.exec(addr)![1])),
+    ),
+    subdomain: z.unknown().optional(),
+    name: z.unknown().optional(),
+    host_header: z.unknown().optional(),
+  }),
+);
+
+function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 export async function registerInspectorApi(
@@ -166,29 +218,10 @@ export async function registerInspectorApi(
     return found?.id ?? name;
   };
 
-  const trafficQuery = async (query: Query): Promise<TrafficQuery> => {
-    const tunnelId = await tunnelFilter(one(query, 'tunnel_name'));
-    const q = one(query, 'q');
-    const before = one(query, 'before');
-    const path = one(query, 'path');
-    const header = one(query, 'header');
-    const methods = list(query, 'method');
-    const statuses = list(query, 'status');
-    const limit = number(query, 'limit');
-    const minDurationMs = number(query, 'min_duration');
-    const maxDurationMs = number(query, 'max_duration');
-    return {
-      ...(tunnelId === undefined ? {} : { tunnelId }),
-      ...(q === undefined ? {} : { q }),
-      ...(before === undefined ? {} : { before }),
-      ...(path === undefined ? {} : { path }),
-      ...(header === undefined ? {} : { header }),
-      ...(methods === undefined ? {} : { methods }),
-      ...(statuses === undefined ? {} : { statuses }),
-      ...(limit === undefined ? {} : { limit: Math.max(1, Math.floor(limit)) }),
-      ...(minDurationMs === undefined ? {} : { minDurationMs }),
-      ...(maxDurationMs === undefined ? {} : { maxDurationMs }),
-    };
+  const trafficQuery = async (queryString: Query): Promise<TrafficQuery> => {
+    const { tunnelName, query } = checkedBy(trafficQueryString, queryString);
+    const tunnelId = await tunnelFilter(tunnelName);
+    return { ...query, ...(tunnelId === undefined ? {} : { tunnelId }) };
   };
 
   const sendHar = (reply: FastifyReply, har: string, fileName: string) =>
@@ -230,20 +263,10 @@ export async function registerInspectorApi(
       api.post<{ Body: { addr?: unknown; subdomain?: unknown; name?: unknown; host_header?: unknown } }>(
         '/tunnels',
         async (request, reply) => {
-          const body = request.body ?? {};
-          const addr = typeof body.addr === 'number' ? String(body.addr) : body.addr;
-          const port =
-            typeof addr === 'string'
-              ? /^(?:(?:https?:\/\/)?(?:localhost|127\.0\.0\.1):)?(\d{1,5})$/.exec(addr.trim())
-              : null;
-          if (!port) {
-            return sendProblem(reply, 'validation_failed', 422, 'addr must be a local port such as 3000', [
-              { path: 'addr', message: 'must be a port such as 3000 (or localhost:3000)' },
-            ]);
-          }
+          const body = checkedBy(startTunnelBody, request.body);
           const subdomain = body.subdomain ?? body.name;
           const tunnel = await bridge.invoke('tunnels.start', {
-            port: Number(port[1]),
+            port: body.addr,
             ...(typeof subdomain === 'string' && subdomain !== '' ? { subdomain } : {}),
             ...(typeof body.host_header === 'string' ? { hostHeader: body.host_header } : {}),
           });
@@ -269,7 +292,7 @@ export async function registerInspectorApi(
 
       // A selection as one HAR: ?ids=a,b, or else what the list's filters give (limit: 200, up to 1,000).
       api.get<{ Querystring: Query }>('/requests/http.har', async (request, reply) => {
-        let ids = list(request.query, 'ids');
+        let ids = textList.parse(request.query.ids);
         if (ids === undefined) {
           const query = await trafficQuery(request.query);
           const page = await bridge.invoke('traffic.list', query);
@@ -316,23 +339,13 @@ export async function registerInspectorApi(
         '/requests/http',
         { bodyLimit: options.bodyLimit },
         async (request) => {
-          const body = request.body;
-          if (typeof body !== 'object' || body === null || typeof body.id !== 'string' || body.id === '') {
-            throw new BridgeError('validation_failed', 422, 'id must be the id of a captured request', [
-              { path: 'id', message: 'is required' },
-            ]);
-          }
-          const input: ReplayInput = { id: body.id };
-          if (body.method !== undefined) input.method = body.method;
-          if (body.path !== undefined) input.path = body.path;
-          if (body.headers !== undefined) input.headers = body.headers;
-          if (body.body !== undefined) input.body = body.body;
-          return withUri(await bridge.invoke('traffic.replay', input));
+          // The Bridge checks the replay's fields (bridge-inputs.ts): its 422 names the one that is wrong.
+          return withUri(await bridge.invoke('traffic.replay', request.body as ReplayInput));
         },
       );
 
       api.delete<{ Querystring: Query }>('/requests/http', async (request, reply) => {
-        const tunnelId = await tunnelFilter(one(request.query, 'tunnel_name'));
+        const tunnelId = await tunnelFilter(text.parse(request.query.tunnel_name));
         await bridge.invoke('traffic.clear', tunnelId === undefined ? {} : { tunnelId });
         return reply.code(204).send();
       });

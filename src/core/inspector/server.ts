@@ -38,10 +38,10 @@ import {
   BRIDGE_EVENTS,
   BridgeError,
   bridgeFailure,
-  isBridgeOperation,
   type Bridge,
   type BridgeResult,
 } from '../../shared/bridge.js';
+import { isBridgeOperation } from '../../shared/bridge-inputs.js';
 import { LIMITS } from '../../shared/api/projects.js';
 import { BridgeSession } from '../bridge-session.js';
 import { writeFileAtomic } from '../private-file.js';

@@ -24,12 +24,13 @@ import {
   RemoteAddr,
   headerObject,
 } from '../../shared/api/tunnels.js';
+import type { TrafficPage, TrafficQuery, TrafficTunnel } from '../../shared/bridge.js';
 import {
-  invalidInput,
-  type TrafficPage,
-  type TrafficQuery,
-  type TrafficTunnel,
-} from '../../shared/bridge.js';
+  type CheckedInput,
+  MAX_TRAFFIC_PAGE,
+  STATUS_FILTER,
+  parseBridgeInput,
+} from '../../shared/bridge-inputs.js';
 import {
   CLIENT_WENT_AWAY_STATUS,
   type CapturedExchange,
@@ -158,7 +159,7 @@ const DEFAULT_WRITE_BURST_MS = 1_000;
 const ROW_OVERHEAD = 256;
 export const DEFAULT_PAGE = 200;
 const EMPTY = Buffer.alloc(0);
-export const MAX_PAGE = 1000;
+export const MAX_PAGE = MAX_TRAFFIC_PAGE;
 
 /** Where an exchange came from on this machine, kept with it (replay needs the port). */
 export interface CaptureOrigin {
@@ -430,8 +431,9 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
    * platform tunnel id, an Engine key or a subdomain; `tunnels`, when given, replaces it with several
    * names of one tunnel.
    */
-  list(query: TrafficQuery = {}, tunnels?: readonly string[]): TrafficPage {
+  list(input: TrafficQuery = {}, tunnels?: readonly string[]): TrafficPage {
     this.flush();
+    const query = parseBridgeInput('traffic.list', input);
     const filter = sqlFilter(query, tunnels);
     const where = filter.conditions.length ? `WHERE ${filter.conditions.join(' AND ')}` : '';
     const total =
@@ -574,29 +576,6 @@ export function ftsQuery(input: string): string | null {
   return words.map((word) => `"${word.replace(/"/g, '""')}"*`).join(' ');
 }
 
-const STATUS = /^(?:([1-5])xx|([1-5]\d\d)|error)$/i;
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-function optionalNumber(value: unknown, path: string): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    throw invalidInput(path, 'must be a number of milliseconds, 0 or more');
-  return value;
-}
-
-function optionalString(value: unknown, path: string): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw invalidInput(path, 'must be a string');
-  return value;
-}
-
-function stringList(value: unknown, path: string): string[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
-    throw invalidInput(path, 'must be a list of strings');
-  return (value as string[]).map((v) => v.trim()).filter((v) => v !== '');
-}
-
 /** Rows of a tunnel known by any of these names: platform tunnel ids, Engine keys, subdomains. */
 function tunnelMatch(names: readonly string[], alias = ''): { sql: string; params: string[] } {
   const marks = names.map(() => '?').join(', ');
@@ -606,35 +585,30 @@ function tunnelMatch(names: readonly string[], alias = ''): { sql: string; param
   };
 }
 
-/** The WHERE conditions of a query (all but `before`), checked: bad input is a 422 with its field. */
+/** The WHERE conditions of a checked query (all but `before`), and its page size. */
 function sqlFilter(
-  query: TrafficQuery,
+  query: CheckedInput<'traffic.list'>,
   tunnels: readonly string[] | undefined,
 ): { conditions: string[]; params: unknown[]; limit: number } {
-  if (typeof query !== 'object' || query === null) throw invalidInput('query', 'must be an object');
   const conditions: string[] = [];
   const params: unknown[] = [];
 
-  const tunnel = optionalString(query.tunnelId, 'tunnelId');
+  const tunnel = query.tunnelId;
   const names = tunnels ?? (tunnel === undefined ? [] : [tunnel]);
   if (names.length > 0) {
     const match = tunnelMatch(names, 'r.');
     conditions.push(match.sql);
     params.push(...match.params);
   }
-  const methods = stringList(query.methods, 'methods').map((m) => m.toUpperCase());
-  if (methods.some((m) => !TOKEN.test(m))) throw invalidInput('methods', 'must be HTTP methods such as GET');
+  const { methods, statuses } = query;
   if (methods.length > 0) {
     conditions.push(`r.method IN (${methods.map(() => '?').join(', ')})`);
     params.push(...methods);
   }
-  const statuses = stringList(query.statuses, 'statuses');
   if (statuses.length > 0) {
     const any: string[] = [];
     for (const status of statuses) {
-      const match = STATUS.exec(status);
-      if (!match)
-        throw invalidInput('statuses', `has "${status}": use 2xx…5xx, a code such as 404, or error`);
+      const match = STATUS_FILTER.exec(status)!;
       if (match[1]) {
         any.push('(r.status_code >= ? AND r.status_code < ?)');
         params.push(Number(match[1]) * 100, Number(match[1]) * 100 + 100);
@@ -645,12 +619,11 @@ function sqlFilter(
     }
     conditions.push(`(${any.join(' OR ')})`);
   }
-  const path = optionalString(query.path, 'path');
+  const { path, header } = query;
   if (path !== undefined) {
     conditions.push('instr(lower(r.path), lower(?)) > 0');
     params.push(path);
   }
-  const header = optionalString(query.header, 'header');
   if (header !== undefined) {
     const colon = header.indexOf(':');
     const name = (colon === -1 ? header : header.slice(0, colon)).trim().toLowerCase();
@@ -661,7 +634,6 @@ function sqlFilter(
             .slice(colon + 1)
             .trim()
             .toLowerCase();
-    if (name === '') throw invalidInput('header', 'must be "name" or "name: value"');
     // The header objects have lower-case names, repeated values joined: one lookup per side.
     const one = (object: string) =>
       `instr(lower(coalesce(json_extract(r.json, '$.${object}.' || json_quote(?)), '')), ?) > 0
@@ -669,17 +641,16 @@ function sqlFilter(
     conditions.push(`((${one('request_headers')}) OR (${one('response_headers')}))`);
     params.push(name, value, name, name, value, name);
   }
-  const min = optionalNumber(query.minDurationMs, 'minDurationMs');
+  const { minDurationMs: min, maxDurationMs: max } = query;
   if (min !== undefined) {
     conditions.push('r.duration_ms >= ?');
     params.push(min);
   }
-  const max = optionalNumber(query.maxDurationMs, 'maxDurationMs');
   if (max !== undefined) {
     conditions.push('r.duration_ms <= ?');
     params.push(max);
   }
-  const q = optionalString(query.q, 'q')?.trim();
+  const q = query.q?.trim();
   if (q) {
     const fts = ftsQuery(q);
     if (fts !== null) {
@@ -691,13 +662,5 @@ function sqlFilter(
       params.push(q);
     }
   }
-  if (query.before !== undefined && typeof query.before !== 'string')
-    throw invalidInput('before', 'must be a request id');
-  let limit = DEFAULT_PAGE;
-  if (query.limit !== undefined && query.limit !== null) {
-    if (typeof query.limit !== 'number' || !Number.isInteger(query.limit) || query.limit < 1)
-      throw invalidInput('limit', `must be a whole number from 1 to ${MAX_PAGE}`);
-    limit = Math.min(query.limit, MAX_PAGE);
-  }
-  return { conditions, params, limit };
+  return { conditions, params, limit: query.limit ?? DEFAULT_PAGE };
 }

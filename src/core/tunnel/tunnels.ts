@@ -4,8 +4,8 @@
 // and tells it how to reach the platform and where its exchanges go.
 import { randomBytes } from 'node:crypto';
 import { ERROR_STATUS, type ErrorCode } from '../../shared/errors.js';
-import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from '../../shared/dns-label.js';
-import { BridgeError, invalidInput, type LocalTunnel, type StartTunnelInput } from '../../shared/bridge.js';
+import { BridgeError, type LocalTunnel, type StartTunnelInput } from '../../shared/bridge.js';
+import { parseBridgeInput } from '../../shared/bridge-inputs.js';
 import type { CapturedExchange } from '../capture/capture.js';
 import type { CaptureOrigin } from '../mirror/captures.js';
 import { TunnelClient, TunnelRefusedError, type TunnelState } from './client.js';
@@ -71,7 +71,7 @@ export class Tunnels {
   }
 
   async start(input: StartTunnelInput): Promise<LocalTunnel> {
-    const { port, subdomain, hostHeader } = checkTunnelInput(input);
+    const { port, subdomain, hostHeader } = parseBridgeInput('tunnels.start', input);
     if (subdomain !== undefined) {
       for (const other of this.running.values()) {
         if (other.view.subdomain === subdomain && other.view.state !== 'stopped') {
@@ -189,26 +189,6 @@ export class Tunnels {
     view.detail = state === 'online' ? null : (detail ?? null);
     this.options.changed();
   }
-}
-
-/** A start request, checked: 422 naming the field that is wrong. */
-function checkTunnelInput(input: StartTunnelInput): { port: number; subdomain?: string; hostHeader: string } {
-  const { port, subdomain, hostHeader } = (input ?? {}) as Partial<StartTunnelInput>;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
-    throw invalidInput('port', 'must be a port number from 1 to 65535');
-  if (subdomain !== undefined && subdomain !== null && subdomain !== '') {
-    if (typeof subdomain !== 'string' || !DNS_LABEL_PATTERN.test(subdomain))
-      throw invalidInput(
-        'subdomain',
-        'must be a lowercase DNS label: letters, digits and hyphens, such as my-app',
-      );
-    if (RESERVED_SUBDOMAINS.has(subdomain))
-      throw invalidInput('subdomain', `"${subdomain}" is reserved for the platform`);
-  }
-  const mode = hostHeader === undefined || hostHeader === null || hostHeader === '' ? 'preserve' : hostHeader;
-  if (typeof mode !== 'string' || !isHostHeaderMode(mode))
-    throw invalidInput('hostHeader', 'must be preserve, rewrite, or a host name such as myapp.test');
-  return { port, hostHeader: mode, ...(subdomain ? { subdomain } : {}) };
 }
 
 /** Why a tunnel could not start, as the Bridge reports it: the platform's problem when it answered. */
