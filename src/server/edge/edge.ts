@@ -4,9 +4,9 @@
 // service; static sites are served from their release folder, never a file whose real location (links
 // followed) leaves the site's root. Unknown hosts get a 404 page, apps that are down or being deployed
 // a 502 or 503 page that says nothing of why: the owner reads that in Wharf. A request body over
-// config.limits.bodyBytes is answered 413, whoever it was for.
+// config.limits.bodyBytes is answered 413, whoever it was for (body-limit.ts). Routes are looked up and
+// kept briefly by route-cache.ts.
 import {
-  type ClientRequest,
   type IncomingMessage,
   type Server,
   type ServerResponse,
@@ -23,27 +23,20 @@ import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { TunnelHub } from '../tunnels/hub.js';
 import { openAppConduit } from './app-conduit.js';
+import { BodyLimit } from './body-limit.js';
 import { normalizeHost } from './conduit.js';
 import { type GiveToServer, takeConnections } from './handoff.js';
 import { forwardingHeaders, publicProto } from './forwarded.js';
-import { type EdgeTlsServer, cancelStream, createEdgeTlsServer, forHttp2Client } from './http2.js';
+import { type EdgeTlsServer, createEdgeTlsServer, forHttp2Client } from './http2.js';
 import { type EdgePage, notRunningPage, sendPage } from './pages.js';
+import { type Route, RouteCache } from './route-cache.js';
 import { serveStaticSite } from './static-site.js';
 import type { CertificateManager } from '../tls/certificates.js';
 import { CHALLENGE_PATH, type HttpChallenges } from '../tls/challenges.js';
 
-interface Route {
-  projectId: string;
-  /** Null: the project's main service. */
-  service: string | null;
-  /** A custom domain whose owner turned HSTS on. */
-  hsts?: boolean;
-}
-
 /** A year, as HSTS preload lists ask; sent only for custom domains whose owner turned it on. */
 const HSTS = 'max-age=31536000';
 
-const ROUTE_TTL_MS = 2_000;
 /** How long an idle client connection is kept (longer than the 60 s of most load balancers in front). */
 const KEEP_ALIVE_MS = 65_000;
 
@@ -61,22 +54,12 @@ export class Edge {
   private challenges: HttpChallenges | null = null;
   // No `xfwd`: the forwarding headers are the edge's own (setForwarding), as on the byte path.
   private readonly proxy = httpProxy.createProxyServer({ ws: true });
-  /** Host label → route, briefly: most requests then cost no query. */
-  private readonly routes = new Map<string, { route: Route | null; until: number }>();
-  /** Custom domain → route, the same way; forgetDomain() drops one when it is verified or deleted. */
-  private readonly domainRoutes = new Map<string, { route: Route | null; until: number }>();
-  private readonly suffix: string;
-  private readonly tunnelSuffix: string;
+  private readonly routes: RouteCache;
   /** Upgraded connections (WebSockets): the HTTP server no longer tracks them, so close() must. */
   private readonly upgraded = new Set<Duplex>();
   /** Ends every connection of the plain server, wherever it went (the HTTP server, a byte path). */
   private readonly endConnections: () => void;
-  /** Route lookups under way, so that many requests for one host wait on one query. */
-  private readonly lookups = new Map<string, Promise<Route | null>>();
-  /** The app request each proxied request became, so that a body over the limit can be cut there too. */
-  private readonly upstream = new WeakMap<IncomingMessage, ClientRequest>();
-  /** Responses answered 413 while their app request was being cut: its error must not end them. */
-  private readonly tooLarge = new WeakSet<ServerResponse>();
+  private readonly bodyLimit: BodyLimit;
 
   constructor(
     private readonly config: PlatformConfig,
@@ -84,15 +67,17 @@ export class Edge {
     private readonly runtime: Runtime,
     private readonly tunnels: TunnelHub,
   ) {
-    this.suffix = `.${config.baseDomain}`;
-    this.tunnelSuffix = `.${config.tunnelDomain}`;
+    this.routes = new RouteCache(config, db);
+    this.bodyLimit = new BodyLimit(config.limits.bodyBytes, (req, reason) =>
+      this.tunnels.cancelRelay(req, reason),
+    );
     this.apiHost = `api.${config.baseDomain}`;
-    this.proxy.on('proxyReq', (proxyReq, req) => this.upstream.set(req, proxyReq));
+    this.proxy.on('proxyReq', (proxyReq, req) => this.bodyLimit.proxied(req, proxyReq));
     this.proxy.on('proxyRes', (proxyRes, req) => {
       if (req.httpVersionMajor === 2) forHttp2Client(proxyRes);
     });
     this.proxy.on('error', (error, _req, res) => {
-      if (isServerResponse(res) && this.tooLarge.has(res)) return;
+      if (isServerResponse(res) && this.bodyLimit.answered(res)) return;
       if (isServerResponse(res)) {
         if (!res.headersSent) this.page(res, notRunningPage(502));
         else res.destroy();
@@ -175,7 +160,7 @@ export class Edge {
     socket.on('error', lost);
     let route: Route | null;
     try {
-      route = await this.route(host);
+      route = await this.routes.route(host);
     } finally {
       socket.off('error', lost);
     }
@@ -191,26 +176,13 @@ export class Edge {
       first,
       port: routed.port,
       target: () =>
-        this.stillRoutes(host, route) ? this.runtime.target(route.projectId, route.service) : null,
+        this.routes.stillRoutes(host, route) ? this.runtime.target(route.projectId, route.service) : null,
       bodyLimit: this.config.limits.bodyBytes,
       bodyLimitText: formatBytes(this.config.limits.bodyBytes),
       idleMs: KEEP_ALIVE_MS,
       reroute,
     });
     return true;
-  }
-
-  /**
-   * Whether `host` still routes to `route`, as far as the edge knows now: a routing change (a domain
-   * moved or deleted, a project renamed) reaches a kept-alive connection within the route cache's
-   * time (a lookup is started once it is out of date), and the connection is routed afresh.
-   */
-  private stillRoutes(host: string, route: Route): boolean {
-    const entry = this.routeEntry(host);
-    if (entry === undefined || entry.until <= Date.now()) this.route(host).catch(() => undefined);
-    if (entry === undefined) return true;
-    const now = entry.route;
-    return now !== null && now.projectId === route.projectId && now.service === route.service;
   }
 
   // Nothing one request does may take the platform down: an unexpected error ends that request only.
@@ -280,7 +252,7 @@ export class Edge {
     if (name === this.apiHost) return this.api !== null;
     const tunnel = this.tunnels.subdomainOf(name);
     if (tunnel !== null) return this.tunnels.isOnline(tunnel);
-    return (await this.route(name).catch(() => null)) !== null;
+    return (await this.routes.route(name).catch(() => null)) !== null;
   }
 
   close(): Promise<void> {
@@ -308,13 +280,13 @@ export class Edge {
       this.api.emit('request', req, res);
       return;
     }
-    if (!this.admitBody(req, res)) return;
+    if (!this.bodyLimit.admit(req, res)) return;
     const tunnel = this.tunnels.subdomainOf(host);
     if (tunnel !== null) {
       this.tunnels.relay(req, res, tunnel);
       return;
     }
-    const route = await this.route(host).catch(() => null);
+    const route = await this.routes.route(host).catch(() => null);
     if (!route) {
       this.page(res, {
         status: 404,
@@ -388,7 +360,7 @@ export class Edge {
       this.tunnels.relayUpgrade(req, socket, head, tunnel);
       return;
     }
-    const route = await this.route(hostOf(req)).catch(() => null);
+    const route = await this.routes.route(hostOf(req)).catch(() => null);
     const target = route ? this.runtime.target(route.projectId, route.service) : null;
     if (!target || target.kind !== 'proxy') {
       const status = route ? 503 : 404;
@@ -403,120 +375,9 @@ export class Edge {
     this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
   }
 
-  /**
-   * Holds a request body to config.limits.bodyBytes: a larger Content-Length is answered 413 at once,
-   * unread; a body without one (chunked) is counted as it streams by and cut where it goes over (413
-   * if nothing was answered yet, else the connection is closed). False when refused at once.
-   */
-  private admitBody(req: IncomingMessage, res: ServerResponse): boolean {
-    const max = this.config.limits.bodyBytes;
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > max) {
-      this.bodyTooLarge(req, res);
-      return false;
-    }
-    if (req.headers['transfer-encoding'] === undefined) return true;
-    let seen = 0;
-    const count = (chunk: Buffer) => {
-      seen += chunk.length;
-      if (seen <= max) return;
-      req.off('data', count);
-      this.bodyTooLarge(req, res);
-    };
-    req.on('data', count);
-    // Counting must not set the body flowing before whoever relays it (proxy, tunnel) is listening.
-    req.pause();
-    // A body nobody read (a page, a static file) is read to its end once answered, still counted, so
-    // that the connection can carry the next request.
-    res.once('finish', () => {
-      if (!req.complete) req.resume();
-    });
-    return true;
-  }
-
-  private bodyTooLarge(req: IncomingMessage, res: ServerResponse): void {
-    const limit = formatBytes(this.config.limits.bodyBytes);
-    // The app (or tunnel client) must see its request aborted, not a shorter body as if it were whole.
-    req.unpipe();
-    this.upstream.get(req)?.destroy();
-    this.tunnels.cancelRelay(req, `the request body is over the edge's limit of ${limit}`);
-    const http2 = req.httpVersionMajor === 2;
-    if (res.headersSent) {
-      // Over HTTP/2 only this request's stream goes: the connection carries others.
-      if (http2) cancelStream(req);
-      else req.socket.destroy();
-      return;
-    }
-    this.tooLarge.add(res);
-    if (!http2) {
-      res.shouldKeepAlive = false;
-      // The rest of the body is read and dropped until the connection closes after the answer, and a
-      // moment more: closed under a body still arriving, the connection would be reset, and a client
-      // (or the HAProxy front) still sending could lose the answer with it.
-      lingerOnClose(req.socket);
-    }
-    req.resume();
-    this.page(res, {
-      status: 413,
-      title: 'Request body too large',
-      message: `This address takes request bodies of up to ${limit}.`,
-      hint: 'Send a smaller body, or split it over several requests.',
-    });
-  }
-
   /** A custom domain's routing changed (verified, unverified, deleted): look it up afresh. */
   forgetDomain(domain: string): void {
-    this.domainRoutes.delete(domain);
-  }
-
-  /** The route cache's entry for `host`, however old. */
-  private routeEntry(host: string): { route: Route | null; until: number } | undefined {
-    if (!host.endsWith(this.suffix)) return this.domainRoutes.get(host);
-    return this.routes.get(host.slice(0, -this.suffix.length));
-  }
-
-  private route(host: string): Promise<Route | null> {
-    const entry = this.routeEntry(host);
-    if (entry && entry.until > Date.now()) return Promise.resolve(entry.route);
-    let lookup = this.lookups.get(host);
-    if (lookup === undefined) {
-      lookup = this.lookUpRoute(host).finally(() => this.lookups.delete(host));
-      this.lookups.set(host, lookup);
-    }
-    return lookup;
-  }
-
-  private async lookUpRoute(host: string): Promise<Route | null> {
-    if (!host.endsWith(this.suffix)) return this.customDomainRoute(host);
-    const label = host.slice(0, -this.suffix.length);
-    if (label.includes('.') || label === '') return null;
-    const row = await this.db
-      .selectFrom('project_hosts')
-      .innerJoin('projects', 'projects.id', 'project_hosts.project_id')
-      .select(['projects.id', 'projects.subdomain'])
-      .where('project_hosts.label', '=', label)
-      .executeTakeFirst();
-    const route = row
-      ? { projectId: row.id, service: label === row.subdomain ? null : label.slice(row.subdomain.length + 1) }
-      : null;
-    if (this.routes.size > 10_000) this.routes.clear();
-    this.routes.set(label, { route, until: Date.now() + ROUTE_TTL_MS });
-    return route;
-  }
-
-  private async customDomainRoute(host: string): Promise<Route | null> {
-    if (host === '' || host === this.config.baseDomain) return null;
-    if (host === this.config.tunnelDomain || host.endsWith(this.tunnelSuffix)) return null;
-    const row = await this.db
-      .selectFrom('domains')
-      .select(['project_id', 'hsts'])
-      .where('domain', '=', host)
-      .where('verified', '=', 1)
-      .executeTakeFirst();
-    const route = row?.project_id ? { projectId: row.project_id, service: null, hsts: row.hsts === 1 } : null;
-    if (this.domainRoutes.size > 10_000) this.domainRoutes.clear();
-    this.domainRoutes.set(host, { route, until: Date.now() + ROUTE_TTL_MS });
-    return route;
+    this.routes.forget(domain);
   }
 
   private async unavailable(route: Route, target: EdgeTarget | null): Promise<EdgePage> {
@@ -604,21 +465,6 @@ function setForwarding(req: IncomingMessage, upgrade: boolean): void {
     upgrade,
   );
   Object.assign(req.headers, forwarding);
-}
-
-/** How long a connection closed after a 413 keeps reading what is still sent (nginx: lingering_time). */
-const LINGER_MS = 2_000;
-
-/** When Node's HTTP server closes `socket` after the answer, it ends it and reads on until LINGER_MS. */
-function lingerOnClose(socket: Duplex): void {
-  const closing = socket as Duplex & { destroySoon?: () => void };
-  if (typeof closing.destroySoon !== 'function') return;
-  closing.destroySoon = () => {
-    closing.end();
-    const timer = setTimeout(() => closing.destroy(), LINGER_MS);
-    timer.unref();
-    closing.once('close', () => clearTimeout(timer));
-  };
 }
 
 function isServerResponse(value: unknown): value is ServerResponse {

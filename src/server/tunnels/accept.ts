@@ -1,0 +1,197 @@
+// Accepting a tunnel client on `GET /api/v1/tunnels/connect`: the caller authenticated, its subdomain
+// checked and reserved, the account's tunnel and stream slots taken (or taken over from its older
+// connection, told to go with a GOAWAY), and HTTP/2 run over the raw `wharf-tunnel` stream or a WebSocket.
+import type { IncomingMessage } from 'node:http';
+import http2 from 'node:http2';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { type WebSocketServer, createWebSocketStream } from 'ws';
+import {
+  GOAWAY_REPLACED,
+  PIPE_FEATURE,
+  SESSION_SETTINGS,
+  SESSION_WINDOW,
+  sessionTransport,
+} from '../../core/tunnel/protocol.js';
+import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
+import { RESERVED_SUBDOMAINS, isDnsLabel } from '../../shared/dns-label.js';
+import type { Authenticator, Caller } from '../auth/authenticate.js';
+import { assertScope } from '../auth/authenticate.js';
+import { type PlatformConfig, edgeUrl } from '../config.js';
+import { ApiError, problem, validationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { AccountLimits, Lease } from '../limits.js';
+import type { TunnelRegistry } from './registry.js';
+import { Tunnel } from './tunnel.js';
+
+/** What taking an upgrade (a tunnel connection, a traffic feed) needs; the hub holds one. */
+export interface UpgradeContext {
+  readonly config: PlatformConfig;
+  readonly tunnels: TunnelRegistry;
+  readonly limits: AccountLimits;
+  readonly auth: Authenticator;
+  /** Shared by tunnel connections and traffic feeds: close() of the hub closes it. */
+  readonly wss: WebSocketServer;
+}
+
+/** Takes a tunnel client's upgrade to the tunnel connection; throws the ApiError that refuses it. */
+export async function acceptTunnel(
+  context: UpgradeContext,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  url: URL,
+): Promise<void> {
+  const { config, tunnels, limits, auth, wss } = context;
+  const caller = await callerOf(auth, req);
+  const protocol = String(req.headers.upgrade ?? '').toLowerCase();
+  if (protocol !== TUNNEL_UPGRADE_PROTOCOL && protocol !== 'websocket') {
+    throw new ApiError(
+      'bad_request',
+      `upgrade to "${TUNNEL_UPGRADE_PROTOCOL}" (or "websocket"), not "${protocol || 'nothing'}"`,
+    );
+  }
+  const asked = url.searchParams.get('subdomain');
+  const subdomain = asked === null || asked === '' ? await tunnels.randomSubdomain() : asked;
+  if (!isDnsLabel(subdomain)) {
+    throw validationError([{ path: 'subdomain', message: 'must be a lowercase DNS label' }]);
+  }
+  if (RESERVED_SUBDOMAINS.has(subdomain)) {
+    throw validationError([{ path: 'subdomain', message: `"${subdomain}" is reserved for the platform` }]);
+  }
+  // Refused before the subdomain is claimed, when this could only be refused after.
+  const held = tunnels.get(subdomain);
+  if (held?.accountId !== caller.accountId || held.slot === null) {
+    limits.tunnels.check(caller.accountId);
+    limits.streams.check(caller.accountId);
+  }
+  await tunnels.reserve(caller.accountId, subdomain);
+
+  const existing = tunnels.get(subdomain);
+  const known = existing?.accountId === caller.accountId ? existing : undefined;
+  // A reconnect of the subdomain takes its older connection's tunnel slot and stream slot over; any
+  // other connect takes new ones, or is refused at the account's limits.
+  const slot = known?.slot ?? limits.tunnels.acquire(caller.accountId);
+  known?.stream?.release();
+  let stream: Lease;
+  try {
+    stream = limits.streams.acquire(caller.accountId);
+  } catch (error) {
+    if (slot !== known?.slot) slot.release();
+    throw error;
+  }
+  const tunnel =
+    known ??
+    new Tunnel(
+      newId('tun'),
+      caller.accountId,
+      subdomain,
+      edgeUrl(config, `${subdomain}.${config.tunnelDomain}`),
+      tunnels.grantCapture(caller.accountId),
+    );
+  tunnels.add(tunnel);
+  tunnel.slot = slot;
+  tunnel.stream = stream;
+  tunnel.offlineSince = 0;
+  tunnel.pipes = String(req.headers[TUNNEL_HEADERS.features] ?? '')
+    .split(',')
+    .some((feature) => feature.trim() === PIPE_FEATURE);
+  const generation = ++tunnel.generation;
+  socket.once('close', () => stream.release());
+  /** This connection is gone: the tunnel slot goes back, unless a newer connection holds it now. */
+  const leave = () => {
+    if (tunnel.generation !== generation) return;
+    tunnel.slot?.release();
+    tunnel.slot = null;
+    tunnel.offlineSince = Date.now();
+  };
+  // The same account connecting again takes the subdomain over from its older connection, and tells
+  // that one why, so that it stops instead of reconnecting and taking it back in turn.
+  const previous = tunnel.session;
+  if (previous && !previous.closed && !previous.destroyed) {
+    try {
+      previous.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
+    } catch {
+      // already going away
+    }
+    previous.close();
+  }
+  const responseHeaders = [
+    `${TUNNEL_HEADERS.id}: ${tunnel.id}`,
+    `${TUNNEL_HEADERS.subdomain}: ${subdomain}`,
+    `${TUNNEL_HEADERS.url}: ${tunnel.url}`,
+  ];
+  let transport: Duplex;
+  if (protocol === 'websocket') {
+    transport = await new Promise<Duplex>((resolve, reject) => {
+      const addHeaders = (headers: string[], request: IncomingMessage) => {
+        if (request !== req) return;
+        headers.push(...responseHeaders);
+        wss.off('headers', addHeaders);
+      };
+      // A client gone before the handshake ends: the slots it took go back.
+      const gone = () => {
+        wss.off('headers', addHeaders);
+        leave();
+        reject(new Error('the tunnel client went away during the upgrade'));
+      };
+      socket.once('close', gone);
+      wss.on('headers', addHeaders);
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        socket.off('close', gone);
+        resolve(createWebSocketStream(ws));
+      });
+    });
+  } else {
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE_PROTOCOL}\r\n${responseHeaders.join('\r\n')}\r\n\r\n`,
+    );
+    if (head.length > 0) socket.unshift(head);
+    // Small frames (a request's HEADERS) must not wait for Nagle.
+    (socket as Partial<Socket>).setNoDelay?.(true);
+    transport = sessionTransport(socket);
+  }
+  const session = http2.connect(`http://${subdomain}`, {
+    createConnection: () => transport,
+    settings: SESSION_SETTINGS,
+  });
+  session.on('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+  session.on('error', () => undefined);
+  session.once('close', () => {
+    if (tunnel.session === session) tunnel.session = null;
+    transport.destroy();
+    leave();
+    tunnels.forgetLater(tunnel);
+  });
+  transport.once('close', () => session.destroy());
+  tunnel.session = session;
+  tunnel.connectedAt = new Date().toISOString();
+}
+
+/**
+ * The caller of an upgrade: X-API-Key or a Bearer token, or (browsers set no headers) `?token=`,
+ * which takes a short-lived JWT only, never an API key.
+ */
+export async function callerOf(auth: Authenticator, req: IncomingMessage): Promise<Caller> {
+  const { headers } = req;
+  const token =
+    headers['x-api-key'] === undefined && headers.authorization === undefined
+      ? new URL(req.url ?? '/', 'http://platform').searchParams.get('token')
+      : null;
+  const caller = token ? await auth.authenticateQueryToken(token) : await auth.authenticate({ headers });
+  assertScope(caller, 'deploy');
+  return caller;
+}
+
+/** Answers a refused upgrade with its problem+json, then closes the socket. */
+export function refuse(socket: Duplex, error: unknown): void {
+  const apiError =
+    error instanceof ApiError
+      ? error
+      : new ApiError('internal', (error as Error).message || 'internal error');
+  const body = problem(apiError.code, apiError.detail, apiError.fields, apiError.extra);
+  const json = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${body.status} ${body.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
+  );
+}
