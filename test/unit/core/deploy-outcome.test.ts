@@ -1,6 +1,6 @@
 // When the Engine says a deploy ended (deploy-finished), and what the desktop notification says then.
 import { describe, expect, it } from 'vitest';
-import { deployOutcome, type DeployState } from '../../../src/core/engine.js';
+import { deployOutcome, type DeployState } from '../../../src/core/deploy-watch.js';
 import { deployFinishedNotice, deployRefusedNotice } from '../../../src/core/menus/deploy-notice.js';
 import type { Project } from '../../../src/shared/api/index.js';
 
