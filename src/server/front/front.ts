@@ -11,42 +11,27 @@
 // HAProxy cannot order a certificate while a handshake waits, as the Node edge does for a host that
 // has none yet: behind the front a host gets its certificate when it is created (or verified), and a
 // handshake for a name with none yet fails (strict SNI) until it is issued and loaded, seconds later.
+//
+// This file supervises HAProxy and its reloads; haproxy-config.ts renders the configuration,
+// front-routes.ts reads the routing table, front-files.ts writes the pages and certificates.
 import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { deriveKeyEncryptionKey, openAiKey, type SealedKey } from '../ai/keys.js';
 import type { PlatformConfig } from '../config.js';
 import type { Edge } from '../edge/edge.js';
-import { type EdgePage, notRunningPage, renderPage } from '../edge/pages.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { formatBytes } from '../limits.js';
 import type { Store } from '../store/open.js';
-import {
-  EDGE_SOCKET,
-  ERROR_PAGES,
-  MASTER_SOCKET,
-  TOO_LARGE_PAGE,
-  type FrontRoute,
-  certificateFile,
-  renderFrontConfig,
-} from './haproxy-config.js';
+import { CertificateFiles, writeAtomic, writePages } from './front-files.js';
+import { frontRoutes } from './front-routes.js';
+import { EDGE_SOCKET, MASTER_SOCKET, type FrontRoute, renderFrontConfig } from './haproxy-config.js';
 import {
   Haproxy,
   type HaproxyInstall,
   MIN_HAPROXY,
   findHaproxy,
+  haproxyAccount,
   sessionsByAddress,
   unsupportedHaproxy,
 } from './haproxy.js';
@@ -99,7 +84,7 @@ export class FrontProxy {
   readonly kind = 'haproxy';
   /** The front's folder: haproxy.cfg, its map and list files, certs/, and the sockets. */
   readonly dir: string;
-  private readonly kek: Buffer;
+  private readonly certificates: CertificateFiles;
   private haproxy: Haproxy | null = null;
   private proxied: ProxiedEdge | null = null;
   private listen: FrontListenOptions | null = null;
@@ -112,8 +97,6 @@ export class FrontProxy {
   private soon: NodeJS.Timeout | null = null;
   private resync: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
-  /** Certificate files as written, by name: what they were made from, and their text. */
-  private readonly written = new Map<string, { from: string; text: string }>();
   private readonly warned = new Set<string>();
   private closed = false;
   private restarting: NodeJS.Timeout | null = null;
@@ -124,10 +107,10 @@ export class FrontProxy {
   private readonly temporary: boolean;
 
   constructor(private readonly deps: FrontDeps) {
-    this.kek = deriveKeyEncryptionKey(deps.secret);
     const dir = join(deps.config.dataDir, 'front');
     this.temporary = join(dir, MASTER_SOCKET).length > MAX_SOCKET_PATH;
     this.dir = this.temporary ? mkdtempSync(join(tmpdir(), 'wharf-front-')) : dir;
+    this.certificates = new CertificateFiles(deps.db, deps.secret, this.dir);
   }
 
   get version(): string {
@@ -149,19 +132,7 @@ export class FrontProxy {
     chmodSync(this.dir, 0o700);
     chmodSync(join(this.dir, 'certs'), 0o700);
     mkdirSync(join(this.dir, 'errors'), { recursive: true, mode: 0o700 });
-    for (const code of ERROR_PAGES)
-      writeAtomic(join(this.dir, 'errors', `${code}.http`), errorResponse(code));
-    const limit = formatBytes(this.deps.config.limits.bodyBytes);
-    writeAtomic(
-      join(this.dir, TOO_LARGE_PAGE),
-      // The Node edge's own 413 page (edge.ts bodyTooLarge).
-      renderPage({
-        status: 413,
-        title: 'Request body too large',
-        message: `This address takes request bodies of up to ${limit}.`,
-        hint: 'Send a smaller body, or split it over several requests.',
-      }),
-    );
+    writePages(this.dir, this.deps.config.limits.bodyBytes);
     this.proxied = await listenProxied(join(this.dir, EDGE_SOCKET), this.deps.edge.server, (socket, give) =>
       this.deps.edge.sniff(socket, give),
     );
@@ -375,90 +346,15 @@ export class FrontProxy {
     return { fingerprint };
   }
 
-  /** The hosts to send straight to an app's port: each app and service host, each verified domain. */
-  private async snapshotRoutes(): Promise<FrontRoute[]> {
-    const { db, config } = this.deps;
-    const [hosts, domains] = await Promise.all([
-      db
-        .selectFrom('project_hosts')
-        .innerJoin('projects', 'projects.id', 'project_hosts.project_id')
-        .select(['project_hosts.label', 'projects.id', 'projects.subdomain'])
-        .execute(),
-      db
-        .selectFrom('domains')
-        .select(['domain', 'project_id', 'hsts'])
-        .where('verified', '=', 1)
-        .where('project_id', 'is not', null)
-        .execute(),
-    ]);
-    const routes: FrontRoute[] = [];
-    for (const row of hosts) {
-      const service = row.label === row.subdomain ? null : row.label.slice(row.subdomain.length + 1);
-      const port = this.portOf(row.id, service);
-      if (port !== null) routes.push({ host: `${row.label}.${config.baseDomain}`, port, hsts: false });
-    }
-    for (const row of domains) {
-      const port = this.portOf(row.project_id!, null);
-      if (port !== null) routes.push({ host: row.domain, port, hsts: row.hsts === 1 });
-    }
-    return routes;
+  /** The hosts to send straight to an app's port (front-routes.ts). */
+  private snapshotRoutes(): Promise<FrontRoute[]> {
+    return frontRoutes(this.deps.db, this.deps.config, this.deps.runtime);
   }
 
-  /** The port a host of the project goes to now, or null (static, down, deploying: the Node edge). */
-  private portOf(projectId: string, service: string | null): number | null {
-    const target = this.deps.runtime.target(projectId, service);
-    if (target?.kind !== 'proxy') return null;
-    // Asked where it is, not sent a request: nothing to drain.
-    target.done();
-    return target.port;
-  }
-
-  /**
-   * Writes each issued, unexpired certificate as `certs/<name>.pem` (chain, then key; 0600) and removes
-   * the others; returns the files and a digest of their contents.
-   */
+  /** The certificate files HAProxy loads (none when the platform does not speak HTTPS). */
   private async writeCertificates(): Promise<{ files: string[]; digest: string }> {
     if (this.listen?.httpsPort === null) return { files: [], digest: '' };
-    const rows = await this.deps.db
-      .selectFrom('tls_certificates')
-      .select(['name', 'cert_pem', 'key_secret', 'not_after', 'updated_at'])
-      .where('cert_pem', 'is not', null)
-      .orderBy('name')
-      .execute();
-    const now = Date.now();
-    const files: string[] = [];
-    const hash = createHash('sha256');
-    const keep = new Set<string>();
-    for (const row of rows) {
-      const file = certificateFile(row.name);
-      if (!file || !row.cert_pem || !row.key_secret || !row.not_after) continue;
-      if (Date.parse(row.not_after) <= now) continue;
-      const from = `${row.updated_at}\0${row.not_after}`;
-      let entry = this.written.get(row.name);
-      if (entry?.from !== from) {
-        let key: string;
-        try {
-          // Sealed by the certificate manager (tls/certificates.ts) under the same context.
-          key = openAiKey(this.kek, `tls:${row.name}`, JSON.parse(row.key_secret) as SealedKey);
-        } catch {
-          continue;
-        }
-        entry = { from, text: `${row.cert_pem.trim()}\n${key.trim()}\n` };
-        writeAtomic(join(this.dir, file), entry.text);
-        this.written.set(row.name, entry);
-      }
-      files.push(file);
-      keep.add(file.slice('certs/'.length));
-      hash.update(`${file}\0${entry.text}\0`);
-    }
-    for (const name of readdirSync(join(this.dir, 'certs'))) {
-      if (!keep.has(name)) rmSync(join(this.dir, 'certs', name), { force: true });
-    }
-    for (const name of [...this.written.keys()]) {
-      const file = certificateFile(name);
-      if (!file || !keep.has(file.slice('certs/'.length))) this.written.delete(name);
-    }
-    return { files, digest: hash.digest('hex') };
+    return this.certificates.write();
   }
 
   private warnOnce(message: string): void {
@@ -466,57 +362,5 @@ export class FrontProxy {
     if (this.warned.size > 1_000) this.warned.clear();
     this.warned.add(message);
     this.deps.event('warn', `front: ${message}`);
-  }
-}
-
-/** Written whole or not at all (HAProxy may read it at any reload), 0600. */
-function writeAtomic(path: string, text: string): void {
-  const temp = `${path}.tmp`;
-  rmSync(temp, { force: true });
-  writeFileSync(temp, text, { mode: 0o600 });
-  renameSync(temp, path);
-}
-
-/**
- * A whole HTTP response for HAProxy's `errorfile`: the page the Node edge answers when an app does
- * not (edge.ts: a proxy error is `notRunningPage(502)`), with the same headers as its pages.
- */
-function errorResponse(code: (typeof ERROR_PAGES)[number]): string {
-  const page: EdgePage =
-    code === 504
-      ? { status: 504, title: 'Not answering', message: 'This app did not answer in time.', retryAfter: 5 }
-      : notRunningPage(code, code === 503 ? 5 : undefined);
-  const body = renderPage(page);
-  const reason = { 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' }[code];
-  return [
-    `HTTP/1.1 ${code} ${reason}`,
-    'content-type: text/html; charset=utf-8',
-    `content-length: ${Buffer.byteLength(body)}`,
-    'cache-control: no-store',
-    `x-wharf-edge: ${page.title}`,
-    ...(page.retryAfter ? [`retry-after: ${page.retryAfter}`] : []),
-    'connection: close',
-    '',
-    body,
-  ].join('\r\n');
-}
-
-/** The `haproxy` account (Debian's package makes it) and its primary group, from /etc/passwd and /etc/group. */
-function haproxyAccount(): { user: string; group: string; gid: number } | null {
-  try {
-    const user = readFileSync('/etc/passwd', 'utf8')
-      .split('\n')
-      .map((line) => line.split(':'))
-      .find((fields) => fields[0] === 'haproxy');
-    if (!user) return null;
-    const gid = Number(user[3]);
-    const group = readFileSync('/etc/group', 'utf8')
-      .split('\n')
-      .map((line) => line.split(':'))
-      .find((fields) => Number(fields[2]) === gid)?.[0];
-    if (!Number.isInteger(gid) || !group) return null;
-    return { user: 'haproxy', group, gid };
-  } catch {
-    return null;
   }
 }

@@ -321,3 +321,23 @@ function isZombie(pid: number): boolean {
     return true;
   }
 }
+
+/** The `haproxy` account (Debian's package makes it) and its primary group, from /etc/passwd and /etc/group. */
+export function haproxyAccount(): { user: string; group: string; gid: number } | null {
+  try {
+    const user = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .map((line) => line.split(':'))
+      .find((fields) => fields[0] === 'haproxy');
+    if (!user) return null;
+    const gid = Number(user[3]);
+    const group = readFileSync('/etc/group', 'utf8')
+      .split('\n')
+      .map((line) => line.split(':'))
+      .find((fields) => Number(fields[2]) === gid)?.[0];
+    if (!Number.isInteger(gid) || !group) return null;
+    return { user: 'haproxy', group, gid };
+  } catch {
+    return null;
+  }
+}

@@ -1,6 +1,6 @@
 // Projects of API.md §4: the rules the schema cannot see (reserved and taken host names, service host
-// lengths), storage, and the project object with its URLs. Every query is scoped to the calling
-// account; another account's project is simply not found.
+// lengths: project-hosts.ts), storage, and the project object with its URLs. Every query is scoped to
+// the calling account; another account's project is simply not found.
 //
 // Every write to a project goes through this class: it keeps each account's serialized project list
 // (with its ETag) so that the list, which the app polls for live status, costs no query or JSON work
@@ -10,7 +10,7 @@
 // column holds the masked URL (`https://***@host/…`, what every reader sees) and the userinfo is
 // sealed apart with the own AI keys' cipher (AES-256-GCM under the server secret), bound to the
 // project's id; cloneUrl() puts it back for the clone alone.
-import { type Transaction, sql } from 'kysely';
+import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import {
   type BuildConfig as BuildConfigType,
@@ -24,16 +24,22 @@ import {
   type RegistryCredentials,
   type RegistryCredentialsRequest,
 } from '../../shared/api/projects.js';
-import { DNS_LABEL_MAX, RESERVED_SUBDOMAINS, serviceLabel } from '../../shared/dns-label.js';
+import { serviceLabel } from '../../shared/dns-label.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/open.js';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
 import { maskRepoUrl, refusedRepoTarget, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './repo-url.js';
-import type { Database, ProjectsTable } from '../store/schema.js';
-import type { FieldError } from '../../shared/errors.js';
+import type { ProjectsTable } from '../store/schema.js';
 import { refusedServicePorts } from './ports.js';
+import {
+  assertHostFree,
+  checkServiceHosts,
+  checkSubdomain,
+  claimHost,
+  claimServiceHosts,
+} from './project-hosts.js';
 import { accountLimits } from '../limits.js';
 
 export interface SerializedList {
@@ -256,8 +262,8 @@ export class ProjectService {
         ? await refusedRepoTarget(this.config, body.repo_url)
         : null;
     if (target) throw validationError([{ path: 'repo_url', message: target }]);
-    this.checkSubdomain(body.subdomain);
-    this.checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
+    checkSubdomain(this.config, body.subdomain);
+    checkServiceHosts(body.subdomain, buildConfig, ['build_config']);
     const source: DeploySource =
       body.image !== undefined ? 'image' : body.deploy_source === 'upload' ? 'upload' : 'git';
     const portErrors = await refusedServicePorts(this.db, null, buildConfig, ['build_config'], source);
@@ -293,7 +299,7 @@ export class ProjectService {
       await assertHostFree(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
       await trx.insertInto('projects').values(row).execute();
       await claimHost(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
-      await this.claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
+      await claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
     });
     this.onHostsChanged?.();
     return this.toProject(row);
@@ -314,7 +320,7 @@ export class ProjectService {
   async setBuildConfig(accountId: string, id: string, given: BuildConfigType): Promise<Project> {
     const config = normalizeBuildConfig(given);
     const row = await this.row(accountId, id);
-    this.checkServiceHosts(row.subdomain, config, []);
+    checkServiceHosts(row.subdomain, config, []);
     const portErrors = await refusedServicePorts(this.db, id, config, [], row.deploy_source as DeploySource);
     if (portErrors.length > 0) throw validationError(portErrors);
     const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
@@ -325,7 +331,7 @@ export class ProjectService {
         .where('project_id', '=', id)
         .where('label', '!=', row.subdomain)
         .execute();
-      await this.claimServiceHosts(trx, id, row.subdomain, config);
+      await claimServiceHosts(trx, id, row.subdomain, config);
       await trx
         .updateTable('projects')
         .set({ build_config: updated.build_config, updated_at: updated.updated_at })
@@ -413,46 +419,6 @@ export class ProjectService {
       last_deploy_error: row.last_deploy_error,
     };
   }
-
-  private checkSubdomain(subdomain: string): void {
-    const tunnelLabel = this.config.tunnelDomain.endsWith(`.${this.config.baseDomain}`)
-      ? this.config.tunnelDomain.slice(0, -this.config.baseDomain.length - 1)
-      : null;
-    if (RESERVED_SUBDOMAINS.has(subdomain) || subdomain === tunnelLabel) {
-      throw validationError([{ path: 'subdomain', message: `"${subdomain}" is reserved for the platform` }]);
-    }
-  }
-
-  private checkServiceHosts(subdomain: string, config: BuildConfigType, prefix: string[]): void {
-    const errors: FieldError[] = [];
-    config.services.forEach((service, i) => {
-      const label = serviceLabel(subdomain, service.name);
-      if (label.length > DNS_LABEL_MAX) {
-        errors.push({
-          path: [...prefix, `services[${i}].name`].join('.'),
-          message: `makes the host label "${label}" ${label.length} characters long; "<subdomain>-<name>" must be at most ${DNS_LABEL_MAX}`,
-        });
-      }
-    });
-    if (errors.length > 0) throw validationError(errors);
-  }
-
-  private async claimServiceHosts(
-    trx: Transaction<Database>,
-    projectId: string,
-    subdomain: string,
-    config: BuildConfigType,
-  ) {
-    for (const service of config.services) {
-      const label = serviceLabel(subdomain, service.name);
-      await claimHost(
-        trx,
-        label,
-        projectId,
-        `the host "${label}" of service "${service.name}" is taken by another project`,
-      );
-    }
-  }
 }
 
 /** The registry credentials' associated data: bound to the project like repo_url's. */
@@ -475,31 +441,4 @@ function registryAddress(registry: string): string {
 /** The associated data a repo_url's sealed userinfo is bound to: copied to another row, it fails. */
 function repoSecretContext(projectId: string): string {
   return `repo_url:${projectId}`;
-}
-
-/** Throws 409 when another project answers at `label`; returns whether this project already does. */
-async function assertHostFree(
-  trx: Transaction<Database>,
-  label: string,
-  projectId: string,
-  message: string,
-): Promise<boolean> {
-  const taken = await trx
-    .selectFrom('project_hosts')
-    .select('project_id')
-    .where('label', '=', label)
-    .executeTakeFirst();
-  if (taken && taken.project_id !== projectId) throw new ApiError('conflict', message);
-  return taken !== undefined;
-}
-
-async function claimHost(
-  trx: Transaction<Database>,
-  label: string,
-  projectId: string,
-  message: string,
-): Promise<void> {
-  if (!(await assertHostFree(trx, label, projectId, message))) {
-    await trx.insertInto('project_hosts').values({ label, project_id: projectId }).execute();
-  }
 }

@@ -34,7 +34,8 @@ import {
   removeIdleNetworks,
   removeNetwork,
 } from './drivers/docker.js';
-import { Planner, type ReleasePlan, isDirectory, normalizePlan } from './plan.js';
+import { Planner, type ReleasePlan, normalizePlan } from './plan.js';
+import { isDirectory } from './plan-services.js';
 import { ProjectLog } from './project-log.js';
 import { ReleaseStore } from './releases.js';
 import { RouteEvents } from './routes.js';

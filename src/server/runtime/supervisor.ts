@@ -23,7 +23,8 @@ import {
   waitForHttp,
 } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
-import { type ReleasePlan, type ReleaseService, describeExit, hostEnv } from './plan.js';
+import { describeExit, hostEnv } from './host-plan.js';
+import type { ReleasePlan, ReleaseService } from './plan.js';
 import { type RunningProcess, freePort, waitForPort } from './process.js';
 import { portIsFree } from './ports.js';
 import type { ProjectLog } from './project-log.js';

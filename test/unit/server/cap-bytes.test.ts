@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import { DeployError } from '../../../src/server/runtime/build.js';
-import { capBytes } from '../../../src/server/runtime/plan.js';
+import { capBytes } from '../../../src/server/runtime/built-site.js';
 
 function sink(): { stream: Writable; bytes: () => number } {
   let bytes = 0;
