@@ -7,6 +7,7 @@ import { SCOPES, type Scope } from '../shared/api/account.js';
 import { type PlatformConfig, resolveConfig, wharfHome } from '../server/config.js';
 import { loadPlans, PLANS_FILE } from '../server/plans.js';
 import { UsageError, type Io } from './io.js';
+import type { Store } from '../server/store/open.js';
 
 function parseScopes(value: string): Scope[] {
   const scopes = value
@@ -122,13 +123,8 @@ export function adminCommand(io: Io): Command {
       const config = adminConfig(options);
       const plan = options.plan ?? config.defaultPlan;
       if (!(plan in config.plans)) throw unknownPlan(plan, config);
-      const [{ createAccount }, { ApiError }, { openStore }] = await Promise.all([
-        import('../server/accounts/accounts.js'),
-        import('../server/errors.js'),
-        import('../server/store/open.js'),
-      ]);
-      const db = await openStore(join(config.dataDir, 'platform.db'));
-      try {
+      const { createAccount } = await import('../server/accounts/accounts.js');
+      await onStore(join(config.dataDir, 'platform.db'), async (db) => {
         const { accountId, key } = await createAccount(db, {
           email: options.email,
           verified: !options.unverified,
@@ -144,12 +140,7 @@ export function adminCommand(io: Io): Command {
           io.out(`API key (${key.scopes.join(',')}), shown once:`);
           io.out(key.key);
         }
-      } catch (error) {
-        if (error instanceof ApiError) throw new Error(error.detail);
-        throw error;
-      } finally {
-        await db.destroy();
-      }
+      });
     });
 
   admin
@@ -165,13 +156,8 @@ export function adminCommand(io: Io): Command {
       const file = join(config.dataDir, 'platform.db');
       // Opening would create an empty database: a mistyped data dir should say so instead.
       if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
-      const [{ Ledger, formatUsd, usdToMicros }, { ApiError }, { openStore }] = await Promise.all([
-        import('../server/billing/ledger.js'),
-        import('../server/errors.js'),
-        import('../server/store/open.js'),
-      ]);
-      const db = await openStore(file);
-      try {
+      const { Ledger, formatUsd, usdToMicros } = await import('../server/billing/ledger.js');
+      await onStore(file, async (db) => {
         const account = await db
           .selectFrom('accounts')
           .select('id')
@@ -194,12 +180,7 @@ export function adminCommand(io: Io): Command {
             `Top-up now ${formatUsd(usdToMicros(balance.topup_usd))}, available ${formatUsd(usdToMicros(balance.available_usd))}`,
           );
         }
-      } catch (error) {
-        if (error instanceof ApiError) throw new Error(error.detail);
-        throw error;
-      } finally {
-        await db.destroy();
-      }
+      });
     });
 
   admin
@@ -217,12 +198,8 @@ export function adminCommand(io: Io): Command {
       if (!(options.plan in config.plans)) throw unknownPlan(options.plan, config);
       const file = join(config.dataDir, 'platform.db');
       if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
-      const [{ openStore }, { describeLimits, planLimits }] = await Promise.all([
-        import('../server/store/open.js'),
-        import('../server/runtime/resources.js'),
-      ]);
-      const db = await openStore(file);
-      try {
+      const { describeLimits, planLimits } = await import('../server/runtime/resources.js');
+      await onStore(file, async (db) => {
         const account = await db
           .selectFrom('accounts')
           .select('plan')
@@ -244,10 +221,28 @@ export function adminCommand(io: Io): Command {
             `  each project: ${describeLimits(planLimits(config, options.plan))}, from its next start (deploy, restart or rollback)`,
           );
         }
-      } finally {
-        await db.destroy();
-      }
+      });
     });
 
   return admin;
+}
+
+/**
+ * Runs `work` on the platform database in `file`, closing it afterwards; a refusal of the platform's
+ * own (an ApiError: an email already taken, an unknown account) is said as it is, without its stack.
+ */
+async function onStore(file: string, work: (db: Store) => Promise<void>): Promise<void> {
+  const [{ ApiError }, { openStore }] = await Promise.all([
+    import('../server/errors.js'),
+    import('../server/store/open.js'),
+  ]);
+  const db = await openStore(file);
+  try {
+    await work(db);
+  } catch (error) {
+    if (error instanceof ApiError) throw new Error(error.detail);
+    throw error;
+  } finally {
+    await db.destroy();
+  }
 }
