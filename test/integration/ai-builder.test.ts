@@ -15,7 +15,8 @@ import type { AiBuildResponse } from '../../src/shared/api/ai.js';
 import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
 import { logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
+import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
+import { type AiPlatform, fakeOpenAiEngine, startAiPlatform } from '../helpers/ai-platform.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 
@@ -528,18 +529,13 @@ function crashingApp(message: string): Files {
 describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
   let tp: TestPlatform;
   let fake: FakeAi;
+  let world: AiPlatform;
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    tp = await startPlatform({
-      healthTimeoutMs: 15_000,
-      ai: { provider: 'openai', key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
-    });
+    world = await startAiPlatform({ healthTimeoutMs: 15_000 });
+    ({ tp, fake } = world);
   });
-  afterAll(async () => {
-    await tp?.close();
-    await fake?.close();
-  });
+  afterAll(() => world?.close());
 
   async function modelBuild(subdomain: string, turns: ScriptedTurn[], key = tp.key) {
     fake.push(...turns);
@@ -617,7 +613,7 @@ describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
     const config = {
       dataDir,
       healthTimeoutMs: 15_000,
-      ai: { provider: 'openai' as const, key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
+      ai: fakeOpenAiEngine(fake),
     };
     // A build step that takes a while, so the platform can stop in the middle of it; the app crashes.
     const slowBuild = JSON.stringify({
