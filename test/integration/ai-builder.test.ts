@@ -14,7 +14,7 @@ import { databaseName } from '../../src/server/ai/postgres.js';
 import type { AiBuildResponse } from '../../src/shared/api/ai.js';
 import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
 import { logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
 import { type AiPlatform, fakeOpenAiEngine, startAiPlatform } from '../helpers/ai-platform.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
@@ -292,7 +292,7 @@ describe('AI builder, offline (no engine configured)', () => {
     expect(await aiRow(mid.project.id)).toBeUndefined();
     // Its loop has ended (the project is gone) and wrote nothing back.
     expect(await outcomeAfterDelete).toMatchObject({ error: { code: 'not_found' } });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await quietFor(500);
     expect(existsSync(repoOf(mid.project.id))).toBe(false);
 
     // Another AI project of the account keeps its repository and row.

@@ -15,6 +15,7 @@ import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
 import { startRecordingApp, type RecordingApp } from '../helpers/local-app.js';
 import { expectProblem, startPlatform, type ProblemBody, type TestPlatform } from '../helpers/platform.js';
+import { until } from '../helpers/poll.js';
 
 let tp: TestPlatform;
 let engine: Engine;
@@ -142,14 +143,17 @@ function edge(
 }
 
 async function waitForRequests(count: number): Promise<ApiRequest[]> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const list = await api<ApiList>('/api/requests/http?tunnel_name=insp&limit=1000');
-    if (list.json.requests.length >= count) return list.json.requests;
-    if (Date.now() > deadline)
-      throw new Error(`only ${list.json.requests.length} of ${count} requests listed`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  let requests: ApiRequest[] = [];
+  await until(
+    async () => {
+      requests = (await api<ApiList>('/api/requests/http?tunnel_name=insp&limit=1000')).json.requests;
+      return requests.length >= count;
+    },
+    `${count} requests listed`,
+    5_000,
+    20,
+  );
+  return requests;
 }
 
 describe('the inspector API', () => {

@@ -17,6 +17,7 @@ import { BridgeError, type BridgeEvents } from '../../src/shared/bridge.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
 import { startLocalApp, startRecordingApp, type RecordingApp } from '../helpers/local-app.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { quietFor, until } from '../helpers/poll.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
@@ -117,11 +118,7 @@ function collect<E extends keyof BridgeEvents>(engine: Engine, event: E) {
     seen,
     off,
     async until(accept: (all: Array<BridgeEvents[E]>) => boolean, what: string, ms = 5_000) {
-      const deadline = Date.now() + ms;
-      while (!accept(seen)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await until(() => accept(seen), what, ms, 10);
     },
   };
 }
@@ -259,7 +256,7 @@ describe('tunnels through the Engine', () => {
     });
     expect(await stopping).toMatchObject({ state: 'stopped' });
     expect(await engine.invoke('tunnels.list', undefined)).toEqual([]);
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100);
     const platformTunnels = await call<Array<{ subdomain: string }>>(`${tp.api}/tunnels`, { key: tp.key });
     expect(platformTunnels.body.map((t) => t.subdomain)).not.toContain('eng-early');
   });
@@ -396,7 +393,7 @@ describe('tunnels through the Engine', () => {
     await tunnels.until((all) => all.at(-1)?.[0]?.listening === true, 'the listener seen', 3_000);
     expect((await engine.invoke('tunnels.list', undefined))[0]!.listening).toBe(true);
     const events = tunnels.seen.length;
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200);
     expect(tunnels.seen.length).toBe(events);
 
     // The app goes away: the first request that finds nothing there brings the warning back.
@@ -409,7 +406,7 @@ describe('tunnels through the Engine', () => {
     expect(stopped.listening).toBeNull();
     const after = tunnels.seen.length;
     await late.listen();
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200);
     expect(tunnels.seen.length).toBe(after);
     await late.close();
 
@@ -505,11 +502,15 @@ process.stdout.write('online ' + tunnel.url + '\\n');
       }
     });
     const deadline = Date.now() + 15_000;
-    while (!online) {
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`the child did not come online: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      () => {
+        if (child.exitCode !== null) throw new Error(`the child did not come online: ${stderr}`);
+        return online;
+      },
+      'the child to come online',
+      15_000,
+      20,
+    );
 
     // Load: 16 workers posting text and binary bodies until the child is killed.
     let loading = true;
@@ -523,10 +524,7 @@ process.stdout.write('online ' + tunnel.url + '\\n');
         }).catch(() => undefined);
       }
     });
-    while (stored < 800) {
-      if (Date.now() > deadline + 15_000) throw new Error(`only ${stored} stored`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(() => stored >= 800, '800 exchanges stored', deadline + 15_000 - Date.now(), 10);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     loading = false;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient, type TunnelClientOptions, type TunnelState } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, startAsyncApp } from '../helpers/local-app.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
@@ -224,7 +224,7 @@ describe.each(['raw', 'websocket'] as const)('over the %s transport', (transport
                 const now = progress.written;
                 const stalled = now === last && now > 0;
                 last = now;
-                await new Promise((r) => setTimeout(r, 150));
+                await quietFor(150);
                 return stalled;
               },
               'the app to stall',

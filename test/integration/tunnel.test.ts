@@ -21,7 +21,7 @@ import type { CapturedRequest, CapturedRequestDetail, Tunnel } from '../../src/s
 import { expectSpecCapturedRequest, portOf } from '../helpers/captured-request.js';
 import { viaEdge } from '../helpers/deploy.js';
 import { type LocalApp, closedPort, startAsyncApp, startTextApp } from '../helpers/local-app.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
@@ -1082,7 +1082,7 @@ describe('subdomains, ownership and auth', () => {
       });
       await until(() => first.state === 'stopped', 'the first client to stop', 5_000);
       // No tug of war: the first client does not come back and take the subdomain again.
-      await new Promise((r) => setTimeout(r, 300));
+      await quietFor(300);
       expect(first.state).toBe('stopped');
       expect(next.state).toBe('online');
       expect((await pub('takeover', '/')).body.toString()).toBe('second app');
