@@ -4,12 +4,11 @@
 // checks (one address and a short list). On each screen and size: the page title starts where it does
 // on Projects, nothing makes the window scroll sideways, and no button's label is cut or wrapped.
 // Screenshots: test-results/screens-<screen>-<w>x<h>-<light|dark>.png.
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Locator, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { Project } from '../../src/shared/api/projects.js';
 import { type Files, archiveOf, viaEdge } from '../helpers/deploy.js';
+import { type LocalApp, startLocalApp } from '../helpers/local-app.js';
 import { useMailWorld } from '../helpers/mail.js';
 import { platformApi, screenshot, useAppStack } from './stack.js';
 
@@ -37,7 +36,7 @@ const SIZES = [
 const SCHEMES = ['light', 'dark'] as const;
 type Size = (typeof SIZES)[number];
 
-let app: Server | undefined;
+let app: LocalApp | undefined;
 let appPort = 0;
 
 const mail = useMailWorld({ accepts: (address) => address.toLowerCase().startsWith('ada@') });
@@ -46,16 +45,14 @@ const ui = useAppStack({
   platformArgs: mail.platformArgs,
   setup: async () => {
     // The local app the tunnel exposes.
-    const server = createServer((req, res) => {
+    app = await startLocalApp((req, res) => {
       res.setHeader('Content-Type', 'application/json');
       res.statusCode = req.url === '/api/missing' ? 404 : 200;
       res.end(JSON.stringify({ path: req.url, ok: res.statusCode === 200 }));
     });
-    app = server;
-    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-    appPort = (server.address() as AddressInfo).port;
+    appPort = app.port;
   },
-  teardown: () => new Promise<void>((done) => (app ? app.close(() => done()) : done())),
+  teardown: async () => await app?.close(),
 });
 
 async function api<T>(path: string, init: RequestInit = {}): Promise<T> {

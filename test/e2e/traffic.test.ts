@@ -6,14 +6,12 @@
 // down (and cleared); older requests paged in from the Mirror as the list scrolls. Then 100,000 rows:
 // only the visible ones in the DOM, and scrolling stays quick.
 import { readFileSync } from 'node:fs';
-import { type Server, createServer } from 'node:http';
-import { createServer as createTcpServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { screenshot, useAppStack } from './stack.js';
 import { type EdgeResponse, viaEdge } from '../helpers/deploy.js';
+import { type LocalApp, closedPort, startLocalApp } from '../helpers/local-app.js';
 
 // The browser globals used inside page.evaluate (test files are type-checked without the DOM library).
 declare const document: {
@@ -46,8 +44,8 @@ const PNG = Buffer.from(
 let served = 0;
 
 /** The local app the tunnel exposes: JSON, XML, a form, an image, errors, a slow path, binary. */
-function localApp(): Server {
-  return createServer((req, res) => {
+function localApp(): Promise<LocalApp> {
+  return startLocalApp((req, res) => {
     served += 1;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -92,17 +90,15 @@ function localApp(): Server {
   });
 }
 
-let app: Server | undefined;
+let app: LocalApp | undefined;
 let appPort = 0;
 
 const ui = useAppStack({
   setup: async () => {
-    const server = localApp();
-    app = server;
-    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-    appPort = (server.address() as AddressInfo).port;
+    app = await localApp();
+    appPort = app.port;
   },
-  teardown: () => new Promise<void>((done) => (app ? app.close(() => done()) : done())),
+  teardown: async () => await app?.close(),
 });
 
 /** A request through the platform's edge to the tunnel at `<subdomain>.tunnel.localhost`. */
@@ -142,15 +138,6 @@ async function startTunnel(page: Page, port: number, subdomain: string) {
   const chip = page.locator(`[data-testid="tunnel-row"][data-subdomain="${subdomain}"]`);
   await expect.poll(() => chip.getAttribute('data-state'), { timeout: 15_000 }).toBe('online');
   return chip;
-}
-
-/** A local port nothing listens on (yet). */
-async function freeLocalPort(): Promise<number> {
-  const probe = createTcpServer();
-  await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise((done) => probe.close(done));
-  return port;
 }
 
 /** Where the list and the pane are, against the window; and whether the screen itself scrolls. */
@@ -531,7 +518,7 @@ describe("the Traffic screen's layout and tunnels", () => {
     await page.setViewportSize({ width: 1280, height: 800 });
 
     // A tunnel to a port nothing listens on: the bar says so before any request fails.
-    const latePort = await freeLocalPort();
+    const latePort = await closedPort();
     const later = await startTunnel(page, latePort, 'later');
     const warning = page.locator(`[data-testid="tunnel-no-listener"][data-port="${latePort}"]`);
     await warning.waitFor();
@@ -574,8 +561,7 @@ describe("the Traffic screen's layout and tunnels", () => {
     await page.setViewportSize({ width: 1280, height: 800 });
 
     // The app starts: the warning goes by itself (the port is checked again every few seconds).
-    const lateApp = createServer((req, res) => res.end(`late ${req.url}`));
-    await new Promise<void>((done) => lateApp.listen(latePort, '127.0.0.1', done));
+    const lateApp = await startLocalApp((req, res) => res.end(`late ${req.url}`), latePort);
     try {
       await warning.waitFor({ state: 'detached', timeout: 10_000 });
       expect(await later.getAttribute('data-listening')).toBe('true');
@@ -660,7 +646,7 @@ describe("the Traffic screen's layout and tunnels", () => {
         await expect.poll(() => page.getByTestId('tunnel-row').count()).toBe(count - 1);
       }
       await expect.poll(() => page.getByTestId('tunnel-row').count()).toBe(0);
-      await new Promise((done) => lateApp.close(done));
+      await lateApp.close();
     }
   });
 });

@@ -5,24 +5,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentRuns } from '../../src/core/agent-runs.js';
 import { PlatformClient } from '../../src/core/api-client/platform-client.js';
 import type { AiAgentEvent, BridgeError } from '../../src/shared/bridge.js';
-import { startFakeOpenAI, type FakeAi } from '../helpers/fake-ai.js';
-import { startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { startAiPlatform, type AiPlatform } from '../helpers/ai-platform.js';
+import type { FakeAi } from '../helpers/fake-ai.js';
+import type { TestPlatform } from '../helpers/platform.js';
 import { until } from '../helpers/poll.js';
 
 let ai: FakeAi;
 let tp: TestPlatform;
 
+let world: AiPlatform;
+
 beforeAll(async () => {
-  ai = await startFakeOpenAI();
-  tp = await startPlatform({
-    ai: { provider: 'openai', model: 'gpt-test', key: 'sk-included-test', baseUrls: { openai: ai.baseUrl } },
-  });
+  world = await startAiPlatform({ ai: { model: 'gpt-test', key: 'sk-included-test' } });
+  ({ tp, fake: ai } = world);
 });
 
-afterAll(async () => {
-  await tp?.close();
-  await ai?.close();
-});
+afterAll(() => world?.close());
 
 function runs() {
   const events: AiAgentEvent[] = [];

@@ -16,8 +16,9 @@ import { AgentStreamEvents } from '../../src/shared/api/ai.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import { type Files, gitRepo, nodeApp, viaEdge } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { type FakeAi, type ScriptedTurn, startFakeAnthropic, startFakeOpenAI } from '../helpers/fake-ai.js';
-import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { type AiPlatforms, startAiPlatforms } from '../helpers/ai-platform.js';
+import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
+import { call, expectProblem, type TestPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 import { sseEvents } from '../helpers/sse.js';
 
@@ -31,29 +32,23 @@ let p: TestPlatform;
 /** With no engine at all. */
 let bare: TestPlatform;
 
+let world: AiPlatforms;
+
 beforeAll(async () => {
-  [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
-  const baseUrls = { openai: openai.baseUrl, anthropic: anthropic.baseUrl };
-  [p, bare] = await Promise.all([
-    startPlatform({
-      healthTimeoutMs: 20_000,
-      ai: {
-        provider: 'openai',
-        model: 'gpt-test',
-        key: INCLUDED_KEY,
-        baseUrls,
-        ratePerMinute: 1000,
-        maxSteps: 6,
-        prices: { input_per_mtok_usd: 100, output_per_mtok_usd: 400 },
-      },
-    }),
-    startPlatform({ ai: { baseUrls } }),
-  ]);
+  world = await startAiPlatforms({
+    healthTimeoutMs: 20_000,
+    ai: {
+      model: 'gpt-test',
+      key: INCLUDED_KEY,
+      ratePerMinute: 1000,
+      maxSteps: 6,
+      prices: { input_per_mtok_usd: 100, output_per_mtok_usd: 400 },
+    },
+  });
+  ({ openai, anthropic, included: p, bare } = world);
 });
 
-afterAll(async () => {
-  await Promise.all([p?.close(), bare?.close(), openai?.close(), anthropic?.close()]);
-});
+afterAll(() => world?.close());
 
 const ask = (content: string) => ({ messages: [{ role: 'user', content }] });
 

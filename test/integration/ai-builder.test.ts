@@ -14,8 +14,9 @@ import { databaseName } from '../../src/server/ai/postgres.js';
 import type { AiBuildResponse } from '../../src/shared/api/ai.js';
 import type { Project, ProjectStatus } from '../../src/shared/api/projects.js';
 import { logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
-import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
+import { quietFor, until } from '../helpers/poll.js';
+import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
+import { type AiPlatform, fakeOpenAiEngine, startAiPlatform } from '../helpers/ai-platform.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 
@@ -291,7 +292,7 @@ describe('AI builder, offline (no engine configured)', () => {
     expect(await aiRow(mid.project.id)).toBeUndefined();
     // Its loop has ended (the project is gone) and wrote nothing back.
     expect(await outcomeAfterDelete).toMatchObject({ error: { code: 'not_found' } });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await quietFor(500);
     expect(existsSync(repoOf(mid.project.id))).toBe(false);
 
     // Another AI project of the account keeps its repository and row.
@@ -528,18 +529,13 @@ function crashingApp(message: string): Files {
 describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
   let tp: TestPlatform;
   let fake: FakeAi;
+  let world: AiPlatform;
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    tp = await startPlatform({
-      healthTimeoutMs: 15_000,
-      ai: { provider: 'openai', key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
-    });
+    world = await startAiPlatform({ healthTimeoutMs: 15_000 });
+    ({ tp, fake } = world);
   });
-  afterAll(async () => {
-    await tp?.close();
-    await fake?.close();
-  });
+  afterAll(() => world?.close());
 
   async function modelBuild(subdomain: string, turns: ScriptedTurn[], key = tp.key) {
     fake.push(...turns);
@@ -617,7 +613,7 @@ describe('AI builder with a model (fake OpenAI-compatible provider)', () => {
     const config = {
       dataDir,
       healthTimeoutMs: 15_000,
-      ai: { provider: 'openai' as const, key: 'sk-test', baseUrls: { openai: fake.baseUrl } },
+      ai: fakeOpenAiEngine(fake),
     };
     // A build step that takes a while, so the platform can stop in the middle of it; the app crashes.
     const slowBuild = JSON.stringify({

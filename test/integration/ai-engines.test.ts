@@ -12,8 +12,9 @@ import { AiEngines, type ResolvedEngine, assertEmailVerified } from '../../src/s
 import type { PlatformConfig } from '../../src/server/config.js';
 import { ApiError } from '../../src/server/errors.js';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
-import { startFakeAnthropic, startFakeOpenAI, type FakeAi } from '../helpers/fake-ai.js';
-import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { type AiPlatforms, startAiPlatforms } from '../helpers/ai-platform.js';
+import type { FakeAi } from '../helpers/fake-ai.js';
+import { call, expectProblem, type TestPlatform } from '../helpers/platform.js';
 
 const INCLUDED_KEY = 'sk-included-service-key-0000';
 const OWN_OPENAI_KEY = 'sk-proj-OwnKeyOfTheUserXyZ1234567890abcd9f2a';
@@ -27,27 +28,21 @@ let p: TestPlatform;
 /** With no included engine. */
 let bare: TestPlatform;
 
+let world: AiPlatforms;
+
 beforeAll(async () => {
-  [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
-  const baseUrls = { openai: openai.baseUrl, anthropic: anthropic.baseUrl };
-  [p, bare] = await Promise.all([
-    startPlatform({
-      secret: SECRET,
-      ai: {
-        provider: 'openai',
-        key: INCLUDED_KEY,
-        baseUrls,
-        ratePerMinute: 1000,
-        prices: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
-      },
-    }),
-    startPlatform({ ai: { baseUrls } }),
-  ]);
+  world = await startAiPlatforms({
+    secret: SECRET,
+    ai: {
+      key: INCLUDED_KEY,
+      ratePerMinute: 1000,
+      prices: { input_per_mtok_usd: 3, output_per_mtok_usd: 15 },
+    },
+  });
+  ({ openai, anthropic, included: p, bare } = world);
 });
 
-afterAll(async () => {
-  await Promise.all([p?.close(), bare?.close(), openai?.close(), anthropic?.close()]);
-});
+afterAll(() => world?.close());
 
 /** Awaits a promise that must fail with an ApiError of this code; returns it. */
 async function apiError(promise: Promise<unknown>, code: string): Promise<ApiError> {

@@ -5,8 +5,7 @@
 // subdomain 1.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { Mirror } from '../../src/core/mirror/mirror.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { assertBuilt, wharfBin } from '../helpers/cli.js';
+import { closedPort, startLocalApp, type LocalApp } from '../helpers/local-app.js';
 
 const bin = wharfBin;
 const dirs: string[] = [];
@@ -21,7 +21,7 @@ const children: ChildProcess[] = [];
 
 let tp: TestPlatform;
 let origin: string;
-let app: Server;
+let app: LocalApp;
 let appPort: number;
 
 function tempDir(): string {
@@ -34,7 +34,7 @@ beforeAll(async () => {
   assertBuilt();
   tp = await startPlatform();
   origin = new URL(tp.api).origin;
-  app = createServer((req, res) => {
+  app = await startLocalApp((req, res) => {
     if (req.url === '/fail') {
       req.socket.destroy();
       return;
@@ -42,8 +42,7 @@ beforeAll(async () => {
     res.setHeader('content-type', 'text/plain');
     res.end(`local app: ${req.method} ${req.url}`);
   });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  appPort = app.port;
 });
 
 afterEach(() => {
@@ -51,8 +50,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
@@ -209,10 +207,9 @@ describe('wharf http', () => {
   }, 60_000);
 
   it('says when nothing listens on the local port, and when the app answers there', async () => {
-    const idle = createServer((_req, res) => res.end('late app'));
-    await new Promise<void>((resolve) => idle.listen(0, '127.0.0.1', resolve));
-    const port = (idle.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => idle.close(() => resolve()));
+    const idle = await startLocalApp((_req, res) => res.end('late app'));
+    const port = idle.port;
+    await idle.close();
 
     const run = start([String(port), '--subdomain', 'cli-late', ...connection()]);
     await run.waitFor(() => run.stdout().includes('Press Ctrl+C'), 'the tunnel to come online');
@@ -221,7 +218,7 @@ describe('wharf http', () => {
       'the no-listener warning',
     );
     // The app starts: the port watch (every 3 s) says so.
-    await new Promise<void>((resolve) => idle.listen(port, '127.0.0.1', resolve));
+    await idle.listen();
     try {
       await run.waitFor(
         () => run.stderr().includes(`localhost:${port} answers now.`),
@@ -235,15 +232,12 @@ describe('wharf http', () => {
     } finally {
       run.child.kill('SIGINT');
       expect(await exitOf(run)).toBe(0);
-      idle.close();
+      await idle.close();
     }
   });
 
   it('starts the local platform in its own process when none runs, and says so', async () => {
-    const free = createServer();
-    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-    const apiPort = (free.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const apiPort = await closedPort();
     const run = start([String(appPort), '--subdomain', 'cli-local', '--no-inspect'], tempDir(), {
       WHARF_PORT: String(apiPort),
     });

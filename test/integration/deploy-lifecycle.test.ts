@@ -26,7 +26,7 @@ import {
   waitFor,
   waitForLog,
 } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 
 let tp: TestPlatform;
 
@@ -253,7 +253,7 @@ describe('redeploys', () => {
       expect.stringMatching(/^deploy rel_\w+ cancelled: a newer deploy started$/),
     );
     expect((await viaEdge(tp.edgePort, 'twice.localhost', '/')).body).toBe('second /');
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300);
     expect((await call(`${tp.api}/projects/${project.id}`, { key: tp.key })).body.project.status).toBe(
       'running',
     );
@@ -287,7 +287,7 @@ describe('stop and delete', () => {
     expect(page.body).toContain('Halt is stopped.');
 
     // Still stopped a moment later: nothing restarts it.
-    await new Promise((r) => setTimeout(r, 500));
+    await quietFor(500);
     expect((await call(`${tp.api}/projects/${project.id}`, { key: tp.key })).body.project.status).toBe(
       'stopped',
     );
@@ -317,7 +317,7 @@ describe('stop and delete', () => {
     expect(stopped.body.status).toBe('stopped');
     expect(Date.now() - started).toBeLessThan(5_000);
     await waitForLog(tp, project.id, /^deploy rel_\w+ cancelled: the project was stopped$/);
-    await new Promise((r) => setTimeout(r, 300));
+    await quietFor(300);
     const detail = await call(`${tp.api}/projects/${project.id}`, { key: tp.key });
     expect(detail.body.project.status).toBe('stopped');
     expect(detail.body.project.last_deploy_error).toBeNull();
@@ -492,7 +492,7 @@ require('node:http').createServer((q, r) => r.end('loop')).listen(Number(process
     expect(page.headers['x-wharf-edge']).toBe('Not running');
     expect(page.body).not.toContain('kept crashing');
     // It stays down.
-    await new Promise((r) => setTimeout(r, 500));
+    await quietFor(500);
     expect(startedPorts(await logLines(strict, project.id))).toHaveLength(2);
   });
 });

@@ -16,7 +16,7 @@ import { BridgeError } from '../../src/shared/bridge.js';
 import { nextCheckAt } from '../../src/server/domains/domains.js';
 import { type FakeDns, startDns } from '../helpers/dns.js';
 import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const TARGET = 'cname.localhost';
@@ -737,7 +737,7 @@ describe('background re-check', () => {
       await bg.close();
       closed = true;
       const count = never();
-      await new Promise((r) => setTimeout(r, 600));
+      await quietFor(600);
       expect(never()).toBe(count);
     } finally {
       if (!closed) await bg.close();

@@ -13,7 +13,7 @@ import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { LogLine } from '../../src/shared/api/projects.js';
 import { BridgeError, type BridgeEvents, type ProjectLogsEvent } from '../../src/shared/bridge.js';
 import { archiveOf, nodeApp, viaEdge } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
@@ -137,7 +137,7 @@ describe('deploying through the Engine', () => {
     expect(answer.body).toBe('hello from the engine /ok');
 
     // One deploy, one event, even though polling goes on.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await quietFor(300);
     expect(finished.seen.filter((e) => e.project.id === project.id)).toHaveLength(1);
     logs.off();
     finished.off();
@@ -254,7 +254,7 @@ describe('following logs', () => {
       projectId: project.id,
       followers: 1,
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await quietFor(100);
     expect(openStreams).toBe(1);
     expect(await engine.invoke('logs.unfollow', { id: project.id })).toEqual({
       projectId: project.id,
@@ -264,7 +264,7 @@ describe('following logs', () => {
 
     // Nothing more arrives once unfollowed.
     await tp.platform.logs.append(project.id, [{ stream: 'system', service: null, line: 'after' }]);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await quietFor(150);
     expect(linesOf(logs.seen, project.id).map((l) => l.line)).toEqual(['hello followers']);
 
     // A later follower gets what was written meanwhile as the answer's backlog.
@@ -354,7 +354,7 @@ describe('following logs', () => {
       const other = record(engine, 'project-logs');
       await engine.invoke('logs.follow', { id: project.id });
       socket.close();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await quietFor(200);
       expect(openStreams).toBe(1);
       // The page's follow was given back for it: the other subscriber is the last one.
       expect(await engine.invoke('logs.unfollow', { id: project.id })).toEqual({

@@ -9,8 +9,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import dns from 'node:dns';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { Agent, type Server, createServer } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { Agent } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,6 +30,7 @@ import {
   type TestAcme,
 } from '../helpers/acme.js';
 import { type Files, accepts, createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { startDns, type FakeDns } from '../helpers/dns.js';
 import { type TestPlatform, call } from '../helpers/platform.js';
@@ -268,13 +269,12 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
   });
 
   it('relays a tunnel whose client connected through the front', async () => {
-    const local: Server = createServer((req, res) => res.end(`local app ${req.url}`));
-    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise((resolve) => local.close(resolve)));
+    const local = await startTextApp((req) => `local app ${req.url}`);
+    cleanups.push(() => local.close());
     const client = new TunnelClient({
       platformUrl: `http://api.localhost:${tp.edgePort}`,
       apiKey: tp.key,
-      localPort: (local.address() as AddressInfo).port,
+      localPort: local.port,
       subdomain: 'front-tunnel',
     });
     cleanups.push(() => client.stop());

@@ -3,8 +3,7 @@
 // downloads, problem+json errors, and the Host/Origin/token rules that keep other web pages and other
 // local processes out.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,16 +13,17 @@ import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { Har } from '../../src/core/capture/har.js';
 import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
+import { startRecordingApp, type RecordingApp } from '../helpers/local-app.js';
 import { expectProblem, startPlatform, type ProblemBody, type TestPlatform } from '../helpers/platform.js';
+import { until } from '../helpers/poll.js';
 
 let tp: TestPlatform;
 let engine: Engine;
 let inspector: RunningInspector;
 let home: string;
-let app: Server;
+let app: RecordingApp;
 let appPort: number;
 let host: string;
-const received: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = [];
 
 beforeAll(async () => {
   tp = await startPlatform();
@@ -31,17 +31,11 @@ beforeAll(async () => {
   const staticDir = join(home, 'ui');
   mkdirSync(staticDir);
   writeFileSync(join(staticDir, 'index.html'), '<!doctype html><title>Wharf</title>');
-  app = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-      res.setHeader('content-type', 'text/plain; charset=utf-8');
-      res.end(`${req.method} ${req.url} ${body}`);
-    });
+  app = await startRecordingApp((req, res) => {
+    res.setHeader('content-type', 'text/plain; charset=utf-8');
+    res.end(`${req.method} ${req.url} ${req.body}`);
   });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  appPort = app.port;
   engine = new Engine({
     home,
     secrets: new FileSecretStore(join(home, 'secrets.json')),
@@ -60,8 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await inspector?.close();
   await engine?.close();
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
   rmSync(home, { recursive: true, force: true });
 });
@@ -150,14 +143,17 @@ function edge(
 }
 
 async function waitForRequests(count: number): Promise<ApiRequest[]> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const list = await api<ApiList>('/api/requests/http?tunnel_name=insp&limit=1000');
-    if (list.json.requests.length >= count) return list.json.requests;
-    if (Date.now() > deadline)
-      throw new Error(`only ${list.json.requests.length} of ${count} requests listed`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  let requests: ApiRequest[] = [];
+  await until(
+    async () => {
+      requests = (await api<ApiList>('/api/requests/http?tunnel_name=insp&limit=1000')).json.requests;
+      return requests.length >= count;
+    },
+    `${count} requests listed`,
+    5_000,
+    20,
+  );
+  return requests;
 }
 
 describe('the inspector API', () => {
@@ -266,7 +262,7 @@ describe('the inspector API', () => {
 
   it('replays through POST /api/requests/http, edited too, straight to the local app', async () => {
     const latest = (await waitForRequests(6))[0]!;
-    received.length = 0;
+    app.received.length = 0;
     const replay = await api<ApiRequest>('/api/requests/http', { body: { id: latest.id } });
     expect(replay.status, replay.text).toBe(200);
     expect(replay.json).toMatchObject({
@@ -276,7 +272,7 @@ describe('the inspector API', () => {
       path: '/search',
     });
     expect(replay.json.uri).toBe(`/api/requests/http/${replay.json.id}`);
-    expect(received).toMatchObject([{ method: 'POST', url: '/search', body: '{"fruit":"rambutan"}' }]);
+    expect(app.received).toMatchObject([{ method: 'POST', url: '/search', body: '{"fruit":"rambutan"}' }]);
 
     const edited = await api<ApiRequest>('/api/requests/http', {
       body: {
@@ -288,8 +284,8 @@ describe('the inspector API', () => {
       },
     });
     expect(edited.status, edited.text).toBe(200);
-    expect(received[1]).toMatchObject({ method: 'PATCH', url: '/search?edited=1', body: 'changed' });
-    expect(received[1]!.headers['x-edited']).toBe('yes');
+    expect(app.received[1]).toMatchObject({ method: 'PATCH', url: '/search?edited=1', body: 'changed' });
+    expect(app.received[1]!.headers['x-edited']).toBe('yes');
     expect(Buffer.from(edited.json.response_body!, 'base64').toString()).toBe(
       'PATCH /search?edited=1 changed',
     );
@@ -316,7 +312,7 @@ describe('the inspector API', () => {
       );
     }
     const latest = (await waitForRequests(6))[0]!;
-    received.length = 0;
+    app.received.length = 0;
     // A page elsewhere: refused, token or not.
     const foreign = await api<ProblemBody>('/api/requests/http', {
       body: { id: latest.id },
@@ -333,7 +329,7 @@ describe('the inspector API', () => {
     for (const origin of ['https://evil.example', 'http://127.0.0.1:1', 'null']) {
       expectProblem(await api('/api/requests/http', { headers: { origin } }), 403, 'forbidden');
     }
-    expect(received).toEqual([]);
+    expect(app.received).toEqual([]);
   });
 
   it('answers 401 unauthorized to every route of a local process without the token, and says where it is', async () => {
@@ -385,7 +381,7 @@ describe('the inspector API', () => {
 
   it('cannot be driven by a forged Origin naming the inspector: no replay, no clearing, no tunnel', async () => {
     const before = await waitForRequests(6);
-    received.length = 0;
+    app.received.length = 0;
     const forged = { origin: inspector.origin };
     expectProblem(
       await api('/api/requests/http', { body: { id: before[0]!.id }, token: false, headers: forged }),
@@ -412,7 +408,7 @@ describe('the inspector API', () => {
       401,
       'unauthorized',
     );
-    expect(received).toEqual([]);
+    expect(app.received).toEqual([]);
     expect((await waitForRequests(before.length)).map((r) => r.id)).toEqual(before.map((r) => r.id));
     expect((await api<{ tunnels: ApiTunnel[] }>('/api/tunnels')).json.tunnels.map((t) => t.name)).toEqual([
       'insp',

@@ -4,10 +4,8 @@
 // refused with 429 limit_reached naming the limit, another account is not affected, and capacity that
 // is freed can be used again.
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { type IncomingMessage, type Server, type ServerResponse, createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type IncomingMessage, type ServerResponse, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +13,7 @@ import WebSocket from 'ws';
 import { TunnelClient, TunnelRefusedError } from '../../src/core/tunnel/client.js';
 import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
 import { archiveOf, gitRepo, waitFor, waitForLog } from '../helpers/deploy.js';
+import { type LocalApp, startLocalApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import {
   type CallResult,
@@ -304,16 +303,14 @@ describe('projects, builds and streams per account', () => {
 // -------------------------------------------------------------------------------------------------
 
 /** The local app behind the tunnels: `/` answers ok, `/sink` reads the body, `/early` answers first. */
-interface LocalApp {
-  server: Server;
-  port: number;
+interface EndsApp extends LocalApp {
   /** Per path: `complete <bytes>` or `aborted <bytes>`, as the app saw the request end. */
   ends: Array<{ path: string; how: 'complete' | 'aborted'; bytes: number }>;
 }
 
-async function startLocalApp(): Promise<LocalApp> {
-  const ends: LocalApp['ends'] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+async function startEndsApp(): Promise<EndsApp> {
+  const ends: EndsApp['ends'] = [];
+  const app = await startLocalApp((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0]!;
     let bytes = 0;
     req.on('data', (chunk: Buffer) => (bytes += chunk.length));
@@ -329,9 +326,7 @@ async function startLocalApp(): Promise<LocalApp> {
     req.on('error', () => undefined);
     res.on('error', () => undefined);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { server, port: (server.address() as AddressInfo).port, ends };
+  return Object.assign(app, { ends });
 }
 
 function platformUrl(tp: TestPlatform): string {
@@ -340,7 +335,7 @@ function platformUrl(tp: TestPlatform): string {
 
 describe('tunnels connected at once', () => {
   let tp: TestPlatform;
-  let app: LocalApp;
+  let app: EndsApp;
   const clients = new Set<TunnelClient>();
   const client = (key: string, subdomain: string) => {
     const c = new TunnelClient({
@@ -355,12 +350,11 @@ describe('tunnels connected at once', () => {
   };
   beforeAll(async () => {
     tp = await startPlatform({ limits: { tunnels: 2, streams: 3 } });
-    app = await startLocalApp();
+    app = await startEndsApp();
   });
   afterAll(async () => {
     await Promise.all([...clients].map((c) => c.stop()));
-    app?.server.closeAllConnections();
-    app?.server.close();
+    await app?.close();
     await tp?.close();
   });
 
@@ -477,7 +471,7 @@ function sendBody(
 
 describe('capture memory and request bodies', () => {
   let tp: TestPlatform;
-  let app: LocalApp;
+  let app: EndsApp;
   const clients = new Set<TunnelClient>();
   const client = async (key: string, subdomain: string) => {
     const c = new TunnelClient({
@@ -501,12 +495,11 @@ describe('capture memory and request bodies', () => {
         bodyBytes: MiB,
       },
     });
-    app = await startLocalApp();
+    app = await startEndsApp();
   });
   afterAll(async () => {
     await Promise.all([...clients].map((c) => c.stop()));
-    app?.server.closeAllConnections();
-    app?.server.close();
+    await app?.close();
     await tp?.close();
   });
 

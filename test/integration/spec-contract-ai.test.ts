@@ -7,7 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Files, logLines, viaEdge, waitForLog } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { type FakeAi, type ScriptedTurn, startFakeOpenAI } from '../helpers/fake-ai.js';
+import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
+import { type AiPlatform, startAiPlatform } from '../helpers/ai-platform.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
 import {
@@ -31,26 +32,18 @@ let tp: TestPlatform;
 /** A key of scope `deploy` only, of an account whose email is verified. */
 let deployKey: string;
 
+let world: AiPlatform;
+
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  tp = await startPlatform({
+  world = await startAiPlatform({
     healthTimeoutMs: 20_000,
-    ai: {
-      provider: 'openai',
-      model: 'gpt-test',
-      key: 'sk-included-0000',
-      baseUrls: { openai: fake.baseUrl },
-      ratePerMinute: 1000,
-      maxSteps: 6,
-    },
+    ai: { model: 'gpt-test', key: 'sk-included-0000', ratePerMinute: 1000, maxSteps: 6 },
   });
+  ({ tp, fake } = world);
   deployKey = (await tp.newAccount({ scopes: ['deploy'] })).key;
 });
 
-afterAll(async () => {
-  await tp?.close();
-  await fake?.close();
-});
+afterAll(() => world?.close());
 
 const PACKAGE = JSON.stringify({ name: 'generated', private: true, scripts: { start: 'node server.js' } });
 const app = (greeting: string): Files => ({

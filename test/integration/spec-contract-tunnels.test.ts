@@ -7,14 +7,14 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type IncomingMessage, type Server, createServer, request } from 'node:http';
+import { type IncomingMessage, request } from 'node:http';
 import { connect as connectHttp2 } from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { freePort } from '../../src/server/runtime/process.js';
 import { viaEdge } from '../helpers/deploy.js';
+import { type LocalApp, startLocalApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { type CallResult, call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { CAPTURED_REQUEST, expectSpec } from '../helpers/spec-contract.js';
@@ -22,7 +22,7 @@ import { CAPTURED_REQUEST, expectSpec } from '../helpers/spec-contract.js';
 const SUB = 'spec-tunnel';
 
 let tp: TestPlatform;
-let app: Server;
+let app: LocalApp;
 let client: TunnelClient;
 let key: string;
 let host: string;
@@ -33,7 +33,7 @@ const held = new Set<IncomingMessage>();
 beforeAll(async () => {
   tp = await startPlatform();
   key = (await tp.newAccount({ scopes: ['deploy'] })).key;
-  app = createServer((req, res) => {
+  app = await startLocalApp((req, res) => {
     hits += 1;
     if (req.url?.startsWith('/spec/hang')) {
       held.add(req);
@@ -49,12 +49,10 @@ beforeAll(async () => {
       res.end(`hello ${req.method} ${req.url}`);
     });
   });
-  app.listen(0, '127.0.0.1');
-  await once(app, 'listening');
   client = new TunnelClient({
     platformUrl: tp.api.replace(/\/api\/v1$/, ''),
     apiKey: key,
-    localPort: (app.address() as AddressInfo).port,
+    localPort: app.port,
     subdomain: SUB,
     backoffMs: 50,
   });
@@ -64,8 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await client?.stop();
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
 });
 
@@ -266,7 +263,7 @@ describe('§2.4 and §8: captured requests are held in memory only', () => {
     const tunnel = new TunnelClient({
       platformUrl: first.api.replace(/\/api\/v1$/, ''),
       apiKey: restartKey,
-      localPort: (app.address() as AddressInfo).port,
+      localPort: app.port,
       subdomain: 'spec-restart',
       backoffMs: 50,
     });

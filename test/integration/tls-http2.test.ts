@@ -4,8 +4,6 @@
 // `:authority`, no pseudo-headers, a body of unknown length chunked, and what HTTP/2 has no place for
 // (connection headers, the reason phrase) never reaches the HTTP/2 client. The body limit cuts one
 // stream, never the connection's others.
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import {
@@ -19,6 +17,7 @@ import {
 } from '../helpers/acme.js';
 import { createProject, deployFiles, type Files } from '../helpers/deploy.js';
 import { startDns, type FakeDns } from '../helpers/dns.js';
+import { type LocalApp, startLocalApp } from '../helpers/local-app.js';
 import { call, type TestPlatform } from '../helpers/platform.js';
 
 const missing = pebbleMissing();
@@ -59,7 +58,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
   let dns: FakeDns;
   let env: { tp: TestPlatform; pebble: TestAcme; root: string };
-  let local: Server;
+  let local: LocalApp;
   let tunnel: TunnelClient;
   const warnings: Error[] = [];
   const onWarning = (warning: Error) => warnings.push(warning);
@@ -79,18 +78,17 @@ describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
     for (const name of ['web.h2.test', 'site.h2.test', 'api.h2.test'])
       await certificateIssued(env.tp.platform, name);
 
-    local = createServer((req, res) => {
+    local = await startLocalApp((req, res) => {
       let length = 0;
       req.on('data', (chunk: Buffer) => (length += chunk.length));
       req.on('end', () =>
         res.end(`tunnelled ${req.method} ${req.url} ${length} ${req.headers['x-forwarded-proto']}`),
       );
     });
-    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
     tunnel = new TunnelClient({
       platformUrl: tp.api.replace(/\/api\/v1$/, ''),
       apiKey: tp.key,
-      localPort: (local.address() as AddressInfo).port,
+      localPort: local.port,
       subdomain: 'hello',
     });
     await tunnel.start();
@@ -99,7 +97,7 @@ describe.skipIf(missing !== null)('HTTP/2 at the Node edge', () => {
   afterAll(async () => {
     process.off('warning', onWarning);
     await tunnel?.stop();
-    local?.close();
+    await local?.close();
     await env?.tp.close();
     await env?.pebble.close();
     await dns?.close();

@@ -5,8 +5,6 @@
 // order says why and backs off; certificates renew before they expire.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import DNS2 from 'dns2';
@@ -24,6 +22,7 @@ import {
   type TestAcme,
 } from '../helpers/acme.js';
 import { archiveOf, createProject, deploy, settled, upload, viaEdge, waitFor } from '../helpers/deploy.js';
+import { type LocalApp, startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { startDns, type FakeDns } from '../helpers/dns.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -441,7 +440,7 @@ describe.skipIf(missing !== null)('renewal', () => {
 describe.skipIf(missing !== null)('tunnels and the API over HTTPS', () => {
   let dns: FakeDns;
   let env: { tp: TestPlatform; pebble: TestAcme; root: string };
-  let app: Server;
+  let app: LocalApp;
   let appPort: number;
   let dir: string;
   let rootFile: string;
@@ -456,15 +455,14 @@ describe.skipIf(missing !== null)('tunnels and the API over HTTPS', () => {
     dir = mkdtempSync(join(tmpdir(), 'wharf-tls-cli-'));
     rootFile = join(dir, 'root.pem');
     writeFileSync(rootFile, env.root);
-    app = createServer((req, res) => res.end(`from the local app ${req.url}`));
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-    appPort = (app.address() as AddressInfo).port;
+    app = await startTextApp((req) => `from the local app ${req.url}`);
+    appPort = app.port;
   }, 60_000);
   afterAll(async () => {
     await env?.tp.close();
     await env?.pebble.close();
     await dns?.close();
-    app?.close();
+    await app?.close();
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
@@ -671,16 +669,15 @@ describe.skipIf(missing !== null)('on-demand certificates for tunnels', () => {
     const { tp, pebble, root, events } = await httpsPlatform(dns, 'bud.test', {
       onDemandPerAccountPerDay: 1,
     });
-    const app = createServer((req, res) =>
-      res.end(`tunnelled ${req.url} ${req.headers['x-forwarded-proto']} ${req.headers.forwarded}`),
+    const app = await startTextApp(
+      (req) => `tunnelled ${req.url} ${req.headers['x-forwarded-proto']} ${req.headers.forwarded}`,
     );
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
     const clients: TunnelClient[] = [];
     const tunnel = async (subdomain: string) => {
       const client = new TunnelClient({
         platformUrl: tp.api.replace(/\/api\/v1$/, ''),
         apiKey: tp.key,
-        localPort: (app.address() as AddressInfo).port,
+        localPort: app.port,
         subdomain,
       });
       clients.push(client);
@@ -702,7 +699,7 @@ describe.skipIf(missing !== null)('on-demand certificates for tunnels', () => {
       );
     } finally {
       for (const client of clients) await client.stop();
-      app.close();
+      await app.close();
       await tp.close();
       await pebble.close();
       await dns.close();

@@ -4,8 +4,7 @@
 // and the Mirror after a `kill -9` of a process tunnelling traffic.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'rolldown';
@@ -16,7 +15,9 @@ import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { BridgeError, type BridgeEvents } from '../../src/shared/bridge.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
+import { startLocalApp, startRecordingApp, type RecordingApp } from '../helpers/local-app.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { quietFor, until } from '../helpers/poll.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
@@ -25,10 +26,9 @@ const children: ChildProcess[] = [];
 
 let tp: TestPlatform;
 let origin: string;
-let app: Server;
+/** The local app; what it app.received, newest last. */
+let app: RecordingApp;
 let appPort: number;
-/** What the local app received, newest last. */
-const received: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: Buffer }> = [];
 
 function tempHome(): string {
   const dir = mkdtempSync(join(tmpdir(), 'wharf-tunnel-engine-'));
@@ -54,25 +54,16 @@ function engineFor(home = tempHome(), options: { key?: string } = {}): Engine {
 beforeAll(async () => {
   tp = await startPlatform();
   origin = new URL(tp.api).origin;
-  app = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-      if (req.url === '/binary') {
-        res.setHeader('content-type', 'application/octet-stream');
-        res.end(Buffer.from([0, 1, 2, 3, 255]));
-        return;
-      }
-      res.setHeader('content-type', 'application/json');
-      res.end(
-        JSON.stringify({ method: req.method, url: req.url, host: req.headers.host, body: body.toString() }),
-      );
-    });
+  app = await startRecordingApp((req, res) => {
+    if (req.url === '/binary') {
+      res.setHeader('content-type', 'application/octet-stream');
+      res.end(Buffer.from([0, 1, 2, 3, 255]));
+      return;
+    }
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ method: req.method, url: req.url, host: req.headers.host, body: req.body }));
   });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  appPort = app.port;
 });
 
 afterEach(async () => {
@@ -81,8 +72,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
@@ -128,11 +118,7 @@ function collect<E extends keyof BridgeEvents>(engine: Engine, event: E) {
     seen,
     off,
     async until(accept: (all: Array<BridgeEvents[E]>) => boolean, what: string, ms = 5_000) {
-      const deadline = Date.now() + ms;
-      while (!accept(seen)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await until(() => accept(seen), what, ms, 10);
     },
   };
 }
@@ -270,7 +256,7 @@ describe('tunnels through the Engine', () => {
     });
     expect(await stopping).toMatchObject({ state: 'stopped' });
     expect(await engine.invoke('tunnels.list', undefined)).toEqual([]);
-    await new Promise((r) => setTimeout(r, 100));
+    await quietFor(100);
     const platformTunnels = await call<Array<{ subdomain: string }>>(`${tp.api}/tunnels`, { key: tp.key });
     expect(platformTunnels.body.map((t) => t.subdomain)).not.toContain('eng-early');
   });
@@ -311,12 +297,12 @@ describe('tunnels through the Engine', () => {
       await call<CapturedRequest[]>(`${tp.api}/tunnels/eng-replay/requests`, { key: tp.key })
     ).body.length;
 
-    received.length = 0;
+    app.received.length = 0;
     const replay = await engine.invoke('traffic.replay', { id: original.id });
-    expect(received).toHaveLength(1);
-    expect(received[0]).toMatchObject({ method: 'PUT', url: '/orders?id=7' });
-    expect(received[0]!.headers).toMatchObject({ 'x-trace': 'one', host: `localhost:${appPort}` });
-    expect(received[0]!.body.toString()).toBe('amount=5');
+    expect(app.received).toHaveLength(1);
+    expect(app.received[0]).toMatchObject({ method: 'PUT', url: '/orders?id=7' });
+    expect(app.received[0]!.headers).toMatchObject({ 'x-trace': 'one', host: `localhost:${appPort}` });
+    expect(app.received[0]!.body.toString()).toBe('amount=5');
     expect(replay).toMatchObject({ replay_of: original.id, method: 'PUT', status_code: 200, error: null });
     expect(replay.id).not.toBe(original.id);
     expectSpecCapturedRequest(replay);
@@ -335,9 +321,9 @@ describe('tunnels through the Engine', () => {
       ],
       body: Buffer.from('{"amount":6}').toString('base64'),
     });
-    expect(received[1]).toMatchObject({ method: 'POST', url: '/orders/edited' });
-    expect(received[1]!.headers).toMatchObject({ 'x-trace': 'two', 'content-type': 'application/json' });
-    expect(received[1]!.body.toString()).toBe('{"amount":6}');
+    expect(app.received[1]).toMatchObject({ method: 'POST', url: '/orders/edited' });
+    expect(app.received[1]!.headers).toMatchObject({ 'x-trace': 'two', 'content-type': 'application/json' });
+    expect(app.received[1]!.body.toString()).toBe('{"amount":6}');
     expect(edited).toMatchObject({ replay_of: original.id, method: 'POST', path: '/orders/edited' });
 
     // Both are stored, sent as traffic, and searchable; none went through the platform.
@@ -374,14 +360,13 @@ describe('tunnels through the Engine', () => {
 
   it('records a replay that finds nothing listening, with its error', async () => {
     const engine = engineFor();
-    const spare = createServer((_req, res) => res.end('spare'));
-    await new Promise<void>((resolve) => spare.listen(0, '127.0.0.1', resolve));
-    const sparePort = (spare.address() as AddressInfo).port;
+    const spare = await startLocalApp((_req, res) => res.end('spare'));
+    const sparePort = spare.port;
     const traffic = collect(engine, 'traffic');
     await engine.invoke('tunnels.start', { port: sparePort, subdomain: 'eng-gone' });
     await edge('eng-gone', '/x');
     await traffic.until((all) => trafficOf(all).length === 1, 'the exchange');
-    await new Promise<void>((resolve) => spare.close(() => resolve()));
+    await spare.close();
     const replay = await engine.invoke('traffic.replay', { id: trafficOf(traffic.seen)[0]!.id });
     // No response from the app: the status is the tunnel client's own 502, the error says why.
     expect(replay).toMatchObject({
@@ -396,10 +381,9 @@ describe('tunnels through the Engine', () => {
     const engine = engineFor();
     const tunnels = collect(engine, 'tunnels');
     // A port nothing listens on yet.
-    const late = createServer((_req, res) => res.end('late'));
-    await new Promise<void>((resolve) => late.listen(0, '127.0.0.1', resolve));
-    const port = (late.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => late.close(() => resolve()));
+    const late = await startLocalApp((_req, res) => res.end('late'));
+    const port = late.port;
+    await late.close();
 
     const tunnel = await engine.invoke('tunnels.start', { port, subdomain: 'eng-late' });
     // Known from the first event on, before any request.
@@ -408,16 +392,15 @@ describe('tunnels through the Engine', () => {
     expect((await edge('eng-late', '/too-early')).status).toBe(502);
 
     // The app starts: the next check says so, and the checks stop.
-    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve));
+    await late.listen();
     await tunnels.until((all) => all.at(-1)?.[0]?.listening === true, 'the listener seen', 3_000);
     expect((await engine.invoke('tunnels.list', undefined))[0]!.listening).toBe(true);
     const events = tunnels.seen.length;
-    await new Promise((r) => setTimeout(r, 200));
+    await quietFor(200);
     expect(tunnels.seen.length).toBe(events);
 
     // The app goes away: the first request that finds nothing there brings the warning back.
-    late.closeAllConnections();
-    await new Promise<void>((resolve) => late.close(() => resolve()));
+    await late.close();
     expect((await edge('eng-late', '/gone')).status).toBe(502);
     await tunnels.until((all) => all.at(-1)?.[0]?.listening === false, 'the listener gone', 3_000);
 
@@ -425,10 +408,10 @@ describe('tunnels through the Engine', () => {
     const stopped = await engine.invoke('tunnels.stop', { id: tunnel.id });
     expect(stopped.listening).toBeNull();
     const after = tunnels.seen.length;
-    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve));
-    await new Promise((r) => setTimeout(r, 200));
+    await late.listen();
+    await quietFor(200);
     expect(tunnels.seen.length).toBe(after);
-    await new Promise<void>((resolve) => late.close(() => resolve()));
+    await late.close();
 
     // The history names the tunnel by its subdomain and local port.
     expect(await engine.invoke('traffic.tunnels', undefined)).toContainEqual({
@@ -462,9 +445,9 @@ describe('tunnels through the Engine', () => {
     expect((await second.invoke('traffic.list', { tunnelId: tunnel.id })).total).toBe(1);
     expect((await second.invoke('traffic.list', { tunnelId: 'eng-restart' })).total).toBe(1);
     // The tunnel is gone, the local port is remembered: the replay still reaches the app.
-    received.length = 0;
+    app.received.length = 0;
     const replay = await second.invoke('traffic.replay', { id });
-    expect(received.map((r) => r.url)).toEqual(['/persist']);
+    expect(app.received.map((r) => r.url)).toEqual(['/persist']);
     expect(replay.replay_of).toBe(id);
     // A new tunnel on the same subdomain: filtering by it shows the earlier session's traffic too.
     const again = await second.invoke('tunnels.start', { port: appPort, subdomain: 'eng-restart' });
@@ -522,11 +505,15 @@ process.stdout.write('online ' + tunnel.url + '\\n');
       }
     });
     const deadline = Date.now() + 15_000;
-    while (!online) {
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`the child did not come online: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      () => {
+        if (child.exitCode !== null) throw new Error(`the child did not come online: ${stderr}`);
+        return online;
+      },
+      'the child to come online',
+      15_000,
+      20,
+    );
 
     // Load: 16 workers posting text and binary bodies until the child is killed.
     let loading = true;
@@ -540,10 +527,7 @@ process.stdout.write('online ' + tunnel.url + '\\n');
         }).catch(() => undefined);
       }
     });
-    while (stored < 800) {
-      if (Date.now() > deadline + 15_000) throw new Error(`only ${stored} stored`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(() => stored >= 800, '800 exchanges stored', deadline + 15_000 - Date.now(), 10);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     loading = false;

@@ -4,57 +4,35 @@
 // afresh; framing two parsers could read differently is refused before the app sees it; a Connection
 // header cannot take the framing out; an Upgrade the app refuses leaves the connection HTTP; a client
 // that does not offer the byte path gets a stream per request as before.
-import { type IncomingMessage, type Server, createServer } from 'node:http';
 import type http2 from 'node:http2';
-import { type AddressInfo, type Socket, connect } from 'node:net';
+import { type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
+import { type LocalApp, type ReceivedRequest, startRecordingApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
-const apps: Server[] = [];
+const apps: LocalApp[] = [];
 const clients: TunnelClient[] = [];
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-  /** Which of the app's connections it came on (1, 2, …). */
-  connection: number;
-}
-
-/** A local app that answers `<name> <method> <url>` and remembers what it saw. */
-async function startApp(name: string): Promise<{ port: number; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  let connections = 0;
-  const ids = new WeakMap<object, number>();
-  const server = createServer((req, res) => {
-    if (req.url === '/hang-up') {
-      req.socket.destroy();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString(),
-        connection: ids.get(req.socket) ?? 0,
-      });
+/** A local app that answers `<name> <method> <url>` and remembers what it saw (`seen`). */
+async function startApp(name: string): Promise<{ port: number; seen: ReceivedRequest[] }> {
+  const app = await startRecordingApp(
+    (req, res) => {
       const body = `${name} ${req.method} ${req.url}`;
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) });
       res.end(req.method === 'HEAD' ? undefined : body);
-    });
-  });
-  server.on('connection', (socket) => ids.set(socket, ++connections));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  apps.push(server);
-  return { port: (server.address() as AddressInfo).port, seen };
+    },
+    (req) => {
+      if (req.url !== '/hang-up') return false;
+      req.socket.destroy();
+      return true;
+    },
+  );
+  apps.push(app);
+  return { port: app.port, seen: app.received };
 }
 
 async function startTunnel(subdomain: string, localPort: number, pipe = true): Promise<TunnelClient> {
@@ -126,7 +104,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const client of clients) await client.stop();
-  for (const app of apps) app.close();
+  for (const app of apps) await app.close();
   await tp?.close();
 });
 

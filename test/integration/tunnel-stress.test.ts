@@ -6,22 +6,16 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import {
-  Agent,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-  createServer,
-  request,
-} from 'node:http';
+import { Agent, type IncomingMessage, type ServerResponse, request } from 'node:http';
 import type { Http2Session } from 'node:http2';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient, type TunnelClientOptions, type TunnelState } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
-import { until } from '../helpers/poll.js';
+import { type LocalApp, startAsyncApp } from '../helpers/local-app.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
@@ -29,7 +23,7 @@ const MiB = 1024 * 1024;
 const block = Buffer.from(Array.from({ length: MiB }, (_, i) => (i * 7 + (i >> 10)) & 0xff));
 
 let tp: TestPlatform;
-let app: Server;
+let app: LocalApp;
 let appPort: number;
 const clients = new Set<TunnelClient>();
 const appEvents = new EventEmitter();
@@ -182,20 +176,13 @@ async function expectIdle(sub: string, client: TunnelClient): Promise<void> {
 
 beforeAll(async () => {
   tp = await startPlatform();
-  app = createServer((req, res) => {
-    handle(req, res).catch((error: Error) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(error.message);
-    });
-  });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  app = await startAsyncApp(handle);
+  appPort = app.port;
 });
 
 afterAll(async () => {
   await Promise.all([...clients].map((c) => c.stop()));
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
 });
 
@@ -237,7 +224,7 @@ describe.each(['raw', 'websocket'] as const)('over the %s transport', (transport
                 const now = progress.written;
                 const stalled = now === last && now > 0;
                 last = now;
-                await new Promise((r) => setTimeout(r, 150));
+                await quietFor(150);
                 return stalled;
               },
               'the app to stall',

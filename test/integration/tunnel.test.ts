@@ -10,12 +10,9 @@ import {
   Agent,
   type IncomingHttpHeaders,
   type IncomingMessage,
-  type Server,
   type ServerResponse,
-  createServer,
   request,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { CapturedExchange } from '../../src/core/capture/capture.js';
@@ -23,13 +20,14 @@ import { type TunnelClientOptions, TunnelClient, TunnelRefusedError } from '../.
 import type { CapturedRequest, CapturedRequestDetail, Tunnel } from '../../src/shared/api/tunnels.js';
 import { expectSpecCapturedRequest, portOf } from '../helpers/captured-request.js';
 import { viaEdge } from '../helpers/deploy.js';
-import { until } from '../helpers/poll.js';
+import { type LocalApp, closedPort, startAsyncApp, startTextApp } from '../helpers/local-app.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
 
 let tp: TestPlatform;
-let app: Server;
+let app: LocalApp;
 let appPort: number;
 let platformUrl: string;
 let apiPort: number;
@@ -285,13 +283,8 @@ beforeAll(async () => {
   tp = await startPlatform();
   platformUrl = tp.api.replace(/\/api\/v1$/, '');
   apiPort = Number(new URL(tp.api).port);
-  app = createServer((req, res) => {
-    handle(req, res).catch((error: Error) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(error.message);
-    });
-  });
-  const wss = new WebSocketServer({ server: app });
+  app = await startAsyncApp(handle);
+  const wss = new WebSocketServer({ server: app.server });
   wss.on('connection', (ws, req) => {
     ws.send(JSON.stringify({ host: req.headers.host, xff: req.headers['x-forwarded-for'], url: req.url }));
     ws.on('message', (data, isBinary) =>
@@ -299,14 +292,12 @@ beforeAll(async () => {
     );
     ws.on('close', (code, reason) => appEvents.emit('ws-closed', code, String(reason)));
   });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  appPort = app.port;
 });
 
 afterAll(async () => {
   await Promise.all([...clients].map((c) => c.stop()));
-  app?.closeAllConnections();
-  app?.close();
+  await app?.close();
   await tp?.close();
 });
 
@@ -706,7 +697,7 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
   });
 
   it('answers 502 when nothing listens on the local port, captured with the error on both sides', async () => {
-    const deadPort = await freePort();
+    const deadPort = await closedPort();
     const down = `down-${transport === 'raw' ? 'raw' : 'ws'}`;
     const { client: downClient, exchanges: seen } = await startClient(down, {
       transport,
@@ -1082,24 +1073,23 @@ describe('subdomains, ownership and auth', () => {
   });
 
   it('lets a second connection of the same account take over, and the first one stops', async () => {
-    const second = createServer((_req, res) => res.end('second app'));
-    await new Promise<void>((resolve) => second.listen(0, '127.0.0.1', resolve));
+    const second = await startTextApp(() => 'second app');
     try {
       const { client: first } = await startClient('takeover');
       expect((await pub('takeover', '/')).body.toString()).toBe('GET /');
       const { client: next } = await startClient('takeover', {
-        localPort: (second.address() as AddressInfo).port,
+        localPort: second.port,
       });
       await until(() => first.state === 'stopped', 'the first client to stop', 5_000);
       // No tug of war: the first client does not come back and take the subdomain again.
-      await new Promise((r) => setTimeout(r, 300));
+      await quietFor(300);
       expect(first.state).toBe('stopped');
       expect(next.state).toBe('online');
       expect((await pub('takeover', '/')).body.toString()).toBe('second app');
       await stopClient(first);
       await stopClient(next);
     } finally {
-      second.close();
+      await second.close();
     }
   });
 
@@ -1180,16 +1170,6 @@ function upgradeRequest(
     req.on('timeout', () => req.destroy(new Error('no answer')));
     req.on('error', reject);
     req.end();
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
   });
 }
 

@@ -1,30 +1,28 @@
 // The Engine's tunnel manager on its own (core/tunnel/tunnels.ts), against a real platform and a real
 // local app: a tunnel started, named by every id it went by, its exchanges handed on with where they
 // came from, its views changing as it goes, bad input refused, and a stop that ends it.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CapturedExchange } from '../../src/core/capture/capture.js';
 import type { CaptureOrigin } from '../../src/core/mirror/captures.js';
 import { Tunnels } from '../../src/core/tunnel/tunnels.js';
 import type { BridgeError, LocalTunnel } from '../../src/shared/bridge.js';
 import { viaEdge } from '../helpers/deploy.js';
+import { closedPort, startTextApp, type LocalApp } from '../helpers/local-app.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 import { until } from '../helpers/poll.js';
 
 let tp: TestPlatform;
-let app: Server;
+let app: LocalApp;
 let appPort: number;
 
 beforeAll(async () => {
   tp = await startPlatform();
-  app = createServer((req, res) => res.end(`local app: ${req.url}`));
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appPort = (app.address() as AddressInfo).port;
+  app = await startTextApp((req) => `local app: ${req.url}`);
+  appPort = app.port;
 });
 
 afterAll(async () => {
-  await new Promise<void>((resolve) => app.close(() => resolve()));
+  await app?.close();
   await tp?.close();
 });
 
@@ -106,10 +104,7 @@ describe('Tunnels', () => {
 
   it('says when nothing listens on the local port, from the start', async () => {
     const { tunnels } = manager();
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const deadPort = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const deadPort = await closedPort();
     const view = await tunnels.start({ port: deadPort });
     expect(view.listening).toBe(false);
     await tunnels.stopAll();

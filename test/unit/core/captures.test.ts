@@ -12,6 +12,7 @@ import { ftsQuery, type CaptureOrigin } from '../../../src/core/mirror/captures.
 import { Mirror } from '../../../src/core/mirror/mirror.js';
 import { CapturedRequest, type HeaderList } from '../../../src/shared/api/tunnels.js';
 import { BridgeError } from '../../../src/shared/bridge.js';
+import { until } from '../../helpers/poll.js';
 
 const mirrors: Mirror[] = [];
 const dirs: string[] = [];
@@ -137,9 +138,7 @@ describe('CaptureStore', () => {
     for (let i = 0; i < 30; i++)
       mirror.captures.add(exchange({ path: `/b${i}`, responseBody: body }), origin);
     for (let i = 0; i < 1200; i++) mirror.captures.add(exchange({ path: `/s${i}` }), origin);
-    const deadline = Date.now() + 5_000;
-    while (batches.reduce((a, b) => a + b, 0) < 1230 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 10));
+    await until(() => batches.reduce((a, b) => a + b, 0) >= 1230, 'all 1230 exchanges in batches', 5_000, 10);
     expect(batches.reduce((a, b) => a + b, 0)).toBe(1230);
     expect(batches.length).toBeGreaterThan(3);
     expect(Math.max(...batches)).toBeLessThanOrEqual(500);

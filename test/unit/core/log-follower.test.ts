@@ -5,6 +5,7 @@ import { LogFollowers } from '../../../src/core/api-client/log-follower.js';
 import type { LogsQuery, PlatformClient } from '../../../src/core/api-client/platform-client.js';
 import type { LogLine } from '../../../src/shared/api/projects.js';
 import { BridgeError, type ProjectLogsEvent } from '../../../src/shared/bridge.js';
+import { quietFor, until } from '../../helpers/poll.js';
 
 const T0 = '2025-01-01T10:00:00.000Z';
 const T1 = '2025-01-01T10:00:01.000Z';
@@ -68,8 +69,7 @@ function setup(backlog: LogLine[] | BridgeError) {
   followers.push(logs);
   const nextEvent = async (): Promise<ProjectLogsEvent> => {
     const seen = events.length;
-    for (let i = 0; i < 200 && events.length === seen; i++) await new Promise((r) => setTimeout(r, 5));
-    if (events.length === seen) throw new Error('no project-logs batch');
+    await until(() => events.length !== seen, 'a project-logs batch', 1_000, 5);
     return events[events.length - 1]!;
   };
   return { ...fake, logs, events, nextEvent };
@@ -120,7 +120,7 @@ describe('LogFollowers', () => {
     expect(t.logs.unfollow('prj_1')).toEqual({ projectId: 'prj_1', followers: 0 });
     expect(stream.signal.aborted).toBe(true);
     expect(t.logs.followed().size).toBe(0);
-    await new Promise((r) => setTimeout(r, 60));
+    await quietFor(60);
     expect(t.connections).toHaveLength(1);
     expect(t.logs.unfollow('prj_1')).toEqual({ projectId: 'prj_1', followers: 0 });
   });
@@ -129,7 +129,7 @@ describe('LogFollowers', () => {
     const t = setup(new BridgeError('not_found', 404, 'no project prj_x'));
     await expect(t.logs.follow('prj_x')).rejects.toMatchObject({ code: 'not_found' });
     expect(t.logs.followed().size).toBe(0);
-    await new Promise((r) => setTimeout(r, 30));
+    await quietFor(30);
     expect(t.connections).toHaveLength(0);
   });
 

@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PortWatch, portAnswers } from '../../../src/core/tunnel/port-watch.js';
+import { quietFor } from '../../helpers/poll.js';
 
 const servers: Server[] = [];
 
@@ -27,8 +28,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
 describe('portAnswers', () => {
   it('says whether something accepts connections on the port', async () => {
     expect(await portAnswers(await listen())).toBe(true);
@@ -45,7 +44,7 @@ describe('PortWatch', () => {
     expect(seen).toEqual([false]);
     expect(watch.listening).toBe(false);
     expect(watch.waiting).toBe(true);
-    await sleep(80);
+    await quietFor(80);
     // Asked again meanwhile, and still nothing: no new report.
     expect(seen).toEqual([false]);
     await listen(port);
@@ -71,7 +70,7 @@ describe('PortWatch', () => {
     watch.stop();
     expect(watch.waiting).toBe(false);
     await listen(port);
-    await sleep(100);
+    await quietFor(100);
     expect(down).toEqual([false]);
     await watch.check();
     expect(down).toEqual([false]);

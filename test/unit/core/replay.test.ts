@@ -1,38 +1,23 @@
 // Replay on its own: a captured request sent again to a real local HTTP server, its Host set by the
 // tunnel's mode, connection headers left out, edits applied, failures captured rather than thrown.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchange, toDetail } from '../../../src/core/capture/capture.js';
 import { checkReplayInput, replayExchange } from '../../../src/core/replay.js';
 import type { CapturedRequestDetail } from '../../../src/shared/api/tunnels.js';
 import { BridgeError } from '../../../src/shared/bridge.js';
+import { closedPort, startRecordingApp, type RecordingApp } from '../../helpers/local-app.js';
 
-let server: Server;
+let app: RecordingApp;
 let port: number;
-const seen: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }> = [];
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      seen.push({
-        method: req.method!,
-        url: req.url!,
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString(),
-      });
-      res
-        .writeHead(201, { 'content-type': 'text/plain', 'x-app': 'yes' })
-        .end(`got ${req.method} ${req.url}`);
-    });
+  app = await startRecordingApp((req, res) => {
+    res.writeHead(201, { 'content-type': 'text/plain', 'x-app': 'yes' }).end(`got ${req.method} ${req.url}`);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  port = app.port;
 });
 
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => app?.close());
 
 /** A captured POST as the tunnel would have stored it (`bodyBytes` kept of `size`). */
 function captured(body = '{"a":1}', size = body.length): CapturedRequestDetail {
@@ -61,7 +46,7 @@ describe('replayExchange', () => {
   it('sends the request again with the public Host, without its connection headers, and captures the answer', async () => {
     const original = captured();
     const result = await replayExchange(original, {}, { port, hostMode: 'preserve', tunnelId: 'tun_now' });
-    const sent = seen.at(-1)!;
+    const sent = app.received.at(-1)!;
     expect(sent).toMatchObject({ method: 'POST', url: '/orders?x=1', body: '{"a":1}' });
     expect(sent.headers.host).toBe('shop.tunnel.example.test:8788');
     expect(sent.headers['x-trace']).toBe('abc');
@@ -79,9 +64,9 @@ describe('replayExchange', () => {
 
   it('sets Host by the tunnel mode: localhost:<port> for rewrite, a fixed name as given', async () => {
     await replayExchange(captured(), {}, { port, hostMode: 'rewrite', tunnelId: 't' });
-    expect(seen.at(-1)!.headers.host).toBe(`localhost:${port}`);
+    expect(app.received.at(-1)!.headers.host).toBe(`localhost:${port}`);
     await replayExchange(captured(), {}, { port, hostMode: 'api.internal.test', tunnelId: 't' });
-    expect(seen.at(-1)!.headers.host).toBe('api.internal.test');
+    expect(app.received.at(-1)!.headers.host).toBe('api.internal.test');
   });
 
   it('applies an edit: method, path, headers (a Host among them wins) and body', async () => {
@@ -96,7 +81,7 @@ describe('replayExchange', () => {
       body: Buffer.from('changed').toString('base64'),
     });
     await replayExchange(captured(), edit, { port, hostMode: 'preserve', tunnelId: 't' });
-    const sent = seen.at(-1)!;
+    const sent = app.received.at(-1)!;
     expect(sent).toMatchObject({ method: 'PUT', url: '/orders/7', body: 'changed' });
     expect(sent.headers.host).toBe('edited.test');
     expect(sent.headers['x-edited']).toBe('1');
@@ -120,10 +105,7 @@ describe('replayExchange', () => {
   });
 
   it('captures a port nothing listens on as what happened, not as a thrown error', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const deadPort = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const deadPort = await closedPort();
     const result = await replayExchange(
       captured(),
       {},

@@ -12,6 +12,7 @@ import {
   serviceLabel,
   supervisorScript,
 } from '../../../src/server/runtime/dockerfile.js';
+import { until } from '../../helpers/poll.js';
 
 describe('generateDockerfile', () => {
   it('copies the source to /app and runs each folder’s install and build as RUN steps', () => {
@@ -158,7 +159,7 @@ describe('the supervisor', () => {
         return true;
       }
     };
-    for (let i = 0; i < 50 && !gone(); i++) await new Promise((r) => setTimeout(r, 50));
+    await until(gone, 'the processes gone', 2_500, 50);
     expect(gone()).toBe(true);
   });
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../../../src/server/config.js';
 import { EmailVerifier } from '../../../../src/server/email/index.js';
 import { parseAddress, toAsciiDomain } from '../../../../src/server/email/syntax.js';
+import { quietFor } from '../../../helpers/poll.js';
 
 describe('parseAddress', () => {
   it('trims, lowercases the domain and keeps the local part as typed', () => {
@@ -98,7 +99,7 @@ describe('bad syntax and DNS', () => {
         'invalid_syntax',
         'invalid_syntax',
       ]);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await quietFor(50);
       expect(packets).toBe(0);
       const valid = await verifier.verify('user@example.com', { smtp: false });
       expect(valid.reason).toBe('smtp_inconclusive');
