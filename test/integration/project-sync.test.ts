@@ -235,6 +235,7 @@ describe('ProjectSync offline', () => {
       const project = await createElsewhere(account.key, own);
       const live = await sync.list();
       expect(ids(live.projects)).toEqual([project.id]);
+      const late = await createElsewhere(account.key, own);
       await own.close();
 
       const cached = await sync.list();
@@ -262,6 +263,14 @@ describe('ProjectSync offline', () => {
       await sync.refresh();
       expect(changes).toHaveLength(1);
       expect((await rejection(sync.write((client) => client.deploy(project.id)))).code).toBe('offline');
+
+      // What the platform answered just before it went is kept, and what it deleted goes, though the
+      // list cannot be fetched after it.
+      await sync.remember(late);
+      expect(ids((await sync.list()).projects)).toEqual(ids([project, late]));
+      await sync.removed(project.id);
+      expect(ids((await sync.list()).projects)).toEqual([late.id]);
+      expect(changes).toHaveLength(1);
     } finally {
       await own.close().catch(() => undefined);
     }
