@@ -313,42 +313,46 @@ describe('ProjectSync deploys and polling', () => {
     await platform.call((client) => client.uploadArchive(project.id, new Uint8Array(archiveOf(files))));
     return project;
   }
-  it('polls sooner while a project builds, and tells each deploy that ended once, running or failed', async () => {
-    // Polling every minute, every 50 ms while building: the deploys' ends are seen only at the faster pace.
-    const { sync, platform, finished } = syncFor({ pollIntervalMs: 60_000, buildingPollIntervalMs: 50 });
-    const good = await uploaded(sync, platform, nodeApp('hello from the sync'));
-    const bad = await uploaded(sync, platform, failingApp);
-    const lists = vi.spyOn(PlatformClient.prototype, 'listProjects');
+  it(
+    'polls sooner while a project builds, and tells each deploy that ended once, running or failed',
+    { timeout: 60_000 },
+    async () => {
+      // Polling every minute, every 50 ms while building: the deploys' ends are seen only at the faster pace.
+      const { sync, platform, finished } = syncFor({ pollIntervalMs: 60_000, buildingPollIntervalMs: 50 });
+      const good = await uploaded(sync, platform, nodeApp('hello from the sync'));
+      const bad = await uploaded(sync, platform, failingApp);
+      const lists = vi.spyOn(PlatformClient.prototype, 'listProjects');
 
-    // Nothing builds: no refresh within half a second.
-    sync.startPolling();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(lists).not.toHaveBeenCalled();
-    sync.stopPolling();
+      // Nothing builds: no refresh within half a second.
+      sync.startPolling();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(lists).not.toHaveBeenCalled();
+      sync.stopPolling();
 
-    expect((await sync.write((client) => client.deploy(good.id))).status).toBe('building');
-    expect((await sync.write((client) => client.deploy(bad.id))).status).toBe('building');
-    sync.startPolling();
-    await until(() => finished.length >= 2, 'both deploys to finish', 30_000);
-    const byId = new Map(finished.map((event) => [event.project.id, event]));
-    expect(byId.get(good.id)).toMatchObject({
-      outcome: 'running',
-      project: { status: 'running', last_deploy_error: null },
-    });
-    expect(byId.get(bad.id)).toMatchObject({
-      outcome: 'failed',
-      project: { status: 'failed', last_deploy_error: expect.any(String) },
-    });
+      expect((await sync.write((client) => client.deploy(good.id))).status).toBe('building');
+      expect((await sync.write((client) => client.deploy(bad.id))).status).toBe('building');
+      sync.startPolling();
+      await until(() => finished.length >= 2, 'both deploys to finish', 30_000);
+      const byId = new Map(finished.map((event) => [event.project.id, event]));
+      expect(byId.get(good.id)).toMatchObject({
+        outcome: 'running',
+        project: { status: 'running', last_deploy_error: null },
+      });
+      expect(byId.get(bad.id)).toMatchObject({
+        outcome: 'failed',
+        project: { status: 'failed', last_deploy_error: expect.any(String) },
+      });
 
-    // Nothing builds any more: back to the slow pace, and no deploy told twice.
-    const calls = lists.mock.calls.length;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(lists.mock.calls.length).toBeLessThanOrEqual(calls + 1);
-    await sync.refresh();
-    await sync.list();
-    await sync.get(good.id);
-    expect(finished).toHaveLength(2);
-  });
+      // Nothing builds any more: back to the slow pace, and no deploy told twice.
+      const calls = lists.mock.calls.length;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(lists.mock.calls.length).toBeLessThanOrEqual(calls + 1);
+      await sync.refresh();
+      await sync.list();
+      await sync.get(good.id);
+      expect(finished).toHaveLength(2);
+    },
+  );
 
   it('close() stops polling for good, once the refresh under way has ended', async () => {
     const { sync } = await accountSync(tp, { pollIntervalMs: 20 });
