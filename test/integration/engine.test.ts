@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/core/engine.js';
 import { FileSecretStore } from '../../src/core/secret-store.js';
-import { BridgeError, type BridgeEvents, type PlatformStatus } from '../../src/shared/bridge.js';
+import type { BridgeEvents, PlatformStatus } from '../../src/shared/bridge.js';
+import { rejection } from '../helpers/bridge-error.js';
 import { startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const dirs: string[] = [];
@@ -27,15 +28,6 @@ function engineFor(platform: TestPlatform, home = tempHome(), pollIntervalMs = 1
   });
   engines.push(engine);
   return engine;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<BridgeError> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(BridgeError);
-  return error as BridgeError;
 }
 
 function nextEvent<E extends keyof BridgeEvents>(

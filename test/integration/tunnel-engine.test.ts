@@ -13,7 +13,8 @@ import { Engine } from '../../src/core/engine.js';
 import { Mirror } from '../../src/core/mirror/mirror.js';
 import { FileSecretStore } from '../../src/core/secret-store.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
-import { BridgeError, type BridgeEvents } from '../../src/shared/bridge.js';
+import type { BridgeEvents } from '../../src/shared/bridge.js';
+import { rejection } from '../helpers/bridge-error.js';
 import { expectSpecCapturedRequest } from '../helpers/captured-request.js';
 import { startLocalApp, startRecordingApp, type RecordingApp } from '../helpers/local-app.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -124,15 +125,6 @@ function collect<E extends keyof BridgeEvents>(engine: Engine, event: E) {
 }
 
 const trafficOf = (events: BridgeEvents['traffic'][]): CapturedRequest[] => events.flatMap((e) => e.requests);
-
-async function rejection(promise: Promise<unknown>): Promise<BridgeError> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(BridgeError);
-  return error as BridgeError;
-}
 
 describe('tunnels through the Engine', () => {
   it('starts a tunnel, reports its states, captures traffic into events and the Mirror, and stops it', async () => {
