@@ -15,7 +15,7 @@ import type { DeployFinishedEvent, ProjectList } from '../../src/shared/bridge.j
 import { rejection } from '../helpers/bridge-error.js';
 import { archiveOf, nodeApp } from '../helpers/deploy.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
-import { until } from '../helpers/poll.js';
+import { quietFor, until } from '../helpers/poll.js';
 import { quietPort } from '../helpers/ports.js';
 
 let tp: TestPlatform;
@@ -325,7 +325,7 @@ describe('ProjectSync deploys and polling', () => {
 
       // Nothing builds: no refresh within half a second.
       sync.startPolling();
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await quietFor(500);
       expect(lists).not.toHaveBeenCalled();
       sync.stopPolling();
 
@@ -345,7 +345,7 @@ describe('ProjectSync deploys and polling', () => {
 
       // Nothing builds any more: back to the slow pace, and no deploy told twice.
       const calls = lists.mock.calls.length;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await quietFor(500);
       expect(lists.mock.calls.length).toBeLessThanOrEqual(calls + 1);
       await sync.refresh();
       await sync.list();
@@ -379,7 +379,7 @@ describe('ProjectSync deploys and polling', () => {
     expect(underWay).toBe(0);
     const after = calls;
     sync.startPolling();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await quietFor(200);
     expect(calls).toBe(after);
   });
 });
