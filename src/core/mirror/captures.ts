@@ -15,151 +15,32 @@
 //   exchanges are evicted first. The running total is kept in the database, so two processes sharing
 //   the file (`wharf app` and `wharf http`) keep one bound.
 // - Rows are listed newest first by the order they were stored; `before` pages backwards from an id.
+//
+// This file is the writer (batches, budget, eviction) and the store's methods; reading (filters, search,
+// pages) is captures-query.ts, the indexed text captures-text.ts, the tables captures-schema.ts.
 import { EventEmitter } from 'node:events';
 import type SQLite from 'better-sqlite3';
-import {
-  type CapturedRequest,
-  type CapturedRequestDetail,
-  type HeaderList,
-  RemoteAddr,
-  headerObject,
-} from '../../shared/api/tunnels.js';
+import type { CapturedRequest, CapturedRequestDetail } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficQuery, TrafficTunnel } from '../../shared/bridge.js';
-import {
-  type CheckedInput,
-  MAX_TRAFFIC_PAGE,
-  STATUS_FILTER,
-  parseBridgeInput,
-} from '../../shared/bridge-inputs.js';
-import {
-  CLIENT_WENT_AWAY_STATUS,
-  type CapturedExchange,
-  NO_RESPONSE_STATUS,
-  formatAddress,
-} from '../capture/capture.js';
-import { bodyText, decodeContentEncoding, headerValue, mediaType } from '../capture/har.js';
-import { decodeFormComponent } from '../../shared/form.js';
+import { parseBridgeInput } from '../../shared/bridge-inputs.js';
+import type { CapturedExchange } from '../capture/capture.js';
+import { capturedTunnels, listCaptures, tunnelMatch } from './captures-query.js';
+import { indexedText } from './captures-text.js';
 
-/** The Mirror migration that creates the traffic history (user_version 2). */
-export const CAPTURES_MIGRATION = `
-  CREATE TABLE captured_requests (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    tunnel_id TEXT NOT NULL,
-    tunnel_key TEXT,
-    subdomain TEXT,
-    local_port INTEGER,
-    host_header TEXT,
-    method TEXT NOT NULL,
-    path TEXT NOT NULL,
-    status_code INTEGER,
-    duration_ms REAL,
-    error TEXT,
-    replay_of TEXT,
-    bytes INTEGER NOT NULL,
-    json TEXT NOT NULL
-  );
-  CREATE INDEX captured_requests_tunnel_id ON captured_requests (tunnel_id);
-  CREATE INDEX captured_requests_tunnel_key ON captured_requests (tunnel_key);
-  CREATE INDEX captured_requests_subdomain ON captured_requests (subdomain);
-  CREATE TABLE captured_bodies (
-    seq INTEGER PRIMARY KEY,
-    request_body BLOB,
-    response_body BLOB,
-    request_truncated INTEGER NOT NULL,
-    response_truncated INTEGER NOT NULL
-  );
-  CREATE VIRTUAL TABLE captured_fts USING fts5 (
-    method, path, headers, body,
-    content = '', contentless_delete = 1
-  );
-  CREATE TABLE capture_stats (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    count INTEGER NOT NULL,
-    bytes INTEGER NOT NULL
-  );
-  INSERT INTO capture_stats (id, count, bytes) VALUES (1, 0, 0);
-`;
-
-/**
- * The Mirror migration (user_version 3) that rewrites the stored exchanges in SPEC.md §2.4's fields:
- * `started_at` becomes `timestamp`; `duration_ms` whole milliseconds (the column too); the header lists
- * stay as `request_header_list` / `response_header_list` and `request_headers` / `response_headers`
- * become objects (headerObject's rule); `remote_addr` gains a port (0: it was not recorded); a missing
- * `status_code` becomes the status the public client got (502, or 499 when it went away). The search
- * index is keyed by `seq`, which does not change, and indexes the same header text: it stays as it is.
- */
-export function migrateCapturesToSpecFields(db: SQLite.Database): void {
-  const rows = db.prepare('SELECT seq, json FROM captured_requests').all() as Array<{
-    seq: number;
-    json: string;
-  }>;
-  const update = db.prepare(
-    'UPDATE captured_requests SET json = ?, status_code = ?, duration_ms = ? WHERE seq = ?',
-  );
-  for (const row of rows) {
-    const request = specCapturedRequest(JSON.parse(row.json) as Record<string, unknown>);
-    update.run(JSON.stringify(request), request.status_code, request.duration_ms, row.seq);
-  }
-}
-
-/** A captured request stored before SPEC.md §2.4's fields, in those fields (already converted: kept). */
-function specCapturedRequest(old: Record<string, unknown>): CapturedRequest {
-  const listOf = (value: unknown): HeaderList =>
-    Array.isArray(value)
-      ? value.filter(
-          (h): h is { name: string; value: string } =>
-            typeof h === 'object' && h !== null && typeof h.name === 'string' && typeof h.value === 'string',
-        )
-      : [];
-  const requestList = Array.isArray(old.request_headers)
-    ? listOf(old.request_headers)
-    : listOf(old.request_header_list);
-  const responseList = Array.isArray(old.response_headers)
-    ? listOf(old.response_headers)
-    : listOf(old.response_header_list);
-  const error = typeof old.error === 'string' ? old.error : null;
-  const address = typeof old.remote_addr === 'string' && old.remote_addr !== '' ? old.remote_addr : '0.0.0.0';
-  const { started_at: startedAt, ...rest } = old;
-  return {
-    ...(rest as unknown as CapturedRequest),
-    status_code:
-      typeof old.status_code === 'number'
-        ? old.status_code
-        : error === 'the public client went away'
-          ? CLIENT_WENT_AWAY_STATUS
-          : NO_RESPONSE_STATUS,
-    duration_ms: typeof old.duration_ms === 'number' ? Math.max(0, Math.round(old.duration_ms)) : 0,
-    request_headers: headerObject(requestList),
-    response_headers: headerObject(responseList),
-    request_header_list: requestList,
-    response_header_list: responseList,
-    remote_addr: RemoteAddr.safeParse(address).success ? address : formatAddress(address, 0),
-    timestamp:
-      typeof old.timestamp === 'string'
-        ? old.timestamp
-        : typeof startedAt === 'string'
-          ? startedAt
-          : new Date(0).toISOString(),
-    error,
-  };
-}
+export { CAPTURES_MIGRATION, migrateCapturesToSpecFields } from './captures-schema.js';
+export { DEFAULT_PAGE, MAX_PAGE, ftsQuery } from './captures-query.js';
 
 export const DEFAULT_CAPTURE_LIMIT_BYTES = 256 * 1024 * 1024;
 const DEFAULT_FLUSH_MS = 50;
 /** One transaction writes at most this many exchanges, or this many body bytes. */
 const CHUNK_EXCHANGES = 500;
 const CHUNK_BYTES = 1024 * 1024;
-/** The most text of one body that goes into the search index. */
-const MAX_INDEXED_CHARS = 128 * 1024;
 /** The share of time writing bodies may take in the long run, and the burst it may take at once. */
 const DEFAULT_WRITE_SHARE = 0.1;
 const DEFAULT_WRITE_BURST_MS = 1_000;
 /** What a row costs beyond its bodies, headers and text (the row, its index entries). */
 const ROW_OVERHEAD = 256;
-export const DEFAULT_PAGE = 200;
 const EMPTY = Buffer.alloc(0);
-export const MAX_PAGE = MAX_TRAFFIC_PAGE;
 
 /** Where an exchange came from on this machine, kept with it (replay needs the port). */
 export interface CaptureOrigin {
@@ -353,19 +234,17 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     const requestBody = keepBodies ? exchange.requestBody : EMPTY;
     const responseBody = keepBodies ? exchange.responseBody : EMPTY;
     const json = JSON.stringify(request);
-    const headers = [...request.request_header_list, ...request.response_header_list]
-      .map(({ name, value }) => `${name}: ${value}`)
-      .join('\n');
-    const text = [
-      indexedText(requestBody, request.request_header_list, exchange.requestBodyTruncated),
-      indexedText(responseBody, request.response_header_list, exchange.responseBodyTruncated),
-    ]
-      .filter((t) => t !== '')
-      .join('\n');
-    const decodedPath = decodeFormComponent(request.path);
-    const path = decodedPath === request.path ? request.path : `${request.path}\n${decodedPath}`;
+    const text = indexedText(request, requestBody, responseBody, {
+      request: exchange.requestBodyTruncated,
+      response: exchange.responseBodyTruncated,
+    });
     const bytes =
-      ROW_OVERHEAD + json.length + requestBody.length + responseBody.length + headers.length + text.length;
+      ROW_OVERHEAD +
+      json.length +
+      requestBody.length +
+      responseBody.length +
+      text.headers.length +
+      text.body.length;
     const result = this.statements.insert.run({
       id: request.id,
       tunnel_id: request.tunnel_id,
@@ -394,7 +273,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
       exchange.requestBodyTruncated || requestBody.length < exchange.requestBody.length ? 1 : 0,
       exchange.responseBodyTruncated || responseBody.length < exchange.responseBody.length ? 1 : 0,
     );
-    this.statements.insertText.run(seq, request.method, path, headers, text);
+    this.statements.insertText.run(seq, request.method, text.path, text.headers, text.body);
     return bytes;
   }
 
@@ -434,31 +313,12 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
   list(input: TrafficQuery = {}, tunnels?: readonly string[]): TrafficPage {
     this.flush();
     const query = parseBridgeInput('traffic.list', input);
-    const filter = sqlFilter(query, tunnels);
-    const where = filter.conditions.length ? `WHERE ${filter.conditions.join(' AND ')}` : '';
-    const total =
-      filter.conditions.length === 0
-        ? (this.statements.stats.get() as { count: number }).count
-        : (
-            this.db
-              .prepare(`SELECT count(*) AS n FROM captured_requests r ${where}`)
-              .get(...filter.params) as {
-              n: number;
-            }
-          ).n;
-    const page = [...filter.conditions];
-    const params = [...filter.params];
-    if (query.before !== undefined) {
-      page.push('r.seq < (SELECT seq FROM captured_requests WHERE id = ?)');
-      params.push(query.before);
-    }
-    const rows = this.db
-      .prepare(
-        `SELECT r.json FROM captured_requests r ${page.length ? `WHERE ${page.join(' AND ')}` : ''}
-          ORDER BY r.seq DESC LIMIT ?`,
-      )
-      .all(...params, filter.limit) as Array<{ json: string }>;
-    return { requests: rows.map((r) => JSON.parse(r.json) as CapturedRequest), total };
+    return listCaptures(
+      this.db,
+      query,
+      tunnels,
+      () => (this.statements.stats.get() as { count: number }).count,
+    );
   }
 
   /**
@@ -468,13 +328,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
    */
   tunnels(): TrafficTunnel[] {
     this.flush();
-    const rows = this.db
-      .prepare(
-        `SELECT subdomain, local_port AS localPort, count(*) AS requests, max(seq) AS last
-           FROM captured_requests WHERE subdomain IS NOT NULL GROUP BY subdomain ORDER BY last DESC`,
-      )
-      .all() as Array<{ subdomain: string; localPort: number | null; requests: number }>;
-    return rows.map(({ subdomain, localPort, requests }) => ({ subdomain, localPort, requests }));
+    return capturedTunnels(this.db);
   }
 
   /** One exchange with its bodies and where it came from, or null. */
@@ -545,122 +399,4 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     this.flush();
     this.closed = true;
   }
-}
-
-/** The text of a body for the index: only bodies whose Content-Type is text, decoded. */
-function indexedText(body: Buffer, headers: HeaderList, truncated: boolean): string {
-  if (body.length === 0) return '';
-  const decoded = decodeContentEncoding(body, headers);
-  if (decoded.body.length === 0) return '';
-  let text = bodyText(decoded.body, headers, { truncated: truncated || decoded.encoding !== null });
-  if (text === null) return '';
-  if (text.length > MAX_INDEXED_CHARS) text = text.slice(0, MAX_INDEXED_CHARS);
-  if (mediaType(headerValue(headers, 'content-type')) === 'application/x-www-form-urlencoded') {
-    const form = decodeFormComponent(text);
-    if (form !== text) text = `${text}\n${form}`;
-  }
-  return text;
-}
-
-/**
- * A user's search as an FTS5 query that cannot be misread: each whitespace-separated word becomes a
- * quoted phrase (inner quotes doubled) matched as a prefix, all of them required. Words without a
- * letter or digit are left out (they hold no token); null when nothing is left.
- */
-export function ftsQuery(input: string): string | null {
-  const words = input
-    .split(/\s+/)
-    .filter((word) => /[\p{L}\p{N}]/u.test(word))
-    .slice(0, 32);
-  if (words.length === 0) return null;
-  return words.map((word) => `"${word.replace(/"/g, '""')}"*`).join(' ');
-}
-
-/** Rows of a tunnel known by any of these names: platform tunnel ids, Engine keys, subdomains. */
-function tunnelMatch(names: readonly string[], alias = ''): { sql: string; params: string[] } {
-  const marks = names.map(() => '?').join(', ');
-  return {
-    sql: `(${alias}tunnel_id IN (${marks}) OR ${alias}tunnel_key IN (${marks}) OR ${alias}subdomain IN (${marks}))`,
-    params: [...names, ...names, ...names],
-  };
-}
-
-/** The WHERE conditions of a checked query (all but `before`), and its page size. */
-function sqlFilter(
-  query: CheckedInput<'traffic.list'>,
-  tunnels: readonly string[] | undefined,
-): { conditions: string[]; params: unknown[]; limit: number } {
-  const conditions: string[] = [];
-  const params: unknown[] = [];
-
-  const tunnel = query.tunnelId;
-  const names = tunnels ?? (tunnel === undefined ? [] : [tunnel]);
-  if (names.length > 0) {
-    const match = tunnelMatch(names, 'r.');
-    conditions.push(match.sql);
-    params.push(...match.params);
-  }
-  const { methods, statuses } = query;
-  if (methods.length > 0) {
-    conditions.push(`r.method IN (${methods.map(() => '?').join(', ')})`);
-    params.push(...methods);
-  }
-  if (statuses.length > 0) {
-    const any: string[] = [];
-    for (const status of statuses) {
-      const match = STATUS_FILTER.exec(status)!;
-      if (match[1]) {
-        any.push('(r.status_code >= ? AND r.status_code < ?)');
-        params.push(Number(match[1]) * 100, Number(match[1]) * 100 + 100);
-      } else if (match[2]) {
-        any.push('r.status_code = ?');
-        params.push(Number(match[2]));
-      } else any.push('(r.status_code IS NULL OR r.error IS NOT NULL)');
-    }
-    conditions.push(`(${any.join(' OR ')})`);
-  }
-  const { path, header } = query;
-  if (path !== undefined) {
-    conditions.push('instr(lower(r.path), lower(?)) > 0');
-    params.push(path);
-  }
-  if (header !== undefined) {
-    const colon = header.indexOf(':');
-    const name = (colon === -1 ? header : header.slice(0, colon)).trim().toLowerCase();
-    const value =
-      colon === -1
-        ? ''
-        : header
-            .slice(colon + 1)
-            .trim()
-            .toLowerCase();
-    // The header objects have lower-case names, repeated values joined: one lookup per side.
-    const one = (object: string) =>
-      `instr(lower(coalesce(json_extract(r.json, '$.${object}.' || json_quote(?)), '')), ?) > 0
-        AND json_type(r.json, '$.${object}.' || json_quote(?)) IS NOT NULL`;
-    conditions.push(`((${one('request_headers')}) OR (${one('response_headers')}))`);
-    params.push(name, value, name, name, value, name);
-  }
-  const { minDurationMs: min, maxDurationMs: max } = query;
-  if (min !== undefined) {
-    conditions.push('r.duration_ms >= ?');
-    params.push(min);
-  }
-  if (max !== undefined) {
-    conditions.push('r.duration_ms <= ?');
-    params.push(max);
-  }
-  const q = query.q?.trim();
-  if (q) {
-    const fts = ftsQuery(q);
-    if (fts !== null) {
-      conditions.push('r.seq IN (SELECT rowid FROM captured_fts WHERE captured_fts MATCH ?)');
-      params.push(fts);
-    } else {
-      // Only punctuation (`/`, `?=`): no word to look up; match it in the path instead.
-      conditions.push('instr(r.path, ?) > 0');
-      params.push(q);
-    }
-  }
-  return { conditions, params, limit: query.limit ?? DEFAULT_PAGE };
 }

@@ -10,7 +10,7 @@ import { useRoute } from './stores/navigation/selectors';
 import { useTransport } from './stores/platform/selectors';
 import { useProject } from './stores/projects/selectors';
 import { AgentView } from './views/agent/AgentView';
-import { BuildView } from './views/build/BuildView';
+import { AiBuilderView } from './views/ai-builder/AiBuilderView';
 import { NewProjectView } from './views/projects/NewProjectView';
 import { ProjectDetailView } from './views/projects/ProjectDetailView';
 import { ProjectsView } from './views/projects/ProjectsView';
@@ -71,7 +71,7 @@ function Screen({ route }: { route: Route }) {
     case 'agent':
       return <AgentView />;
     case 'build':
-      return <BuildView />;
+      return <AiBuilderView />;
     case 'domains':
       return <DomainsView />;
     case 'email':

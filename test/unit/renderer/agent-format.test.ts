@@ -7,7 +7,7 @@ import {
   toolLabel,
 } from '../../../src/renderer/src/views/agent/format.js';
 import { explainAiError } from '../../../src/renderer/src/stores/agent/errors.js';
-import { isAiProject, looksSecret } from '../../../src/renderer/src/stores/build/generators.js';
+import { isAiProject, looksSecret } from '../../../src/renderer/src/stores/ai-builder/generators.js';
 
 describe('agent formatting', () => {
   it('labels tools in words', () => {

@@ -6,14 +6,14 @@ import { Icon } from '../../components/Icon';
 import { FormErrors } from '../../components/Notice';
 import { focusFirstInvalid } from '../../lib/focus';
 import { fieldErrorsOf, unplacedErrors } from '../../lib/field-errors';
-import { looksSecret } from '../../stores/build/generators';
-import { useBuild, useBuildActions } from '../../stores/build/selectors';
-import type { Needs } from '../../stores/build/store';
+import { looksSecret } from '../../stores/ai-builder/generators';
+import { useAiBuilder, useAiBuilderActions } from '../../stores/ai-builder/selectors';
+import type { Needs } from '../../stores/ai-builder/store';
 import { AiErrorNotice } from './AiErrorNotice';
 
 export function SetupForm({ needs, subdomain }: { needs: Needs; subdomain: string }) {
-  const { phase, error } = useBuild();
-  const { deploy } = useBuildActions();
+  const { phase, error } = useAiBuilder();
+  const { deploy } = useAiBuilderActions();
   const [values, setValues] = useState<Record<string, string>>({});
   const [database, setDatabase] = useState(needs.database === 'postgres');
   const [missing, setMissing] = useState<Record<string, string>>({});

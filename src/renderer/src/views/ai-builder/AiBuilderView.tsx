@@ -12,8 +12,8 @@ import { StatusBadge } from '../../components/StatusBadge';
 import { focusFirstInvalid } from '../../lib/focus';
 import { fieldErrorsOf, unplacedErrors } from '../../lib/field-errors';
 import type { EngineChoice } from '../../stores/agent/store';
-import { GENERATOR_CHOICES } from '../../stores/build/generators';
-import { useBuild, useBuildActions } from '../../stores/build/selectors';
+import { GENERATOR_CHOICES } from '../../stores/ai-builder/generators';
+import { useAiBuilder, useAiBuilderActions } from '../../stores/ai-builder/selectors';
 import { routeHref } from '../../stores/navigation/store';
 import { useConnection } from '../../stores/platform/selectors';
 import { useProject, useProjectActions, useProjectDetail } from '../../stores/projects/selectors';
@@ -28,9 +28,9 @@ import { SetupForm } from './SetupForm';
 
 const FORM_PATHS = ['generator', 'prompt', 'subdomain', 'engine'];
 
-export function BuildView() {
-  const { phase, request, projectId, needs } = useBuild();
-  const { reset } = useBuildActions();
+export function AiBuilderView() {
+  const { phase, request, projectId, needs } = useAiBuilder();
+  const { reset } = useAiBuilderActions();
   const project = useProject(projectId ?? '');
 
   return (
@@ -47,7 +47,7 @@ export function BuildView() {
           </button>
         ) : null}
       </header>
-      {phase === 'form' || phase === 'generating' ? <BuildForm /> : null}
+      {phase === 'form' || phase === 'generating' ? <AiBuilderForm /> : null}
       {(phase === 'needs_setup' || phase === 'deploying') && needs ? (
         <SetupForm needs={needs} subdomain={project?.subdomain ?? request?.subdomain ?? ''} />
       ) : null}
@@ -56,9 +56,9 @@ export function BuildView() {
   );
 }
 
-function BuildForm() {
-  const { phase, request, error } = useBuild();
-  const { build } = useBuildActions();
+function AiBuilderForm() {
+  const { phase, request, error } = useAiBuilder();
+  const { build } = useAiBuilderActions();
   const offer = useEngineOffer();
   const [generator, setGenerator] = useState<Generator>(request?.generator ?? 'landing');
   const [prompt, setPrompt] = useState(request?.prompt ?? '');

@@ -6,11 +6,11 @@ import { TextAreaField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { plural } from '../../lib/format';
 import { fieldErrorsOf } from '../../lib/field-errors';
-import { useBuildActions, useEdit } from '../../stores/build/selectors';
+import { useAiBuilderActions, useEdit } from '../../stores/ai-builder/selectors';
 import { AiErrorNotice } from './AiErrorNotice';
 
 export function EditWithAi({ project }: { project: Project }) {
-  const { edit } = useBuildActions();
+  const { edit } = useAiBuilderActions();
   const state = useEdit(project.id);
   const [instruction, setInstruction] = useState('');
   const fieldError = fieldErrorsOf(state.error).instruction;

@@ -1,14 +1,15 @@
-// The Build flow: a prompt goes to `ai.build`; the answer is either a project building (its status and
-// logs then come from the projects and logs stores, like any deploy) or `needs_setup` with the secrets
-// (and the database) it needs, which `ai.deploy` supplies. Kept here, not in the view, so leaving the
-// screen and coming back finds the build where it was. Also the edits of AI projects (`ai.edit`).
+// The AI builder (the Build screen): a prompt goes to `ai.build`; the answer is either a project
+// building (its status and logs then come from the projects and logs stores, like any deploy) or
+// `needs_setup` with the secrets (and the database) it needs, which `ai.deploy` supplies. Kept here, not
+// in the view, so leaving the screen and coming back finds the build where it was. Also the edits of AI
+// projects (`ai.edit`).
 import { create } from 'zustand';
 import type { AiBuildRequest, AiBuildResponse } from '../../../../shared/api/ai.js';
 import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
 import { attempt } from '../../lib/outcome';
 
-export type BuildPhase = 'form' | 'generating' | 'needs_setup' | 'deploying' | 'started';
+export type AiBuilderPhase = 'form' | 'generating' | 'needs_setup' | 'deploying' | 'started';
 
 export type Needs = Extract<AiBuildResponse, { status: 'needs_setup' }>['needs'];
 
@@ -19,8 +20,8 @@ export interface EditState {
   error: BridgeErrorShape | null;
 }
 
-interface BuildState {
-  phase: BuildPhase;
+interface AiBuilderState {
+  phase: AiBuilderPhase;
   request: AiBuildRequest | null;
   projectId: string | null;
   needs: Needs | null;
@@ -34,7 +35,7 @@ interface BuildState {
   edit(projectId: string, instruction: string): Promise<BridgeResult<unknown>>;
 }
 
-export const useBuildStore = create<BuildState>()((set, get) => ({
+export const useAiBuilderStore = create<AiBuilderState>()((set, get) => ({
   phase: 'form',
   request: null,
   projectId: null,
