@@ -8,6 +8,7 @@ import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from
 import { focusFirstInvalid } from '../../lib/focus';
 import { useDomainActions } from '../../stores/domains/selectors';
 import { useProjectList } from '../../stores/projects/selectors';
+import { CardHeader } from '../../components/CardHeader';
 
 const SHOWN_PATHS = ['domain', 'project_id'];
 
@@ -72,16 +73,9 @@ export function AddDomainForm() {
       aria-labelledby="add-domain-title"
       data-testid="add-domain-form"
     >
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="add-domain-title">
-            Add a domain
-          </h2>
-          <p className="card-description">
-            A domain or subdomain you own. You will get the two DNS records to create for it.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="add-domain-title" title="Add a domain">
+        A domain or subdomain you own. You will get the two DNS records to create for it.
+      </CardHeader>
       <div className="card-body stack">
         <FormErrors message={message} errors={unplaced} testId="add-domain-errors" />
         <div className="grid-2 grid-wide-first domain-form-fields">

@@ -13,6 +13,7 @@ import {
 import { AddDomainForm } from './AddDomainForm';
 import { DnsRecordTable, VerificationResult, onThisMachine, recordsFor } from './DnsRecord';
 import { DomainRow, VerifyButton } from './DomainRow';
+import { CardHeader } from '../../components/CardHeader';
 
 const PENDING_REFRESH_MS = 30_000;
 
@@ -113,26 +114,24 @@ function CreatedInstructions() {
   const domain = domains?.find((d) => d.id === id) ?? created.domain;
   return (
     <section className="card" aria-labelledby="instructions-title" data-testid="domain-instructions">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="instructions-title">
-            Point {domain.domain} at Wharf
-          </h2>
-          <p className="card-description">
-            At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves
-            the domain is yours. Changes can take from a minute to an hour to be visible.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="icon-button"
-          onClick={dismissCreated}
-          aria-label="Close the DNS instructions"
-          title="Close"
-        >
-          <Icon name="close" />
-        </button>
-      </header>
+      <CardHeader
+        titleId="instructions-title"
+        title={<>Point {domain.domain} at Wharf</>}
+        actions={
+          <button
+            type="button"
+            className="icon-button"
+            onClick={dismissCreated}
+            aria-label="Close the DNS instructions"
+            title="Close"
+          >
+            <Icon name="close" />
+          </button>
+        }
+      >
+        At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves the
+        domain is yours. Changes can take from a minute to an hour to be visible.
+      </CardHeader>
       <div className="card-body stack">
         {onThisMachine(domain.cname_target) ? (
           <p className="notice notice-warning" data-testid="local-cname-note">

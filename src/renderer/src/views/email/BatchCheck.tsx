@@ -26,6 +26,7 @@ import { EMAIL_SCORES, suggestedAddress } from '../../../../shared/api/email.js'
 import { CheckError } from './CheckError';
 import { EmailScoreBadge } from './EmailResult';
 import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS } from './explain';
+import { CardHeader } from '../../components/CardHeader';
 
 /** Larger files are not lists of addresses one would check from here. */
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -89,17 +90,10 @@ export function BatchCheck() {
 
   return (
     <section className="card" aria-labelledby="batch-title" data-testid="batch-check">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="batch-title">
-            Check a list
-          </h2>
-          <p className="card-description">
-            Paste addresses one per line, or load a CSV file: the column that holds addresses is found for
-            you. Repeated addresses are checked once.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="batch-title" title="Check a list">
+        Paste addresses one per line, or load a CSV file: the column that holds addresses is found for you.
+        Repeated addresses are checked once.
+      </CardHeader>
       <form className="card-body stack" onSubmit={submit} noValidate>
         {file ? (
           <div className="batch-file" data-testid="batch-file">

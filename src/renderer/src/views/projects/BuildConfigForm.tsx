@@ -17,6 +17,7 @@ import {
 import { focusFirstInvalid } from '../../lib/focus';
 import { MAX_SERVICES } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
+import { CardHeader } from '../../components/CardHeader';
 
 interface ServiceDraft {
   key: number;
@@ -213,16 +214,9 @@ export function BuildConfigForm({ project }: { project: Project }) {
 
   return (
     <section className="card" aria-labelledby="build-title" data-testid="build-config">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="build-title">
-            Build configuration
-          </h2>
-          <p className="card-description">
-            Empty commands are detected from the project (package.json, requirements.txt, index.html).
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="build-title" title="Build configuration">
+        Empty commands are detected from the project (package.json, requirements.txt, index.html).
+      </CardHeader>
       <form
         ref={formRef}
         onSubmit={(event) => {

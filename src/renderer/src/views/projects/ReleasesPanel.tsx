@@ -11,6 +11,7 @@ import { ErrorNotice, LoadFailed } from '../../components/Notice';
 import { formatAgo, formatDateTime, plural } from '../../lib/format';
 import { useProjectAction, useProjectActions, useReleases } from '../../stores/projects/selectors';
 import { envChanges, sourceLabel } from './releases';
+import { CardHeader } from '../../components/CardHeader';
 
 const STATUS_LABELS: Record<ReleaseStatus, string> = {
   building: 'Building',
@@ -48,27 +49,25 @@ export function ReleasesPanel({ project }: { project: Project }) {
 
   return (
     <section className="card" aria-labelledby="releases-title" data-testid="releases">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="releases-title">
-            Releases
-          </h2>
-          <p className="card-description">
-            Every deploy, newest first. Rolling back starts an earlier release again without a build, with the
-            environment variables it was deployed with.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => void loadReleases(project.id)}
-          disabled={loading}
-          data-testid="refresh-releases"
-        >
-          <Icon name={loading ? 'spinner' : 'refresh'} className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+      <CardHeader
+        titleId="releases-title"
+        title="Releases"
+        actions={
+          <button
+            type="button"
+            className="btn btn-sm"
+            onClick={() => void loadReleases(project.id)}
+            disabled={loading}
+            data-testid="refresh-releases"
+          >
+            <Icon name={loading ? 'spinner' : 'refresh'} className={loading ? 'spin' : undefined} />
+            Refresh
+          </button>
+        }
+      >
+        Every deploy, newest first. Rolling back starts an earlier release again without a build, with the
+        environment variables it was deployed with.
+      </CardHeader>
       <div className="card-body">
         {error && releases === null ? (
           <LoadFailed

@@ -9,6 +9,7 @@ import { formatBytes, formatWhen, plural } from '../../lib/format';
 import { archiveProblem, type UploadState } from '../../stores/projects/store';
 import { useProjectActions, useUpload } from '../../stores/projects/selectors';
 import { UPLOAD_SECTION_ID } from './DeployControls';
+import { CardHeader } from '../../components/CardHeader';
 
 export function UploadPanel({ project }: { project: Project }) {
   const { upload } = useProjectActions();
@@ -38,16 +39,9 @@ export function UploadPanel({ project }: { project: Project }) {
       aria-labelledby="upload-title"
       data-testid="upload-panel"
     >
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="upload-title">
-            Archive
-          </h2>
-          <p className="card-description">
-            Upload a new .tar.gz of the project’s files to replace the last one.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="upload-title" title="Archive">
+        Upload a new .tar.gz of the project’s files to replace the last one.
+      </CardHeader>
       <div className="card-body stack">
         <FileDrop
           label="New archive"

@@ -6,6 +6,7 @@ import { ErrorNotice } from '../../components/Notice';
 import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
 import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
+import { CardHeader } from '../../components/CardHeader';
 
 /** Ledger entries shown here; the newest first. */
 const USAGE_SHOWN = 8;
@@ -21,26 +22,26 @@ export function AccountCard() {
 
   return (
     <section className="card" aria-labelledby="account-title" data-testid="account">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="account-title">
-            Account
-          </h2>
-          <p className="card-description">On the saved platform.</p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => {
-            void loadAccount();
-            void loadUsage();
-          }}
-          disabled={loading}
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+      <CardHeader
+        titleId="account-title"
+        title="Account"
+        actions={
+          <button
+            type="button"
+            className="btn btn-sm"
+            onClick={() => {
+              void loadAccount();
+              void loadUsage();
+            }}
+            disabled={loading}
+          >
+            <Icon name="refresh" className={loading ? 'spin' : undefined} />
+            Refresh
+          </button>
+        }
+      >
+        On the saved platform.
+      </CardHeader>
       <div className="card-body stack">
         {error && !account ? <ErrorNotice error={error} title="The account could not be loaded" /> : null}
         {!account && !error ? <div className="skeleton-block short" aria-busy="true" /> : null}

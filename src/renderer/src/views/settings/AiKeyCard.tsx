@@ -15,6 +15,7 @@ import { engineOffer } from '../../stores/agent/engines';
 import { useAiKeyActions } from '../../stores/agent/selectors';
 import { useRoute } from '../../stores/navigation/selectors';
 import { useAccount, useRuntime } from '../../stores/settings/selectors';
+import { CardHeader } from '../../components/CardHeader';
 
 export const PROVIDER_LABELS: Record<AiProvider, string> = {
   openai: 'OpenAI',
@@ -70,17 +71,10 @@ export function AiKeyCard() {
 
   return (
     <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card" ref={card}>
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="ai-key-title">
-            Your AI key
-          </h2>
-          <p className="card-description">
-            Build apps and run the agent on your own provider account: not billed here. Stored encrypted on
-            the platform, never shown back in full.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="ai-key-title" title="Your AI key">
+        Build apps and run the agent on your own provider account: not billed here. Stored encrypted on the
+        platform, never shown back in full.
+      </CardHeader>
       <form className="card-body stack" onSubmit={(event) => void submit(event)} noValidate>
         {message ? <ErrorNotice error={message} title="The key was not saved" testId="ai-key-error" /> : null}
         {saved ? (

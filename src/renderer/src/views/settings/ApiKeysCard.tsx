@@ -16,6 +16,7 @@ import { formatAgo, formatDateTime } from '../../lib/format';
 import { useKeysStore } from '../../stores/keys/store';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
+import { CardHeader } from '../../components/CardHeader';
 
 const NAME_MAX = 64;
 const OWN_KEY_NOTE =
@@ -39,30 +40,28 @@ export function ApiKeysCard() {
 
   return (
     <section className="card" aria-labelledby="api-keys-title" data-testid="api-keys">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="api-keys-title">
-            API keys
-          </h2>
-          <p className="card-description">
-            Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once,
-            when it is created.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => {
-            setRevoked(null);
-            void load();
-          }}
-          disabled={loading}
-          data-testid="api-keys-refresh"
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+      <CardHeader
+        titleId="api-keys-title"
+        title="API keys"
+        actions={
+          <button
+            type="button"
+            className="btn btn-sm"
+            onClick={() => {
+              setRevoked(null);
+              void load();
+            }}
+            disabled={loading}
+            data-testid="api-keys-refresh"
+          >
+            <Icon name="refresh" className={loading ? 'spin' : undefined} />
+            Refresh
+          </button>
+        }
+      >
+        Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once, when
+        it is created.
+      </CardHeader>
       <div className="card-body stack" aria-busy={loading && keys === null && !problem}>
         {problem && error ? (
           <div

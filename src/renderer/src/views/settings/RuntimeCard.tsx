@@ -7,6 +7,7 @@ import { useConnection } from '../../stores/platform/selectors';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { useRuntime, useSettingsActions } from '../../stores/settings/selectors';
 import { runtimeSummary, runtimeUnavailable } from './runtime';
+import { CardHeader } from '../../components/CardHeader';
 
 export function RuntimeCard() {
   const { info, error, loading } = useRuntime();
@@ -21,34 +22,32 @@ export function RuntimeCard() {
 
   return (
     <section className="card" aria-labelledby="runtime-title" data-testid="runtime">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="runtime-title">
-            Runtime
-          </h2>
-          <p className="card-description">
-            How apps run on{' '}
-            {mode === 'remote' && platformUrl ? (
-              <span className="mono">{platformUrl}</span>
-            ) : mode === 'local' ? (
-              'the local platform'
-            ) : (
-              'the platform'
-            )}
-            .
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => void loadRuntime()}
-          disabled={loading}
-          data-testid="runtime-refresh"
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+      <CardHeader
+        titleId="runtime-title"
+        title="Runtime"
+        actions={
+          <button
+            type="button"
+            className="btn btn-sm"
+            onClick={() => void loadRuntime()}
+            disabled={loading}
+            data-testid="runtime-refresh"
+          >
+            <Icon name="refresh" className={loading ? 'spin' : undefined} />
+            Refresh
+          </button>
+        }
+      >
+        How apps run on{' '}
+        {mode === 'remote' && platformUrl ? (
+          <span className="mono">{platformUrl}</span>
+        ) : mode === 'local' ? (
+          'the local platform'
+        ) : (
+          'the platform'
+        )}
+        .
+      </CardHeader>
       <div className="card-body stack" aria-busy={loading && !summary && !problem}>
         {problem ? (
           <div

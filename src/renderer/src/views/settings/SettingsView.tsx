@@ -13,6 +13,7 @@ import { AccountCard } from './AccountCard';
 import { AiKeyCard } from './AiKeyCard';
 import { ApiKeysCard } from './ApiKeysCard';
 import { RuntimeCard } from './RuntimeCard';
+import { CardHeader } from '../../components/CardHeader';
 
 type Mode = 'local' | 'remote';
 
@@ -126,12 +127,7 @@ export function SettingsView() {
       {loadError ? <ErrorNotice error={loadError} title="The settings could not be loaded" /> : null}
 
       <form className="card" onSubmit={onSave} noValidate data-testid="settings-form">
-        <header className="card-header">
-          <div>
-            <h2 className="card-title">Platform</h2>
-            <p className="card-description">Where projects are deployed and tunnels are served.</p>
-          </div>
-        </header>
+        <CardHeader title="Platform">Where projects are deployed and tunnels are served.</CardHeader>
         <div className="card-body stack">
           <FormErrors message={message} errors={unplaced} testId="settings-errors" />
           <fieldset className="fieldset">
