@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { DangerFooter, Dialog } from '../../components/Dialog';
+import { ConfirmDanger } from '../../components/Dialog';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, SuccessNote } from '../../components/Notice';
@@ -195,17 +195,8 @@ function ConfirmDeleteKey({
   onClose: () => void;
   onDelete: () => Promise<BridgeErrorShape | null>;
 }) {
-  const [deleting, setDeleting] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
-  const confirm = async () => {
-    if (deleting) return;
-    setDeleting(true);
-    const failed = await onDelete();
-    setDeleting(false);
-    setError(failed);
-  };
   return (
-    <Dialog
+    <ConfirmDanger
       title="Delete your AI key?"
       description={
         <p>
@@ -213,20 +204,13 @@ function ConfirmDeleteKey({
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="ai-key-delete-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Delete key"
-          busyLabel="Deleting…"
-          busy={deleting}
-          testId="ai-key-confirm-delete"
-        />
-      }
-    >
-      {error ? <ErrorNotice error={error} title="The key was not deleted" /> : null}
-    </Dialog>
+      label="Delete key"
+      busyLabel="Deleting…"
+      confirmTestId="ai-key-confirm-delete"
+      failedTitle="The key was not deleted"
+      onConfirm={onDelete}
+    />
   );
 }
 

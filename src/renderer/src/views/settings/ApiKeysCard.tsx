@@ -7,7 +7,7 @@ import { useState, type FormEvent } from 'react';
 import type { ApiKeyInfo, Scope } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
-import { DangerFooter, Dialog } from '../../components/Dialog';
+import { ConfirmDanger } from '../../components/Dialog';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, FormErrors, SuccessNote } from '../../components/Notice';
@@ -381,18 +381,8 @@ function ConfirmRevoke({
   onRevoked: (name: string) => void;
 }) {
   const revoke = useKeysStore((state) => state.revoke);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
-  const confirm = async () => {
-    if (busy) return;
-    setBusy(true);
-    const outcome = await revoke(apiKey.id);
-    setBusy(false);
-    if (outcome.ok) onRevoked(apiKey.name);
-    else setError(outcome.error);
-  };
   return (
-    <Dialog
+    <ConfirmDanger
       title={`Revoke “${apiKey.name}”?`}
       description={
         <p>
@@ -402,19 +392,17 @@ function ConfirmRevoke({
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="api-key-revoke-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Revoke key"
-          busyLabel="Revoking…"
-          busy={busy}
-          testId="api-key-confirm-revoke"
-        />
-      }
-    >
-      {error ? <ErrorNotice error={error} title="The key was not revoked" /> : null}
-    </Dialog>
+      label="Revoke key"
+      busyLabel="Revoking…"
+      confirmTestId="api-key-confirm-revoke"
+      failedTitle="The key was not revoked"
+      onConfirm={async () => {
+        const outcome = await revoke(apiKey.id);
+        if (!outcome.ok) return outcome.error;
+        onRevoked(apiKey.name);
+        return null;
+      }}
+    />
   );
 }
