@@ -12,6 +12,7 @@ import { formatAgo, formatDateTime, plural } from '../../lib/format';
 import { useProjectAction, useProjectActions, useReleases } from '../../stores/projects/selectors';
 import { envChanges, sourceLabel } from './releases';
 import { CardHeader } from '../../components/CardHeader';
+import { RefreshButton } from '../../components/RefreshButton';
 
 const STATUS_LABELS: Record<ReleaseStatus, string> = {
   building: 'Building',
@@ -53,16 +54,12 @@ export function ReleasesPanel({ project }: { project: Project }) {
         titleId="releases-title"
         title="Releases"
         actions={
-          <button
-            type="button"
-            className="btn btn-sm"
+          <RefreshButton
             onClick={() => void loadReleases(project.id)}
-            disabled={loading}
-            data-testid="refresh-releases"
-          >
-            <Icon name={loading ? 'spinner' : 'refresh'} className={loading ? 'spin' : undefined} />
-            Refresh
-          </button>
+            busy={loading}
+            testId="refresh-releases"
+            spinner
+          />
         }
       >
         Every deploy, newest first. Rolling back starts an earlier release again without a build, with the

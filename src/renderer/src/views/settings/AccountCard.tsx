@@ -1,12 +1,12 @@
 // The account of the saved settings: who it is, its plan, its balance, and its recent usage (the
 // ledger of charges such as email checks).
 import { useEffect } from 'react';
-import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
 import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
 import { CardHeader } from '../../components/CardHeader';
+import { RefreshButton } from '../../components/RefreshButton';
 
 /** Ledger entries shown here; the newest first. */
 const USAGE_SHOWN = 8;
@@ -26,18 +26,13 @@ export function AccountCard() {
         titleId="account-title"
         title="Account"
         actions={
-          <button
-            type="button"
-            className="btn btn-sm"
+          <RefreshButton
             onClick={() => {
               void loadAccount();
               void loadUsage();
             }}
-            disabled={loading}
-          >
-            <Icon name="refresh" className={loading ? 'spin' : undefined} />
-            Refresh
-          </button>
+            busy={loading}
+          />
         }
       >
         On the saved platform.

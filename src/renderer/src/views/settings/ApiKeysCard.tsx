@@ -17,6 +17,7 @@ import { useKeysStore } from '../../stores/keys/store';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
 import { CardHeader } from '../../components/CardHeader';
+import { RefreshButton } from '../../components/RefreshButton';
 
 const NAME_MAX = 64;
 const OWN_KEY_NOTE =
@@ -44,19 +45,14 @@ export function ApiKeysCard() {
         titleId="api-keys-title"
         title="API keys"
         actions={
-          <button
-            type="button"
-            className="btn btn-sm"
+          <RefreshButton
             onClick={() => {
               setRevoked(null);
               void load();
             }}
-            disabled={loading}
-            data-testid="api-keys-refresh"
-          >
-            <Icon name="refresh" className={loading ? 'spin' : undefined} />
-            Refresh
-          </button>
+            busy={loading}
+            testId="api-keys-refresh"
+          />
         }
       >
         Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once, when

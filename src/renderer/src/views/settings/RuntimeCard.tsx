@@ -8,6 +8,7 @@ import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { useRuntime, useSettingsActions } from '../../stores/settings/selectors';
 import { runtimeSummary, runtimeUnavailable } from './runtime';
 import { CardHeader } from '../../components/CardHeader';
+import { RefreshButton } from '../../components/RefreshButton';
 
 export function RuntimeCard() {
   const { info, error, loading } = useRuntime();
@@ -25,18 +26,7 @@ export function RuntimeCard() {
       <CardHeader
         titleId="runtime-title"
         title="Runtime"
-        actions={
-          <button
-            type="button"
-            className="btn btn-sm"
-            onClick={() => void loadRuntime()}
-            disabled={loading}
-            data-testid="runtime-refresh"
-          >
-            <Icon name="refresh" className={loading ? 'spin' : undefined} />
-            Refresh
-          </button>
-        }
+        actions={<RefreshButton onClick={() => void loadRuntime()} busy={loading} testId="runtime-refresh" />}
       >
         How apps run on{' '}
         {mode === 'remote' && platformUrl ? (
