@@ -1,6 +1,12 @@
 // A labelled form control with its hint and its error, wired for assistive technology
 // (aria-invalid, aria-describedby). Every input of the app goes through one of these.
-import { useId, type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes } from 'react';
+import {
+  useId,
+  type InputHTMLAttributes,
+  type ReactNode,
+  type SelectHTMLAttributes,
+  type TextareaHTMLAttributes,
+} from 'react';
 import { asSentence } from '../lib/field-errors';
 
 interface FieldFrameProps {
@@ -79,6 +85,31 @@ export function TextAreaField({ label, hint, error, className, ...textarea }: Te
           spellCheck={false}
           {...textarea}
         />
+      )}
+    </FieldFrame>
+  );
+}
+
+type SelectFieldProps = Omit<SelectHTMLAttributes<HTMLSelectElement>, 'id'> & {
+  label: ReactNode;
+  hint?: ReactNode;
+  error?: string | undefined;
+};
+
+/** A labelled select; its options are the children. */
+export function SelectField({ label, hint, error, className, children, ...select }: SelectFieldProps) {
+  return (
+    <FieldFrame label={label} hint={hint} error={error}>
+      {({ id, describedBy, invalid }) => (
+        <select
+          id={id}
+          className={`input${className ? ` ${className}` : ''}`}
+          aria-invalid={invalid || undefined}
+          aria-describedby={describedBy}
+          {...select}
+        >
+          {children}
+        </select>
       )}
     </FieldFrame>
   );

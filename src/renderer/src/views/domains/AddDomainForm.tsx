@@ -1,7 +1,7 @@
 // Adding a custom domain: its name and, optionally, the project it should reach. The platform judges
 // the name; its 422 field errors and a 409 (the domain is taken) are shown at the field they concern.
 import { useRef, useState, type FormEvent } from 'react';
-import { FieldFrame, TextField } from '../../components/Field';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { FormErrors } from '../../components/Notice';
 import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from '../../lib/field-errors';
@@ -92,29 +92,24 @@ export function AddDomainForm() {
             inputMode="url"
             data-testid="domain-input"
           />
-          <FieldFrame label="Project" error={errors.project_id} hint="Where its traffic goes once verified.">
-            {({ id, describedBy, invalid }) => (
-              <select
-                id={id}
-                className="input"
-                value={projectId}
-                aria-invalid={invalid || undefined}
-                aria-describedby={describedBy}
-                onChange={(event) => {
-                  setProjectId(event.target.value);
-                  clearError('project_id');
-                }}
-                data-testid="domain-project"
-              >
-                <option value="">None for now (link one later)</option>
-                {projects.map((project) => (
-                  <option key={project.id} value={project.id}>
-                    {project.name} ({project.subdomain})
-                  </option>
-                ))}
-              </select>
-            )}
-          </FieldFrame>
+          <SelectField
+            label="Project"
+            error={errors.project_id}
+            hint="Where its traffic goes once verified."
+            value={projectId}
+            onChange={(event) => {
+              setProjectId(event.target.value);
+              clearError('project_id');
+            }}
+            data-testid="domain-project"
+          >
+            <option value="">None for now (link one later)</option>
+            {projects.map((project) => (
+              <option key={project.id} value={project.id}>
+                {project.name} ({project.subdomain})
+              </option>
+            ))}
+          </SelectField>
         </div>
         <div className="button-row">
           <button type="submit" className="btn btn-primary" disabled={submitting} data-testid="add-domain">

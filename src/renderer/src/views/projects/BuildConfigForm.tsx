@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { BuildConfig, BuildConfigInput, Project } from '../../../../shared/api/projects.js';
 import type { FieldError } from '../../../../shared/errors.js';
-import { FieldFrame, TextField } from '../../components/Field';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { FormErrors, SuccessNote } from '../../components/Notice';
 import {
@@ -328,24 +328,16 @@ export function BuildConfigForm({ project }: { project: Project }) {
                       className="mono"
                       data-testid={testId('name')}
                     />
-                    <FieldFrame label="Kind" error={error('kind')}>
-                      {({ id, describedBy, invalid }) => (
-                        <select
-                          id={id}
-                          className="input"
-                          value={service.kind}
-                          aria-invalid={invalid || undefined}
-                          aria-describedby={describedBy}
-                          onChange={(event) =>
-                            setService(i, { kind: event.target.value as 'web' | 'worker' })
-                          }
-                          data-testid={testId('kind')}
-                        >
-                          <option value="web">web — serves HTTP</option>
-                          <option value="worker">worker — no port</option>
-                        </select>
-                      )}
-                    </FieldFrame>
+                    <SelectField
+                      label="Kind"
+                      error={error('kind')}
+                      value={service.kind}
+                      onChange={(event) => setService(i, { kind: event.target.value as 'web' | 'worker' })}
+                      data-testid={testId('kind')}
+                    >
+                      <option value="web">web — serves HTTP</option>
+                      <option value="worker">worker — no port</option>
+                    </SelectField>
                     <TextField
                       label="Port"
                       value={service.kind === 'worker' ? '' : service.port}

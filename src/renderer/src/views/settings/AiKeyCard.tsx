@@ -7,7 +7,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { ConfirmDanger } from '../../components/Dialog';
-import { FieldFrame, TextField } from '../../components/Field';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, SuccessNote } from '../../components/Notice';
 import { fieldErrorsOf } from '../../lib/field-errors';
@@ -106,29 +106,23 @@ export function AiKeyCard() {
           </p>
         )}
         <div className="grid-2 ai-key-fields">
-          <FieldFrame label="Provider" error={errors.provider}>
-            {({ id, describedBy, invalid }) => (
-              <select
-                id={id}
-                className="input"
-                value={shownProvider}
-                aria-invalid={invalid || undefined}
-                aria-describedby={describedBy}
-                onChange={(event) => {
-                  setProvider(event.target.value as AiProvider);
-                  setErrors(({ provider: _gone, ...rest }) => rest);
-                  setDone(null);
-                }}
-                data-testid="ai-key-provider"
-              >
-                {AI_PROVIDERS.map((option) => (
-                  <option key={option} value={option}>
-                    {PROVIDER_LABELS[option]}
-                  </option>
-                ))}
-              </select>
-            )}
-          </FieldFrame>
+          <SelectField
+            label="Provider"
+            error={errors.provider}
+            value={shownProvider}
+            onChange={(event) => {
+              setProvider(event.target.value as AiProvider);
+              setErrors(({ provider: _gone, ...rest }) => rest);
+              setDone(null);
+            }}
+            data-testid="ai-key-provider"
+          >
+            {AI_PROVIDERS.map((option) => (
+              <option key={option} value={option}>
+                {PROVIDER_LABELS[option]}
+              </option>
+            ))}
+          </SelectField>
           <TextField
             label="API key"
             type="password"
