@@ -202,15 +202,7 @@ export function RequestPane({
               <HeadersTable headers={summary.request_header_list} caption="Request headers" />
             </Section>
             <QuerySection path={summary.path} />
-            <Section title="Request body" testId="request-body-section">
-              <BodySlot
-                detail={detail}
-                loading={loading}
-                side="request"
-                size={summary.request_size}
-                headers={summary.request_header_list}
-              />
-            </Section>
+            <BodySection side="request" request={summary} detail={detail} loading={loading} />
             <Section
               title="Response headers"
               count={summary.response_header_list.length}
@@ -223,15 +215,7 @@ export function RequestPane({
                 <HeadersTable headers={summary.response_header_list} caption="Response headers" />
               )}
             </Section>
-            <Section title="Response body" testId="response-body-section">
-              <BodySlot
-                detail={detail}
-                loading={loading}
-                side="response"
-                size={summary.response_size}
-                headers={summary.response_header_list}
-              />
-            </Section>
+            <BodySection side="response" request={summary} detail={detail} loading={loading} />
           </>
         )}
       </div>
@@ -255,32 +239,35 @@ function CloseButton({ onClose }: { onClose: () => void }) {
   );
 }
 
-function BodySlot({
+/** The request's or the response's body, once the detail has come (a skeleton while it loads). */
+function BodySection({
+  side,
+  request,
   detail,
   loading,
-  side,
-  size,
-  headers,
 }: {
+  side: 'request' | 'response';
+  request: CapturedRequest;
   detail: CapturedRequestDetail | null;
   loading: boolean;
-  side: 'request' | 'response';
-  size: number;
-  headers: HeaderList;
 }) {
-  if (!detail) {
-    return loading ? <div className="skeleton-line" aria-busy="true" aria-label="Loading the body" /> : null;
-  }
+  const title = side === 'request' ? 'Request body' : 'Response body';
   return (
-    <BodyView
-      title={side === 'request' ? 'Request body' : 'Response body'}
-      body={side === 'request' ? detail.request_body : detail.response_body}
-      headers={headers}
-      truncated={side === 'request' ? detail.request_body_truncated : detail.response_body_truncated}
-      size={size}
-      testId={`${side}-body`}
-      showTitle={false}
-    />
+    <Section title={title} testId={`${side}-body-section`}>
+      {detail ? (
+        <BodyView
+          title={title}
+          body={side === 'request' ? detail.request_body : detail.response_body}
+          headers={side === 'request' ? request.request_header_list : request.response_header_list}
+          truncated={side === 'request' ? detail.request_body_truncated : detail.response_body_truncated}
+          size={side === 'request' ? request.request_size : request.response_size}
+          testId={`${side}-body`}
+          showTitle={false}
+        />
+      ) : loading ? (
+        <div className="skeleton-line" aria-busy="true" aria-label="Loading the body" />
+      ) : null}
+    </Section>
   );
 }
 
