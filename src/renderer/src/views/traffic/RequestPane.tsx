@@ -28,7 +28,7 @@ import {
   useTrafficRow,
   useTunnelOptions,
 } from '../../stores/traffic/selectors';
-import { useToastsStore } from '../../stores/toasts/store';
+import { showErrorToast } from '../../stores/toasts/store';
 import { BodyView, NameValueTable } from './BodyView';
 import { ReplayCompare } from './ReplayCompare';
 import { ReplayEditor } from './ReplayEditor';
@@ -85,13 +85,7 @@ export function RequestPane({
   const exportHar = async () => {
     const outcome = await har([requestId]);
     if (outcome.ok) downloadText(harFileName(new Date(), 'request'), outcome.value);
-    else
-      useToastsStore.getState().show({
-        tone: 'error',
-        message: `HAR export failed: ${outcome.error.detail}`,
-        projectId: null,
-        url: null,
-      });
+    else showErrorToast(`HAR export failed: ${outcome.error.detail}`);
   };
 
   const tone = exchangeTone(summary);
