@@ -2,6 +2,7 @@
 // and the TXT proof of ownership, with Verify), and every domain of the account with its status,
 // project (changeable) and times.
 import { useEffect } from 'react';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { LoadFailed } from '../../components/Notice';
 import {
@@ -117,17 +118,7 @@ function CreatedInstructions() {
       <CardHeader
         titleId="instructions-title"
         title={<>Point {domain.domain} at Wharf</>}
-        actions={
-          <button
-            type="button"
-            className="icon-button"
-            onClick={dismissCreated}
-            aria-label="Close the DNS instructions"
-            title="Close"
-          >
-            <Icon name="close" />
-          </button>
-        }
+        actions={<CloseButton label="Close the DNS instructions" title="Close" onClick={dismissCreated} />}
       >
         At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves the
         domain is yours. Changes can take from a minute to an hour to be visible.

@@ -5,6 +5,7 @@
 import { useEffect, useState, type ReactNode } from 'react';
 import type { CapturedRequest, CapturedRequestDetail, HeaderList } from '../../../../shared/api/tunnels.js';
 import { CopyButton } from '../../components/CopyButton';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, capitalize } from '../../components/Notice';
 import { queryParams } from '../../../../shared/form.js';
@@ -61,7 +62,7 @@ export function RequestPane({
       <section className="request-pane" aria-label="Request" data-testid="request-pane">
         <div className="pane-header pane-header-bare">
           <span className="muted">{requestId}</span>
-          <CloseButton onClose={onClose} />
+          <PaneClose onClose={onClose} />
         </div>
         <div className="pane-body">
           {error ? (
@@ -104,7 +105,7 @@ export function RequestPane({
           <h2 className="pane-title mono" id={titleId} title={summary.path}>
             {summary.path}
           </h2>
-          <CloseButton onClose={onClose} />
+          <PaneClose onClose={onClose} />
         </div>
         <p className="pane-summary">
           <span className="status-pill" data-tone={tone} data-testid="pane-status">
@@ -217,19 +218,16 @@ export function RequestPane({
   );
 }
 
-function CloseButton({ onClose }: { onClose: () => void }) {
+function PaneClose({ onClose }: { onClose: () => void }) {
   return (
-    <button
-      type="button"
-      className="icon-button pane-close"
+    <CloseButton
+      label="Close the request (Escape)"
+      className="pane-close"
       onClick={onClose}
-      aria-label="Close the request (Escape)"
       aria-keyshortcuts="Escape"
       title="Close (Escape)"
       data-testid="pane-close"
-    >
-      <Icon name="close" />
-    </button>
+    />
   );
 }
 
