@@ -11,7 +11,7 @@ import type {
 } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
-import { attempt, toErrorShape } from '../../lib/outcome';
+import { attempt, loadInto } from '../../lib/outcome';
 import { applyVerification } from './apply';
 
 /** A verification in flight, and the answer (or refusal) of the last one. */
@@ -76,14 +76,7 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
     linking: {},
 
     async load() {
-      set({ loading: true });
-      try {
-        set({ domains: await bridge.invoke('domains.list', undefined), error: null });
-      } catch (error) {
-        set({ error: toErrorShape(error) });
-      } finally {
-        set({ loading: false });
-      }
+      await loadInto(set, ['domains', 'error', 'loading'], () => bridge.invoke('domains.list', undefined));
     },
 
     async create(request) {

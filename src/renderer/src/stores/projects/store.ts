@@ -16,7 +16,7 @@ import type { BridgeErrorShape, BridgeResult, ProjectList, ProjectView } from '.
 import { bridge } from '../../bridge';
 import { ARCHIVE_NAME_PATTERN, MAX_UPLOAD_BYTES } from '../../lib/limits';
 import { formatBytes } from '../../lib/format';
-import { attempt, failure, toErrorShape } from '../../lib/outcome';
+import { attempt, failure, loadInto } from '../../lib/outcome';
 
 export interface DetailState {
   view: ProjectView | null;
@@ -186,25 +186,17 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     },
 
     async loadList() {
-      set({ listLoading: true });
-      try {
-        set({ list: await bridge.invoke('projects.list', undefined), listError: null });
-      } catch (error) {
-        set({ listError: toErrorShape(error) });
-      } finally {
-        set({ listLoading: false });
-      }
+      await loadInto(set, ['list', 'listError', 'listLoading'], () =>
+        bridge.invoke('projects.list', undefined),
+      );
     },
 
     async loadDetail(id) {
-      setDetail(id, { loading: true });
-      try {
-        setDetail(id, { view: await bridge.invoke('projects.get', { id }), error: null });
-      } catch (error) {
-        setDetail(id, { error: toErrorShape(error) });
-      } finally {
-        setDetail(id, { loading: false });
-      }
+      await loadInto(
+        (patch: Partial<DetailState>) => setDetail(id, patch),
+        ['view', 'error', 'loading'],
+        () => bridge.invoke('projects.get', { id }),
+      );
     },
 
     async create(request, file) {
@@ -301,14 +293,11 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     },
 
     async loadReleases(id) {
-      setReleases(id, { loading: true });
-      try {
-        setReleases(id, { releases: await bridge.invoke('projects.releases', { id }), error: null });
-      } catch (error) {
-        setReleases(id, { error: toErrorShape(error) });
-      } finally {
-        setReleases(id, { loading: false });
-      }
+      await loadInto(
+        (patch: Partial<ReleasesState>) => setReleases(id, patch),
+        ['releases', 'error', 'loading'],
+        () => bridge.invoke('projects.releases', { id }),
+      );
     },
 
     async rollback(id, releaseId) {
