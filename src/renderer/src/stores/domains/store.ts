@@ -13,6 +13,7 @@ import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.j
 import { bridge } from '../../bridge';
 import { attempt, loadInto } from '../../lib/outcome';
 import { applyVerification } from './apply';
+import { patchEntry } from '../entries';
 
 /** A verification in flight, and the answer (or refusal) of the last one. */
 export interface VerificationState {
@@ -43,10 +44,12 @@ interface DomainsState {
 export const useDomainsStore = create<DomainsState>()((set, get) => {
   const setVerification = (id: string, patch: Partial<VerificationState>) =>
     set((state) => ({
-      verifications: {
-        ...state.verifications,
-        [id]: { pending: false, result: null, error: null, ...state.verifications[id], ...patch },
-      },
+      verifications: patchEntry(
+        state.verifications,
+        id,
+        { pending: false, result: null, error: null },
+        patch,
+      ),
     }));
 
   /** A PATCH of the domain (its project, its HSTS), applied to the list once answered. */

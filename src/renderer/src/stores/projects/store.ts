@@ -17,6 +17,7 @@ import { bridge } from '../../bridge';
 import { ARCHIVE_NAME_PATTERN, MAX_UPLOAD_BYTES } from '../../lib/limits';
 import { formatBytes } from '../../lib/format';
 import { attempt, failure, loadInto } from '../../lib/outcome';
+import { patchEntry } from '../entries';
 
 export interface DetailState {
   view: ProjectView | null;
@@ -95,10 +96,7 @@ export function archiveProblem(file: File): string | null {
 export const useProjectsStore = create<ProjectsState>()((set, get) => {
   const setDetail = (id: string, patch: Partial<DetailState>) =>
     set((state) => ({
-      details: {
-        ...state.details,
-        [id]: { view: null, loading: false, error: null, ...state.details[id], ...patch },
-      },
+      details: patchEntry(state.details, id, { view: null, loading: false, error: null }, patch),
     }));
 
   const setUpload = (id: string, patch: Partial<UploadState>) =>
@@ -130,18 +128,12 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
 
   const setAction = (id: string, patch: Partial<ActionState>) =>
     set((state) => ({
-      actions: {
-        ...state.actions,
-        [id]: { pending: null, error: null, failed: null, ...state.actions[id], ...patch },
-      },
+      actions: patchEntry(state.actions, id, { pending: null, error: null, failed: null }, patch),
     }));
 
   const setReleases = (id: string, patch: Partial<ReleasesState>) =>
     set((state) => ({
-      releases: {
-        ...state.releases,
-        [id]: { releases: null, loading: false, error: null, ...state.releases[id], ...patch },
-      },
+      releases: patchEntry(state.releases, id, { releases: null, loading: false, error: null }, patch),
     }));
 
   /** Loads a project's releases again, if its page loaded them before. */
