@@ -8,7 +8,7 @@ import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from
 import { focusFirstInvalid } from '../../lib/focus';
 import { useDomainActions } from '../../stores/domains/selectors';
 import { useProjectList } from '../../stores/projects/selectors';
-import { CardHeader } from '../../components/CardHeader';
+import { CardHeader } from '../../components/Card';
 
 const SHOWN_PATHS = ['domain', 'project_id'];
 

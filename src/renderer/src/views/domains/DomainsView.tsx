@@ -14,7 +14,7 @@ import {
 import { AddDomainForm } from './AddDomainForm';
 import { DnsRecordTable, VerificationResult, onThisMachine, recordsFor } from './DnsRecord';
 import { DomainRow, VerifyButton } from './DomainRow';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 const PENDING_REFRESH_MS = 30_000;
 
@@ -114,9 +114,8 @@ function CreatedInstructions() {
   if (!created) return null;
   const domain = domains?.find((d) => d.id === id) ?? created.domain;
   return (
-    <section className="card" aria-labelledby="instructions-title" data-testid="domain-instructions">
+    <Card titleId="instructions-title" testId="domain-instructions">
       <CardHeader
-        titleId="instructions-title"
         title={<>Point {domain.domain} at Wharf</>}
         actions={<CloseButton label="Close the DNS instructions" title="Close" onClick={dismissCreated} />}
       >
@@ -140,6 +139,6 @@ function CreatedInstructions() {
         </div>
         <VerificationResult result={result} error={error} showsRecords />
       </div>
-    </section>
+    </Card>
   );
 }

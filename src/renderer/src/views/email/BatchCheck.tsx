@@ -26,7 +26,7 @@ import { EMAIL_SCORES, suggestedAddress } from '../../../../shared/api/email.js'
 import { CheckError } from './CheckError';
 import { EmailScoreBadge } from './EmailResult';
 import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS } from './explain';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 /** Larger files are not lists of addresses one would check from here. */
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -89,8 +89,8 @@ export function BatchCheck() {
   };
 
   return (
-    <section className="card" aria-labelledby="batch-title" data-testid="batch-check">
-      <CardHeader titleId="batch-title" title="Check a list">
+    <Card titleId="batch-title" testId="batch-check">
+      <CardHeader title="Check a list">
         Paste addresses one per line, or load a CSV file: the column that holds addresses is found for you.
         Repeated addresses are checked once.
       </CardHeader>
@@ -239,7 +239,7 @@ export function BatchCheck() {
           ) : null}
         </div>
       ) : null}
-    </section>
+    </Card>
   );
 }
 

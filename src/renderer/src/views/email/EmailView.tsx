@@ -12,7 +12,7 @@ import { BatchCheck } from './BatchCheck';
 import { CheckError } from './CheckError';
 import { EmailResult } from './EmailResult';
 import { formatUsd } from '../../lib/format';
-import { CardHeader } from '../../components/CardHeader';
+import { CardHeader } from '../../components/Card';
 
 export function EmailView() {
   const { loadAccount } = useSettingsActions();

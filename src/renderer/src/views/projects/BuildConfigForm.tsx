@@ -17,7 +17,7 @@ import {
 import { focusFirstInvalid } from '../../lib/focus';
 import { MAX_SERVICES } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 interface ServiceDraft {
   key: number;
@@ -239,8 +239,8 @@ export function BuildConfigForm({ project }: { project: Project }) {
   const unplaced: FieldError[] = unplacedErrors(errors, isShown);
 
   return (
-    <section className="card" aria-labelledby="build-title" data-testid="build-config">
-      <CardHeader titleId="build-title" title="Build configuration">
+    <Card titleId="build-title" testId="build-config">
+      <CardHeader title="Build configuration">
         Empty commands are detected from the project (package.json, requirements.txt, index.html).
       </CardHeader>
       <form
@@ -398,6 +398,6 @@ export function BuildConfigForm({ project }: { project: Project }) {
           </button>
         </footer>
       </form>
-    </section>
+    </Card>
   );
 }

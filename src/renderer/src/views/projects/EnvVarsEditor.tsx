@@ -10,7 +10,7 @@ import type { FieldError } from '../../../../shared/errors.js';
 import { ENV_NAME_PATTERN, MAX_ENV_VARS } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
 import { asSentence } from '../../lib/field-errors';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 interface Row {
   key: number;
@@ -161,9 +161,8 @@ export function EnvVarsEditor({ project }: { project: Project }) {
   const count = filled(rows).length;
 
   return (
-    <section className="card" aria-labelledby="env-title" data-testid="env-vars">
+    <Card titleId="env-title" testId="env-vars">
       <CardHeader
-        titleId="env-title"
         title="Environment variables"
         actions={
           <div className="button-row">
@@ -338,6 +337,6 @@ export function EnvVarsEditor({ project }: { project: Project }) {
           {saving ? 'Saving…' : 'Save variables'}
         </button>
       </footer>
-    </section>
+    </Card>
   );
 }

@@ -11,7 +11,7 @@ import { ErrorNotice, LoadFailed } from '../../components/Notice';
 import { formatAgo, formatDateTime, plural } from '../../lib/format';
 import { useProjectAction, useProjectActions, useReleases } from '../../stores/projects/selectors';
 import { envChanges, sourceLabel } from './releases';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 import { RefreshButton } from '../../components/RefreshButton';
 
 const STATUS_LABELS: Record<ReleaseStatus, string> = {
@@ -49,9 +49,8 @@ export function ReleasesPanel({ project }: { project: Project }) {
   }, [project.id, loadReleases]);
 
   return (
-    <section className="card" aria-labelledby="releases-title" data-testid="releases">
+    <Card titleId="releases-title" testId="releases">
       <CardHeader
-        titleId="releases-title"
         title="Releases"
         actions={
           <RefreshButton
@@ -96,7 +95,7 @@ export function ReleasesPanel({ project }: { project: Project }) {
       {confirming ? (
         <ConfirmRollback project={project} release={confirming} onClose={() => setConfirming(null)} />
       ) : null}
-    </section>
+    </Card>
   );
 }
 

@@ -9,7 +9,7 @@ import { formatBytes, formatWhen, plural } from '../../lib/format';
 import { archiveProblem, type UploadState } from '../../stores/projects/store';
 import { useProjectActions, useUpload } from '../../stores/projects/selectors';
 import { UPLOAD_SECTION_ID } from './DeployControls';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 export function UploadPanel({ project }: { project: Project }) {
   const { upload } = useProjectActions();
@@ -33,13 +33,8 @@ export function UploadPanel({ project }: { project: Project }) {
   };
 
   return (
-    <section
-      className="card"
-      id={UPLOAD_SECTION_ID}
-      aria-labelledby="upload-title"
-      data-testid="upload-panel"
-    >
-      <CardHeader titleId="upload-title" title="Archive">
+    <Card titleId="upload-title" testId="upload-panel" id={UPLOAD_SECTION_ID}>
+      <CardHeader title="Archive">
         Upload a new .tar.gz of the project’s files to replace the last one.
       </CardHeader>
       <div className="card-body stack">
@@ -68,7 +63,7 @@ export function UploadPanel({ project }: { project: Project }) {
           {busy ? 'Uploading…' : 'Upload archive'}
         </button>
       </footer>
-    </section>
+    </Card>
   );
 }
 

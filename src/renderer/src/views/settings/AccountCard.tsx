@@ -5,7 +5,7 @@ import { ErrorNotice } from '../../components/Notice';
 import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
 import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 import { RefreshButton } from '../../components/RefreshButton';
 
 /** Ledger entries shown here; the newest first. */
@@ -21,9 +21,8 @@ export function AccountCard() {
   }, [loadUsage]);
 
   return (
-    <section className="card" aria-labelledby="account-title" data-testid="account">
+    <Card titleId="account-title" testId="account">
       <CardHeader
-        titleId="account-title"
         title="Account"
         actions={
           <RefreshButton
@@ -82,7 +81,7 @@ export function AccountCard() {
           </>
         ) : null}
       </div>
-    </section>
+    </Card>
   );
 }
 

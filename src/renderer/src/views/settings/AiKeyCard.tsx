@@ -15,7 +15,7 @@ import { engineOffer } from '../../stores/agent/engines';
 import { useAiKeyActions } from '../../stores/agent/selectors';
 import { useRoute } from '../../stores/navigation/selectors';
 import { useAccount, useRuntime } from '../../stores/settings/selectors';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 
 export const PROVIDER_LABELS: Record<AiProvider, string> = {
   openai: 'OpenAI',
@@ -70,8 +70,8 @@ export function AiKeyCard() {
   };
 
   return (
-    <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card" ref={card}>
-      <CardHeader titleId="ai-key-title" title="Your AI key">
+    <Card titleId="ai-key-title" testId="ai-key-card" ref={card}>
+      <CardHeader title="Your AI key">
         Build apps and run the agent on your own provider account: not billed here. Stored encrypted on the
         platform, never shown back in full.
       </CardHeader>
@@ -173,7 +173,7 @@ export function AiKeyCard() {
           }}
         />
       ) : null}
-    </section>
+    </Card>
   );
 }
 

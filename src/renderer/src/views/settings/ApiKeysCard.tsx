@@ -16,7 +16,7 @@ import { formatAgo, formatDateTime } from '../../lib/format';
 import { useKeysStore } from '../../stores/keys/store';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 import { RefreshButton } from '../../components/RefreshButton';
 
 const NAME_MAX = 64;
@@ -40,9 +40,8 @@ export function ApiKeysCard() {
   const hasOwnKey = keys?.some((key) => key.current) ?? false;
 
   return (
-    <section className="card" aria-labelledby="api-keys-title" data-testid="api-keys">
+    <Card titleId="api-keys-title" testId="api-keys">
       <CardHeader
-        titleId="api-keys-title"
         title="API keys"
         actions={
           <RefreshButton
@@ -112,7 +111,7 @@ export function ApiKeysCard() {
           }}
         />
       ) : null}
-    </section>
+    </Card>
   );
 }
 

@@ -7,7 +7,7 @@ import { useConnection } from '../../stores/platform/selectors';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { useRuntime, useSettingsActions } from '../../stores/settings/selectors';
 import { runtimeSummary, runtimeUnavailable } from './runtime';
-import { CardHeader } from '../../components/CardHeader';
+import { Card, CardHeader } from '../../components/Card';
 import { RefreshButton } from '../../components/RefreshButton';
 
 export function RuntimeCard() {
@@ -22,9 +22,8 @@ export function RuntimeCard() {
   const problem = !info && error ? runtimeUnavailable(error) : null;
 
   return (
-    <section className="card" aria-labelledby="runtime-title" data-testid="runtime">
+    <Card titleId="runtime-title" testId="runtime">
       <CardHeader
-        titleId="runtime-title"
         title="Runtime"
         actions={<RefreshButton onClick={() => void loadRuntime()} busy={loading} testId="runtime-refresh" />}
       >
@@ -102,6 +101,6 @@ export function RuntimeCard() {
           </>
         ) : null}
       </div>
-    </section>
+    </Card>
   );
 }

@@ -13,7 +13,7 @@ import { AccountCard } from './AccountCard';
 import { AiKeyCard } from './AiKeyCard';
 import { ApiKeysCard } from './ApiKeysCard';
 import { RuntimeCard } from './RuntimeCard';
-import { CardHeader } from '../../components/CardHeader';
+import { CardHeader } from '../../components/Card';
 
 type Mode = 'local' | 'remote';
 
