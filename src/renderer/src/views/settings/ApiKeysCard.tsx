@@ -17,6 +17,7 @@ import { useKeysStore } from '../../stores/keys/store';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
 import { Card, CardHeader } from '../../components/Card';
+import { Choice } from '../../components/Choice';
 import { RefreshButton } from '../../components/RefreshButton';
 
 const NAME_MAX = 64;
@@ -335,22 +336,17 @@ function CreateKeyForm({ onCreated }: { onCreated: () => void }) {
               const implied = full && scope !== 'full';
               const checked = chosen.has(scope) || implied;
               return (
-                <label
+                <Choice
                   key={scope}
-                  className={`choice api-key-scope${checked ? ' is-selected' : ''}${implied ? ' is-implied' : ''}`}
-                >
-                  <input
-                    type="checkbox"
-                    checked={checked}
-                    disabled={implied}
-                    onChange={(event) => toggle(scope, event.target.checked)}
-                    data-testid={`api-key-scope-${scope}`}
-                  />
-                  <span className="choice-text">
-                    <span className="choice-title">{label}</span>
-                    <span className="choice-description">{implied ? 'Included in Full.' : description}</span>
-                  </span>
-                </label>
+                  className={`api-key-scope${implied ? ' is-implied' : ''}`}
+                  type="checkbox"
+                  checked={checked}
+                  disabled={implied}
+                  onChange={(event) => toggle(scope, event.target.checked)}
+                  data-testid={`api-key-scope-${scope}`}
+                  title={label}
+                  description={implied ? 'Included in Full.' : description}
+                />
               );
             })}
           </div>
