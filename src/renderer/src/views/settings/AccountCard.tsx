@@ -20,20 +20,14 @@ export function AccountCard() {
     void loadUsage();
   }, [loadUsage]);
 
+  const refresh = () => {
+    void loadAccount();
+    void loadUsage();
+  };
+
   return (
     <Card titleId="account-title" testId="account">
-      <CardHeader
-        title="Account"
-        actions={
-          <RefreshButton
-            onClick={() => {
-              void loadAccount();
-              void loadUsage();
-            }}
-            busy={loading}
-          />
-        }
-      >
+      <CardHeader title="Account" actions={<RefreshButton onClick={refresh} busy={loading} />}>
         On the saved platform.
       </CardHeader>
       <div className="card-body stack">

@@ -39,21 +39,16 @@ export function ApiKeysCard() {
   const problem = error ? keysProblem(error) : null;
   const usable = keys !== null && !problem;
   const hasOwnKey = keys?.some((key) => key.current) ?? false;
+  const refresh = () => {
+    setRevoked(null);
+    void load();
+  };
 
   return (
     <Card titleId="api-keys-title" testId="api-keys">
       <CardHeader
         title="API keys"
-        actions={
-          <RefreshButton
-            onClick={() => {
-              setRevoked(null);
-              void load();
-            }}
-            busy={loading}
-            testId="api-keys-refresh"
-          />
-        }
+        actions={<RefreshButton onClick={refresh} busy={loading} testId="api-keys-refresh" />}
       >
         Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once, when
         it is created.
