@@ -1,7 +1,10 @@
 // A modal dialog on the native <dialog> (showModal makes the rest of the page inert). Tab and Shift+Tab
 // wrap inside it, Escape and a click on the backdrop close it, and focus returns to where it was.
-// Render it only while open: mounting opens it, unmounting closes it.
-import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
+// Render it only while open: mounting opens it, unmounting closes it. ConfirmDanger is the "delete
+// this?" dialog built on it.
+import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
+import type { BridgeErrorShape } from '../../../shared/bridge.js';
+import { ErrorNotice } from './Notice';
 
 const FOCUSABLE =
   'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
@@ -120,5 +123,73 @@ export function DangerFooter({
         {busy ? busyLabel : label}
       </button>
     </>
+  );
+}
+
+interface ConfirmDangerProps {
+  title: ReactNode;
+  description: ReactNode;
+  onClose: () => void;
+  testId: string;
+  /** The action, e.g. "Delete key"; while it runs, `busyLabel` ("Deleting…"). */
+  label: string;
+  busyLabel: string;
+  confirmTestId: string;
+  /** The title of the error shown when the action fails, e.g. "The key was not deleted". */
+  failedTitle: string;
+  /** Runs the action: null once done (the caller then closes the dialog), else why it failed. */
+  onConfirm: () => Promise<BridgeErrorShape | null>;
+  /** Not confirmable yet (a confirmation not typed yet). */
+  disabled?: boolean;
+  /** What the dialog asks for besides the confirmation, under the error if any. */
+  children?: ReactNode;
+}
+
+/** A destructive action asked for again: the action runs on confirm, and stays open with why it failed. */
+export function ConfirmDanger({
+  title,
+  description,
+  onClose,
+  testId,
+  label,
+  busyLabel,
+  confirmTestId,
+  failedTitle,
+  onConfirm,
+  disabled = false,
+  children,
+}: ConfirmDangerProps) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<BridgeErrorShape | null>(null);
+  const confirm = async () => {
+    if (disabled || busy) return;
+    setBusy(true);
+    setError(null);
+    const failed = await onConfirm();
+    if (!failed) return;
+    setBusy(false);
+    setError(failed);
+  };
+  return (
+    <Dialog
+      title={title}
+      description={description}
+      onClose={onClose}
+      onSubmit={() => void confirm()}
+      testId={testId}
+      footer={
+        <DangerFooter
+          onCancel={onClose}
+          label={label}
+          busyLabel={busyLabel}
+          busy={busy}
+          disabled={disabled}
+          testId={confirmTestId}
+        />
+      }
+    >
+      {error ? <ErrorNotice error={error} title={failedTitle} /> : null}
+      {children}
+    </Dialog>
   );
 }

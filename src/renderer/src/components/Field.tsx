@@ -1,14 +1,26 @@
 // A labelled form control with its hint and its error, wired for assistive technology
 // (aria-invalid, aria-describedby). Every input of the app goes through one of these.
-import { useId, type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes } from 'react';
+import {
+  useId,
+  type InputHTMLAttributes,
+  type ReactNode,
+  type SelectHTMLAttributes,
+  type TextareaHTMLAttributes,
+} from 'react';
 import { asSentence } from '../lib/field-errors';
+
+interface FieldIds {
+  id: string;
+  describedBy: string | undefined;
+  invalid: boolean;
+}
 
 interface FieldFrameProps {
   label: ReactNode;
   hint?: ReactNode;
   error?: string | undefined;
   className?: string;
-  children: (ids: { id: string; describedBy: string | undefined; invalid: boolean }) => ReactNode;
+  children: (ids: FieldIds) => ReactNode;
 }
 
 export function FieldFrame({ label, hint, error, className, children }: FieldFrameProps) {
@@ -46,17 +58,7 @@ type TextFieldProps = Omit<InputHTMLAttributes<HTMLInputElement>, 'id'> & {
 export function TextField({ label, hint, error, fieldClassName, className, ...input }: TextFieldProps) {
   return (
     <FieldFrame label={label} hint={hint} error={error} className={fieldClassName}>
-      {({ id, describedBy, invalid }) => (
-        <input
-          id={id}
-          className={`input${className ? ` ${className}` : ''}`}
-          aria-invalid={invalid || undefined}
-          aria-describedby={describedBy}
-          spellCheck={false}
-          autoComplete="off"
-          {...input}
-        />
-      )}
+      {(ids) => <input {...controlProps(ids, className)} spellCheck={false} autoComplete="off" {...input} />}
     </FieldFrame>
   );
 }
@@ -70,16 +72,36 @@ type TextAreaFieldProps = Omit<TextareaHTMLAttributes<HTMLTextAreaElement>, 'id'
 export function TextAreaField({ label, hint, error, className, ...textarea }: TextAreaFieldProps) {
   return (
     <FieldFrame label={label} hint={hint} error={error}>
-      {({ id, describedBy, invalid }) => (
-        <textarea
-          id={id}
-          className={`input${className ? ` ${className}` : ''}`}
-          aria-invalid={invalid || undefined}
-          aria-describedby={describedBy}
-          spellCheck={false}
-          {...textarea}
-        />
+      {(ids) => <textarea {...controlProps(ids, className)} spellCheck={false} {...textarea} />}
+    </FieldFrame>
+  );
+}
+
+type SelectFieldProps = Omit<SelectHTMLAttributes<HTMLSelectElement>, 'id'> & {
+  label: ReactNode;
+  hint?: ReactNode;
+  error?: string | undefined;
+};
+
+/** A labelled select; its options are the children. */
+export function SelectField({ label, hint, error, className, children, ...select }: SelectFieldProps) {
+  return (
+    <FieldFrame label={label} hint={hint} error={error}>
+      {(ids) => (
+        <select {...controlProps(ids, className)} {...select}>
+          {children}
+        </select>
       )}
     </FieldFrame>
   );
+}
+
+/** What a FieldFrame's control carries: its id, the `input` class and its invalid and described-by state. */
+function controlProps({ id, describedBy, invalid }: FieldIds, className: string | undefined) {
+  return {
+    id,
+    className: `input${className ? ` ${className}` : ''}`,
+    'aria-invalid': invalid || undefined,
+    'aria-describedby': describedBy,
+  };
 }

@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'react';
 import { routeHref } from '../stores/navigation/store';
 import { TOAST_MS, useToastsStore, type Toast } from '../stores/toasts/store';
+import { CloseButton } from './CloseButton';
 import { Icon } from './Icon';
 
 export function Toasts() {
@@ -53,14 +54,7 @@ function ToastItem({ toast }: { toast: Toast }) {
           ) : null}
         </div>
       </div>
-      <button
-        type="button"
-        className="icon-button toast-close"
-        aria-label="Dismiss"
-        onClick={() => dismiss(toast.id)}
-      >
-        <Icon name="close" size={14} />
-      </button>
+      <CloseButton label="Dismiss" small className="toast-close" onClick={() => dismiss(toast.id)} />
     </div>
   );
 }

@@ -30,3 +30,23 @@ export function failure(
     error: { code: 'validation_failed', status: 422, detail, ...(errors ? { errors } : {}) },
   };
 }
+
+/**
+ * Loads a store's value through the Bridge: its `loading` field true while it runs, then the value with
+ * its `error` field cleared, or the error (the last value kept). `fields` names the three: value, error,
+ * loading.
+ */
+export async function loadInto<S, V extends keyof S, E extends keyof S, L extends keyof S>(
+  set: (patch: Partial<S>) => void,
+  [value, error, loading]: readonly [V, E, L],
+  run: () => Promise<S[V]>,
+): Promise<void> {
+  set({ [loading]: true } as Partial<S>);
+  try {
+    set({ [value]: await run(), [error]: null } as Partial<S>);
+  } catch (caught) {
+    set({ [error]: toErrorShape(caught) } as Partial<S>);
+  } finally {
+    set({ [loading]: false } as Partial<S>);
+  }
+}

@@ -11,8 +11,9 @@ import type {
 } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape, BridgeResult } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
-import { attempt, toErrorShape } from '../../lib/outcome';
+import { attempt, loadInto } from '../../lib/outcome';
 import { applyVerification } from './apply';
+import { patchEntry } from '../entries';
 
 /** A verification in flight, and the answer (or refusal) of the last one. */
 export interface VerificationState {
@@ -43,10 +44,12 @@ interface DomainsState {
 export const useDomainsStore = create<DomainsState>()((set, get) => {
   const setVerification = (id: string, patch: Partial<VerificationState>) =>
     set((state) => ({
-      verifications: {
-        ...state.verifications,
-        [id]: { pending: false, result: null, error: null, ...state.verifications[id], ...patch },
-      },
+      verifications: patchEntry(
+        state.verifications,
+        id,
+        { pending: false, result: null, error: null },
+        patch,
+      ),
     }));
 
   /** A PATCH of the domain (its project, its HSTS), applied to the list once answered. */
@@ -76,14 +79,7 @@ export const useDomainsStore = create<DomainsState>()((set, get) => {
     linking: {},
 
     async load() {
-      set({ loading: true });
-      try {
-        set({ domains: await bridge.invoke('domains.list', undefined), error: null });
-      } catch (error) {
-        set({ error: toErrorShape(error) });
-      } finally {
-        set({ loading: false });
-      }
+      await loadInto(set, ['domains', 'error', 'loading'], () => bridge.invoke('domains.list', undefined));
     },
 
     async create(request) {

@@ -16,7 +16,8 @@ import type { BridgeErrorShape, BridgeResult, ProjectList, ProjectView } from '.
 import { bridge } from '../../bridge';
 import { ARCHIVE_NAME_PATTERN, MAX_UPLOAD_BYTES } from '../../lib/limits';
 import { formatBytes } from '../../lib/format';
-import { attempt, failure, toErrorShape } from '../../lib/outcome';
+import { attempt, failure, loadInto } from '../../lib/outcome';
+import { patchEntry } from '../entries';
 
 export interface DetailState {
   view: ProjectView | null;
@@ -95,10 +96,7 @@ export function archiveProblem(file: File): string | null {
 export const useProjectsStore = create<ProjectsState>()((set, get) => {
   const setDetail = (id: string, patch: Partial<DetailState>) =>
     set((state) => ({
-      details: {
-        ...state.details,
-        [id]: { view: null, loading: false, error: null, ...state.details[id], ...patch },
-      },
+      details: patchEntry(state.details, id, { view: null, loading: false, error: null }, patch),
     }));
 
   const setUpload = (id: string, patch: Partial<UploadState>) =>
@@ -130,18 +128,12 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
 
   const setAction = (id: string, patch: Partial<ActionState>) =>
     set((state) => ({
-      actions: {
-        ...state.actions,
-        [id]: { pending: null, error: null, failed: null, ...state.actions[id], ...patch },
-      },
+      actions: patchEntry(state.actions, id, { pending: null, error: null, failed: null }, patch),
     }));
 
   const setReleases = (id: string, patch: Partial<ReleasesState>) =>
     set((state) => ({
-      releases: {
-        ...state.releases,
-        [id]: { releases: null, loading: false, error: null, ...state.releases[id], ...patch },
-      },
+      releases: patchEntry(state.releases, id, { releases: null, loading: false, error: null }, patch),
     }));
 
   /** Loads a project's releases again, if its page loaded them before. */
@@ -186,25 +178,17 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     },
 
     async loadList() {
-      set({ listLoading: true });
-      try {
-        set({ list: await bridge.invoke('projects.list', undefined), listError: null });
-      } catch (error) {
-        set({ listError: toErrorShape(error) });
-      } finally {
-        set({ listLoading: false });
-      }
+      await loadInto(set, ['list', 'listError', 'listLoading'], () =>
+        bridge.invoke('projects.list', undefined),
+      );
     },
 
     async loadDetail(id) {
-      setDetail(id, { loading: true });
-      try {
-        setDetail(id, { view: await bridge.invoke('projects.get', { id }), error: null });
-      } catch (error) {
-        setDetail(id, { error: toErrorShape(error) });
-      } finally {
-        setDetail(id, { loading: false });
-      }
+      await loadInto(
+        (patch: Partial<DetailState>) => setDetail(id, patch),
+        ['view', 'error', 'loading'],
+        () => bridge.invoke('projects.get', { id }),
+      );
     },
 
     async create(request, file) {
@@ -301,14 +285,11 @@ export const useProjectsStore = create<ProjectsState>()((set, get) => {
     },
 
     async loadReleases(id) {
-      setReleases(id, { loading: true });
-      try {
-        setReleases(id, { releases: await bridge.invoke('projects.releases', { id }), error: null });
-      } catch (error) {
-        setReleases(id, { error: toErrorShape(error) });
-      } finally {
-        setReleases(id, { loading: false });
-      }
+      await loadInto(
+        (patch: Partial<ReleasesState>) => setReleases(id, patch),
+        ['releases', 'error', 'loading'],
+        () => bridge.invoke('projects.releases', { id }),
+      );
     },
 
     async rollback(id, releaseId) {

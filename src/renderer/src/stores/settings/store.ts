@@ -12,7 +12,7 @@ import type {
   SettingsView,
 } from '../../../../shared/bridge.js';
 import { bridge } from '../../bridge';
-import { attempt, toErrorShape } from '../../lib/outcome';
+import { attempt, loadInto, toErrorShape } from '../../lib/outcome';
 
 export interface ConnectionTestState {
   running: boolean;
@@ -88,14 +88,9 @@ export const useSettingsStore = create<SettingsState>()((set, get) => ({
   },
 
   async loadAccount() {
-    set({ accountLoading: true });
-    try {
-      set({ account: await bridge.invoke('account.get', undefined), accountError: null });
-    } catch (error) {
-      set({ accountError: toErrorShape(error) });
-    } finally {
-      set({ accountLoading: false });
-    }
+    await loadInto(set, ['account', 'accountError', 'accountLoading'], () =>
+      bridge.invoke('account.get', undefined),
+    );
   },
 
   async loadRuntime(options = {}) {

@@ -86,3 +86,8 @@ export const useToastsStore = create<ToastsState>()((set, get) => ({
     };
   },
 }));
+
+/** An error toast about no project and with no link: why an action on the page failed. */
+export function showErrorToast(message: string): number {
+  return useToastsStore.getState().show({ tone: 'error', message, projectId: null, url: null });
+}

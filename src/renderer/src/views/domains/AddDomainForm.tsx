@@ -1,13 +1,14 @@
 // Adding a custom domain: its name and, optionally, the project it should reach. The platform judges
 // the name; its 422 field errors and a 409 (the domain is taken) are shown at the field they concern.
 import { useRef, useState, type FormEvent } from 'react';
-import { FieldFrame, TextField } from '../../components/Field';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { FormErrors } from '../../components/Notice';
 import { fieldErrorsOf, NO_FIELD_ERRORS, unplacedErrors, type FieldErrors } from '../../lib/field-errors';
 import { focusFirstInvalid } from '../../lib/focus';
 import { useDomainActions } from '../../stores/domains/selectors';
 import { useProjectList } from '../../stores/projects/selectors';
+import { CardHeader } from '../../components/Card';
 
 const SHOWN_PATHS = ['domain', 'project_id'];
 
@@ -72,16 +73,9 @@ export function AddDomainForm() {
       aria-labelledby="add-domain-title"
       data-testid="add-domain-form"
     >
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="add-domain-title">
-            Add a domain
-          </h2>
-          <p className="card-description">
-            A domain or subdomain you own. You will get the two DNS records to create for it.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="add-domain-title" title="Add a domain">
+        A domain or subdomain you own. You will get the two DNS records to create for it.
+      </CardHeader>
       <div className="card-body stack">
         <FormErrors message={message} errors={unplaced} testId="add-domain-errors" />
         <div className="grid-2 grid-wide-first domain-form-fields">
@@ -98,29 +92,24 @@ export function AddDomainForm() {
             inputMode="url"
             data-testid="domain-input"
           />
-          <FieldFrame label="Project" error={errors.project_id} hint="Where its traffic goes once verified.">
-            {({ id, describedBy, invalid }) => (
-              <select
-                id={id}
-                className="input"
-                value={projectId}
-                aria-invalid={invalid || undefined}
-                aria-describedby={describedBy}
-                onChange={(event) => {
-                  setProjectId(event.target.value);
-                  clearError('project_id');
-                }}
-                data-testid="domain-project"
-              >
-                <option value="">None for now (link one later)</option>
-                {projects.map((project) => (
-                  <option key={project.id} value={project.id}>
-                    {project.name} ({project.subdomain})
-                  </option>
-                ))}
-              </select>
-            )}
-          </FieldFrame>
+          <SelectField
+            label="Project"
+            error={errors.project_id}
+            hint="Where its traffic goes once verified."
+            value={projectId}
+            onChange={(event) => {
+              setProjectId(event.target.value);
+              clearError('project_id');
+            }}
+            data-testid="domain-project"
+          >
+            <option value="">None for now (link one later)</option>
+            {projects.map((project) => (
+              <option key={project.id} value={project.id}>
+                {project.name} ({project.subdomain})
+              </option>
+            ))}
+          </SelectField>
         </div>
         <div className="button-row">
           <button type="submit" className="btn btn-primary" disabled={submitting} data-testid="add-domain">

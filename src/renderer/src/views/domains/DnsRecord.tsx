@@ -70,32 +70,21 @@ export function DnsRecordTable({
                 {record.type}
               </span>
             </th>
-            <td>
-              <span className="dns-record-cell">
-                <span className="mono dns-record-value" data-testid={id(record, 'name')}>
-                  {record.name}
+            {(['name', 'value'] as const).map((part) => (
+              <td key={part}>
+                <span className="dns-record-cell">
+                  <span className="mono dns-record-value" data-testid={id(record, part)}>
+                    {record[part]}
+                  </span>
+                  <CopyButton
+                    text={record[part]}
+                    iconOnly
+                    ariaLabel={`Copy ${record.type} ${part} ${record[part]}`}
+                    className="icon-button"
+                  />
                 </span>
-                <CopyButton
-                  text={record.name}
-                  iconOnly
-                  ariaLabel={`Copy ${record.type} name ${record.name}`}
-                  className="icon-button"
-                />
-              </span>
-            </td>
-            <td>
-              <span className="dns-record-cell">
-                <span className="mono dns-record-value" data-testid={id(record, 'value')}>
-                  {record.value}
-                </span>
-                <CopyButton
-                  text={record.value}
-                  iconOnly
-                  ariaLabel={`Copy ${record.type} value ${record.value}`}
-                  className="icon-button"
-                />
-              </span>
-            </td>
+              </td>
+            ))}
             {checks ? (
               <RecordStatus
                 check={record.type === 'TXT' ? checks.txt : checks.cname}

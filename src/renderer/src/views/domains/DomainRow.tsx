@@ -4,7 +4,7 @@
 import { useState } from 'react';
 import type { Domain } from '../../../../shared/api/domains.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { DangerFooter, Dialog } from '../../components/Dialog';
+import { ConfirmDanger } from '../../components/Dialog';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatAgo, formatDate, formatDateTime } from '../../lib/format';
@@ -243,24 +243,8 @@ function ProjectPicker({
 
 function ConfirmRemove({ domain, onClose }: { domain: Domain; onClose: () => void }) {
   const { remove } = useDomainActions();
-  const [removing, setRemoving] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
-
-  const confirm = async () => {
-    if (removing) return;
-    setRemoving(true);
-    setError(null);
-    const outcome = await remove(domain.id);
-    if (outcome.ok || outcome.error.code === 'not_found') {
-      onClose();
-      return;
-    }
-    setRemoving(false);
-    setError(outcome.error);
-  };
-
   return (
-    <Dialog
+    <ConfirmDanger
       title={`Remove ${domain.domain}?`}
       description={
         <p>
@@ -272,19 +256,17 @@ function ConfirmRemove({ domain, onClose }: { domain: Domain; onClose: () => voi
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="delete-domain-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Remove domain"
-          busyLabel="Removing…"
-          busy={removing}
-          testId="confirm-delete-domain"
-        />
-      }
-    >
-      {error ? <ErrorNotice error={error} title="The domain was not removed" /> : null}
-    </Dialog>
+      label="Remove domain"
+      busyLabel="Removing…"
+      confirmTestId="confirm-delete-domain"
+      failedTitle="The domain was not removed"
+      onConfirm={async () => {
+        const outcome = await remove(domain.id);
+        if (!outcome.ok && outcome.error.code !== 'not_found') return outcome.error;
+        onClose();
+        return null;
+      }}
+    />
   );
 }

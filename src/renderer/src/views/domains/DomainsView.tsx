@@ -2,6 +2,7 @@
 // and the TXT proof of ownership, with Verify), and every domain of the account with its status,
 // project (changeable) and times.
 import { useEffect } from 'react';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { LoadFailed } from '../../components/Notice';
 import {
@@ -13,6 +14,7 @@ import {
 import { AddDomainForm } from './AddDomainForm';
 import { DnsRecordTable, VerificationResult, onThisMachine, recordsFor } from './DnsRecord';
 import { DomainRow, VerifyButton } from './DomainRow';
+import { Card, CardHeader } from '../../components/Card';
 
 const PENDING_REFRESH_MS = 30_000;
 
@@ -112,27 +114,14 @@ function CreatedInstructions() {
   if (!created) return null;
   const domain = domains?.find((d) => d.id === id) ?? created.domain;
   return (
-    <section className="card" aria-labelledby="instructions-title" data-testid="domain-instructions">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="instructions-title">
-            Point {domain.domain} at Wharf
-          </h2>
-          <p className="card-description">
-            At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves
-            the domain is yours. Changes can take from a minute to an hour to be visible.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="icon-button"
-          onClick={dismissCreated}
-          aria-label="Close the DNS instructions"
-          title="Close"
-        >
-          <Icon name="close" />
-        </button>
-      </header>
+    <Card titleId="instructions-title" testId="domain-instructions">
+      <CardHeader
+        title={<>Point {domain.domain} at Wharf</>}
+        actions={<CloseButton label="Close the DNS instructions" title="Close" onClick={dismissCreated} />}
+      >
+        At your DNS provider, create both records: the CNAME sends its traffic to Wharf, the TXT proves the
+        domain is yours. Changes can take from a minute to an hour to be visible.
+      </CardHeader>
       <div className="card-body stack">
         {onThisMachine(domain.cname_target) ? (
           <p className="notice notice-warning" data-testid="local-cname-note">
@@ -150,6 +139,6 @@ function CreatedInstructions() {
         </div>
         <VerificationResult result={result} error={error} showsRecords />
       </div>
-    </section>
+    </Card>
   );
 }

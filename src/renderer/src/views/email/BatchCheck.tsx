@@ -1,7 +1,7 @@
 // Checking a list: addresses pasted one per line (or as CSV), or a CSV file whose address column is
 // found by itself. Sent in chunks of 100 with a progress bar; the results, in input order, can be
 // filtered by score and reason and exported as CSV.
-import { useId, useMemo, useState, type FormEvent, type ReactNode } from 'react';
+import { useId, useMemo, useState, type FormEvent, type ReactNode, type SelectHTMLAttributes } from 'react';
 import { TextAreaField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { downloadText } from '../../lib/download';
@@ -26,6 +26,7 @@ import { EMAIL_SCORES, suggestedAddress } from '../../../../shared/api/email.js'
 import { CheckError } from './CheckError';
 import { EmailScoreBadge } from './EmailResult';
 import { REASON_LABELS, REASON_MEANINGS, SCORE_LABELS } from './explain';
+import { Card, CardHeader } from '../../components/Card';
 
 /** Larger files are not lists of addresses one would check from here. */
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -88,18 +89,11 @@ export function BatchCheck() {
   };
 
   return (
-    <section className="card" aria-labelledby="batch-title" data-testid="batch-check">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="batch-title">
-            Check a list
-          </h2>
-          <p className="card-description">
-            Paste addresses one per line, or load a CSV file: the column that holds addresses is found for
-            you. Repeated addresses are checked once.
-          </p>
-        </div>
-      </header>
+    <Card titleId="batch-title" testId="batch-check">
+      <CardHeader title="Check a list">
+        Paste addresses one per line, or load a CSV file: the column that holds addresses is found for you.
+        Repeated addresses are checked once.
+      </CardHeader>
       <form className="card-body stack" onSubmit={submit} noValidate>
         {file ? (
           <div className="batch-file" data-testid="batch-file">
@@ -245,7 +239,7 @@ export function BatchCheck() {
           ) : null}
         </div>
       ) : null}
-    </section>
+    </Card>
   );
 }
 
@@ -285,8 +279,6 @@ function BatchResults() {
   const counts = useMemo(() => countByScore(results), [results]);
   const reasons = useMemo(() => reasonsPresent(results, filter.score), [results, filter.score]);
   const shown = useMemo(() => filterResults(results, filter), [results, filter]);
-  const scoreId = useId();
-  const reasonId = useId();
   // Keep each row's place in the input: "#" is the position in the whole list.
   const positions = useMemo(() => new Map(results.map((result, i) => [result, i + 1])), [results]);
 
@@ -303,52 +295,39 @@ function BatchResults() {
           <li className="muted">{formatUsd(totalCost(results))} spent</li>
         </ul>
         <div className="batch-filters">
-          <div className="filter-field">
-            <label className="field-label" htmlFor={scoreId}>
-              Score
-            </label>
-            <select
-              id={scoreId}
-              className="input"
-              value={filter.score}
-              onChange={(event) => {
-                const score = event.target.value as ResultFilter['score'];
-                // A reason that no result of the new score has would show nothing.
-                const keep =
-                  filter.reason === 'all' || reasonsPresent(results, score).includes(filter.reason);
-                setFilter({ score, reason: keep ? filter.reason : 'all' });
-              }}
-              data-testid="filter-score"
-            >
-              <option value="all">All scores</option>
-              {EMAIL_SCORES.map((score: EmailScore) => (
-                <option key={score} value={score}>
-                  {SCORE_LABELS[score]} ({counts[score]})
-                </option>
-              ))}
-            </select>
-          </div>
-          <div className="filter-field">
-            <label className="field-label" htmlFor={reasonId}>
-              Reason
-            </label>
-            <select
-              id={reasonId}
-              className="input"
-              value={filter.reason}
-              onChange={(event) =>
-                setFilter({ ...filter, reason: event.target.value as ResultFilter['reason'] })
-              }
-              data-testid="filter-reason"
-            >
-              <option value="all">All reasons</option>
-              {reasons.map((reason: EmailReason) => (
-                <option key={reason} value={reason}>
-                  {REASON_LABELS[reason]}
-                </option>
-              ))}
-            </select>
-          </div>
+          <FilterSelect
+            label="Score"
+            value={filter.score}
+            onChange={(event) => {
+              const score = event.target.value as ResultFilter['score'];
+              // A reason that no result of the new score has would show nothing.
+              const keep = filter.reason === 'all' || reasonsPresent(results, score).includes(filter.reason);
+              setFilter({ score, reason: keep ? filter.reason : 'all' });
+            }}
+            data-testid="filter-score"
+          >
+            <option value="all">All scores</option>
+            {EMAIL_SCORES.map((score: EmailScore) => (
+              <option key={score} value={score}>
+                {SCORE_LABELS[score]} ({counts[score]})
+              </option>
+            ))}
+          </FilterSelect>
+          <FilterSelect
+            label="Reason"
+            value={filter.reason}
+            onChange={(event) =>
+              setFilter({ ...filter, reason: event.target.value as ResultFilter['reason'] })
+            }
+            data-testid="filter-reason"
+          >
+            <option value="all">All reasons</option>
+            {reasons.map((reason: EmailReason) => (
+              <option key={reason} value={reason}>
+                {REASON_LABELS[reason]}
+              </option>
+            ))}
+          </FilterSelect>
           <button
             type="button"
             className="btn"
@@ -431,4 +410,23 @@ function notesOf(result: ReturnType<typeof filterResults>[number]): string[] {
   if (result.catch_all) notes.push('catch-all');
   if (result.smtp?.code) notes.push(`SMTP ${result.smtp.code}`);
   return notes;
+}
+
+/** One of the results' filters: a small label over its select. */
+function FilterSelect({
+  label,
+  children,
+  ...select
+}: Omit<SelectHTMLAttributes<HTMLSelectElement>, 'id' | 'className'> & { label: string }) {
+  const id = useId();
+  return (
+    <div className="filter-field">
+      <label className="field-label" htmlFor={id}>
+        {label}
+      </label>
+      <select id={id} className="input" {...select}>
+        {children}
+      </select>
+    </div>
+  );
 }

@@ -12,6 +12,7 @@ import { BatchCheck } from './BatchCheck';
 import { CheckError } from './CheckError';
 import { EmailResult } from './EmailResult';
 import { formatUsd } from '../../lib/format';
+import { CardHeader } from '../../components/Card';
 
 export function EmailView() {
   const { loadAccount } = useSettingsActions();
@@ -128,16 +129,9 @@ function SingleCheck() {
       aria-labelledby="single-check-title"
       data-testid="single-check"
     >
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="single-check-title">
-            Check an address
-          </h2>
-          <p className="card-description">
-            Syntax, mail servers, disposable and role addresses; with the SMTP probe, the mailbox itself.
-          </p>
-        </div>
-      </header>
+      <CardHeader titleId="single-check-title" title="Check an address">
+        Syntax, mail servers, disposable and role addresses; with the SMTP probe, the mailbox itself.
+      </CardHeader>
       <div className="card-body stack">
         <div className="email-check-row">
           <TextField

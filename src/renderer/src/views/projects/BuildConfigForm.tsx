@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { BuildConfig, BuildConfigInput, Project } from '../../../../shared/api/projects.js';
 import type { FieldError } from '../../../../shared/errors.js';
-import { FieldFrame, TextField } from '../../components/Field';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { FormErrors, SuccessNote } from '../../components/Notice';
 import {
@@ -17,6 +17,7 @@ import {
 import { focusFirstInvalid } from '../../lib/focus';
 import { MAX_SERVICES } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
+import { Card, CardHeader } from '../../components/Card';
 
 interface ServiceDraft {
   key: number;
@@ -103,7 +104,33 @@ function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<stri
   };
 }
 
-const TOP_FIELDS = ['root_dir', 'install_cmd', 'build_cmd', 'start_cmd', 'port_override'] as const;
+type TopField = 'root_dir' | 'install_cmd' | 'build_cmd' | 'start_cmd' | 'port_override';
+
+/** The build's own fields, in the form's order; each one's test id is `build-` and its name, hyphenated. */
+const TOP_FIELDS: {
+  field: TopField;
+  label: string;
+  placeholder: string;
+  hint?: string;
+  numeric?: boolean;
+}[] = [
+  {
+    field: 'root_dir',
+    label: 'Root directory',
+    placeholder: '.',
+    hint: 'Relative to the repository or archive.',
+  },
+  { field: 'install_cmd', label: 'Install command', placeholder: 'npm ci' },
+  { field: 'build_cmd', label: 'Build command', placeholder: 'npm run build' },
+  { field: 'start_cmd', label: 'Start command', placeholder: 'npm start' },
+  {
+    field: 'port_override',
+    label: 'Port',
+    placeholder: 'from PORT',
+    hint: 'The port the app listens on; empty: the platform picks one and sets PORT.',
+    numeric: true,
+  },
+];
 const SERVICE_FIELDS = ['name', 'kind', 'start_cmd', 'port', 'root_dir', 'install_cmd', 'build_cmd'] as const;
 
 export function BuildConfigForm({ project }: { project: Project }) {
@@ -125,7 +152,7 @@ export function BuildConfigForm({ project }: { project: Project }) {
     setSaved(false);
     if (errors[path]) setErrors(({ [path]: _gone, ...rest }) => rest);
   };
-  const setTop = (field: (typeof TOP_FIELDS)[number], value: string) => {
+  const setTop = (field: TopField, value: string) => {
     setDraft((current) => ({ ...current, [field]: value }));
     clear(field);
   };
@@ -207,22 +234,15 @@ export function BuildConfigForm({ project }: { project: Project }) {
   const serviceCount = draft.services.length;
   const isShown = (path: string) =>
     path === 'services' ||
-    (TOP_FIELDS as readonly string[]).includes(path) ||
+    TOP_FIELDS.some(({ field }) => field === path) ||
     draft.services.some((_, i) => SERVICE_FIELDS.some((field) => path === `services[${i}].${field}`));
   const unplaced: FieldError[] = unplacedErrors(errors, isShown);
 
   return (
-    <section className="card" aria-labelledby="build-title" data-testid="build-config">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="build-title">
-            Build configuration
-          </h2>
-          <p className="card-description">
-            Empty commands are detected from the project (package.json, requirements.txt, index.html).
-          </p>
-        </div>
-      </header>
+    <Card titleId="build-title" testId="build-config">
+      <CardHeader title="Build configuration">
+        Empty commands are detected from the project (package.json, requirements.txt, index.html).
+      </CardHeader>
       <form
         ref={formRef}
         onSubmit={(event) => {
@@ -234,54 +254,20 @@ export function BuildConfigForm({ project }: { project: Project }) {
         <div className="card-body stack">
           <FormErrors message={message} errors={unplaced} testId="build-config-errors" />
           <div className="grid-2">
-            <TextField
-              label="Root directory"
-              value={draft.root_dir}
-              onChange={(event) => setTop('root_dir', event.target.value)}
-              error={errors.root_dir}
-              placeholder="."
-              hint="Relative to the repository or archive."
-              className="mono"
-              data-testid="build-root-dir"
-            />
-            <TextField
-              label="Install command"
-              value={draft.install_cmd}
-              onChange={(event) => setTop('install_cmd', event.target.value)}
-              error={errors.install_cmd}
-              placeholder="npm ci"
-              className="mono"
-              data-testid="build-install-cmd"
-            />
-            <TextField
-              label="Build command"
-              value={draft.build_cmd}
-              onChange={(event) => setTop('build_cmd', event.target.value)}
-              error={errors.build_cmd}
-              placeholder="npm run build"
-              className="mono"
-              data-testid="build-build-cmd"
-            />
-            <TextField
-              label="Start command"
-              value={draft.start_cmd}
-              onChange={(event) => setTop('start_cmd', event.target.value)}
-              error={errors.start_cmd}
-              placeholder="npm start"
-              className="mono"
-              data-testid="build-start-cmd"
-            />
-            <TextField
-              label="Port"
-              value={draft.port_override}
-              onChange={(event) => setTop('port_override', event.target.value)}
-              error={errors.port_override}
-              placeholder="from PORT"
-              hint="The port the app listens on; empty: the platform picks one and sets PORT."
-              inputMode="numeric"
-              className="mono"
-              data-testid="build-port-override"
-            />
+            {TOP_FIELDS.map(({ field, label, placeholder, hint, numeric }) => (
+              <TextField
+                key={field}
+                label={label}
+                value={draft[field]}
+                onChange={(event) => setTop(field, event.target.value)}
+                error={errors[field]}
+                placeholder={placeholder}
+                hint={hint}
+                inputMode={numeric ? 'numeric' : undefined}
+                className="mono"
+                data-testid={`build-${field.replace(/_/g, '-')}`}
+              />
+            ))}
           </div>
 
           <div className="services">
@@ -334,24 +320,16 @@ export function BuildConfigForm({ project }: { project: Project }) {
                       className="mono"
                       data-testid={testId('name')}
                     />
-                    <FieldFrame label="Kind" error={error('kind')}>
-                      {({ id, describedBy, invalid }) => (
-                        <select
-                          id={id}
-                          className="input"
-                          value={service.kind}
-                          aria-invalid={invalid || undefined}
-                          aria-describedby={describedBy}
-                          onChange={(event) =>
-                            setService(i, { kind: event.target.value as 'web' | 'worker' })
-                          }
-                          data-testid={testId('kind')}
-                        >
-                          <option value="web">web — serves HTTP</option>
-                          <option value="worker">worker — no port</option>
-                        </select>
-                      )}
-                    </FieldFrame>
+                    <SelectField
+                      label="Kind"
+                      error={error('kind')}
+                      value={service.kind}
+                      onChange={(event) => setService(i, { kind: event.target.value as 'web' | 'worker' })}
+                      data-testid={testId('kind')}
+                    >
+                      <option value="web">web — serves HTTP</option>
+                      <option value="worker">worker — no port</option>
+                    </SelectField>
                     <TextField
                       label="Port"
                       value={service.kind === 'worker' ? '' : service.port}
@@ -420,6 +398,6 @@ export function BuildConfigForm({ project }: { project: Project }) {
           </button>
         </footer>
       </form>
-    </section>
+    </Card>
   );
 }

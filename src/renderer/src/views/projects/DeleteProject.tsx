@@ -1,11 +1,9 @@
 // Deleting a project, behind a dialog that asks for its name.
 import { useState } from 'react';
 import type { Project } from '../../../../shared/api/projects.js';
-import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { DangerFooter, Dialog } from '../../components/Dialog';
+import { ConfirmDanger } from '../../components/Dialog';
 import { TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
-import { ErrorNotice } from '../../components/Notice';
 import { useNavigate } from '../../stores/navigation/selectors';
 import { useProjectActions } from '../../stores/projects/selectors';
 
@@ -42,25 +40,10 @@ function ConfirmDelete({ project, onClose }: { project: Project; onClose: () => 
   const { remove } = useProjectActions();
   const navigate = useNavigate();
   const [typed, setTyped] = useState('');
-  const [deleting, setDeleting] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
   const matches = typed.trim() === project.name.trim();
 
-  const confirm = async () => {
-    if (!matches || deleting) return;
-    setDeleting(true);
-    setError(null);
-    const outcome = await remove(project.id);
-    if (outcome.ok) {
-      navigate({ screen: 'projects' }, { replace: true });
-      return;
-    }
-    setDeleting(false);
-    setError(outcome.error);
-  };
-
   return (
-    <Dialog
+    <ConfirmDanger
       title={`Delete ${project.name}?`}
       description={
         <p>
@@ -68,20 +51,19 @@ function ConfirmDelete({ project, onClose }: { project: Project; onClose: () => 
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="delete-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Delete project"
-          busyLabel="Deleting…"
-          busy={deleting}
-          disabled={!matches}
-          testId="confirm-delete"
-        />
-      }
+      label="Delete project"
+      busyLabel="Deleting…"
+      disabled={!matches}
+      confirmTestId="confirm-delete"
+      failedTitle="The project was not deleted"
+      onConfirm={async () => {
+        const outcome = await remove(project.id);
+        if (!outcome.ok) return outcome.error;
+        navigate({ screen: 'projects' }, { replace: true });
+        return null;
+      }}
     >
-      {error ? <ErrorNotice error={error} title="The project was not deleted" /> : null}
       <TextField
         label={
           <>
@@ -93,6 +75,6 @@ function ConfirmDelete({ project, onClose }: { project: Project; onClose: () => 
         autoFocus
         data-testid="confirm-delete-input"
       />
-    </Dialog>
+    </ConfirmDanger>
   );
 }

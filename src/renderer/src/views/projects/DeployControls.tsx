@@ -2,6 +2,7 @@
 // the deploy is doing: building (with a spinner; a rollback names its release), refused (an upload
 // project without an archive is pointed to the upload control), or failed with the platform's reason.
 import type { Project } from '../../../../shared/api/projects.js';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatWhen } from '../../lib/format';
@@ -113,14 +114,7 @@ export function DeployStatus({ project }: { project: Project }) {
                   Choose an archive
                 </button>
               ) : null}
-              <button
-                type="button"
-                className="icon-button"
-                aria-label="Dismiss"
-                onClick={() => clearActionError(project.id)}
-              >
-                <Icon name="close" size={14} />
-              </button>
+              <CloseButton label="Dismiss" small onClick={() => clearActionError(project.id)} />
             </div>
           }
         />

@@ -10,6 +10,7 @@ import type { FieldError } from '../../../../shared/errors.js';
 import { ENV_NAME_PATTERN, MAX_ENV_VARS } from '../../lib/limits';
 import { useProjectActions } from '../../stores/projects/selectors';
 import { asSentence } from '../../lib/field-errors';
+import { Card, CardHeader } from '../../components/Card';
 
 interface Row {
   key: number;
@@ -160,40 +161,37 @@ export function EnvVarsEditor({ project }: { project: Project }) {
   const count = filled(rows).length;
 
   return (
-    <section className="card" aria-labelledby="env-title" data-testid="env-vars">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="env-title">
-            Environment variables
-          </h2>
-          <p className="card-description">
-            Given to every build and run. Saving replaces the whole set
-            {dirty ? ' — you have unsaved changes' : ''}.
-          </p>
-        </div>
-        <div className="button-row">
-          <button type="button" className="btn btn-sm" onClick={exportEnv} data-testid="export-env">
-            <Icon name="download" />
-            Export .env
-          </button>
-          {mode === 'table' ? (
-            <button type="button" className="btn btn-sm" onClick={toBulk} data-testid="env-bulk-toggle">
-              Bulk edit
+    <Card titleId="env-title" testId="env-vars">
+      <CardHeader
+        title="Environment variables"
+        actions={
+          <div className="button-row">
+            <button type="button" className="btn btn-sm" onClick={exportEnv} data-testid="export-env">
+              <Icon name="download" />
+              Export .env
             </button>
-          ) : (
-            <button
-              type="button"
-              className="btn btn-sm"
-              onClick={() => {
-                if (fromBulk()) setMode('table');
-              }}
-              data-testid="env-bulk-toggle"
-            >
-              Table view
-            </button>
-          )}
-        </div>
-      </header>
+            {mode === 'table' ? (
+              <button type="button" className="btn btn-sm" onClick={toBulk} data-testid="env-bulk-toggle">
+                Bulk edit
+              </button>
+            ) : (
+              <button
+                type="button"
+                className="btn btn-sm"
+                onClick={() => {
+                  if (fromBulk()) setMode('table');
+                }}
+                data-testid="env-bulk-toggle"
+              >
+                Table view
+              </button>
+            )}
+          </div>
+        }
+      >
+        Given to every build and run. Saving replaces the whole set
+        {dirty ? ' — you have unsaved changes' : ''}.
+      </CardHeader>
       <div className="card-body stack">
         <FormErrors message={message} errors={unplaced} testId="env-errors" />
         {mode === 'table' ? (
@@ -339,6 +337,6 @@ export function EnvVarsEditor({ project }: { project: Project }) {
           {saving ? 'Saving…' : 'Save variables'}
         </button>
       </footer>
-    </section>
+    </Card>
   );
 }

@@ -1,7 +1,7 @@
 // Creating a project: a name, a subdomain, and one source chosen by a radio group (git URL, a repo of
 // the git host, a container image, or an uploaded .tar.gz). Upload projects are created first, then
 // their archive is sent; its progress shows on the project's page.
-import { useRef, useState, type FormEvent } from 'react';
+import { useRef, useState, type ChangeEvent, type FormEvent } from 'react';
 import type { CreateProjectRequest } from '../../../../shared/api/projects.js';
 import { DNS_LABEL_MAX, RESERVED_SUBDOMAINS } from '../../../../shared/dns-label.js';
 import { FileDrop } from '../../components/FileDrop';
@@ -109,6 +109,15 @@ export function NewProjectView() {
   const clearError = (path: string) => {
     if (errors[path]) setErrors(({ [path]: _gone, ...rest }) => rest);
   };
+  /** A text field's value, its change (which clears the field's error) and its error. */
+  const bind = (path: string, value: string, set: (value: string) => void) => ({
+    value,
+    onChange: (event: ChangeEvent<HTMLInputElement>) => {
+      set(event.target.value);
+      clearError(path);
+    },
+    error: error(path),
+  });
 
   return (
     <div className="page page-narrow">
@@ -135,12 +144,7 @@ export function NewProjectView() {
           <div className="grid-2">
             <TextField
               label="Name"
-              value={name}
-              onChange={(event) => {
-                setName(event.target.value);
-                clearError('name');
-              }}
-              error={error('name')}
+              {...bind('name', name, setName)}
               placeholder="My app"
               maxLength={64}
               autoFocus
@@ -187,12 +191,7 @@ export function NewProjectView() {
               {source === 'git' ? (
                 <TextField
                   label="Repository URL"
-                  value={repoUrl}
-                  onChange={(event) => {
-                    setRepoUrl(event.target.value);
-                    clearError('repo_url');
-                  }}
-                  error={error('repo_url')}
+                  {...bind('repo_url', repoUrl, setRepoUrl)}
                   placeholder="https://github.com/owner/repo.git"
                   className="mono"
                   data-testid="project-repo-url"
@@ -200,12 +199,7 @@ export function NewProjectView() {
               ) : (
                 <TextField
                   label="Repository"
-                  value={hostRepo}
-                  onChange={(event) => {
-                    setHostRepo(event.target.value);
-                    clearError('git_host_repo');
-                  }}
-                  error={error('git_host_repo')}
+                  {...bind('git_host_repo', hostRepo, setHostRepo)}
                   placeholder="owner/repo"
                   hint="On the git host the platform is configured with."
                   className="mono"
@@ -214,12 +208,7 @@ export function NewProjectView() {
               )}
               <TextField
                 label="Branch"
-                value={branch}
-                onChange={(event) => {
-                  setBranch(event.target.value);
-                  clearError('branch');
-                }}
-                error={error('branch')}
+                {...bind('branch', branch, setBranch)}
                 placeholder="main"
                 hint="Defaults to main."
                 className="mono"
@@ -231,12 +220,7 @@ export function NewProjectView() {
           {source === 'image' ? (
             <TextField
               label="Image"
-              value={image}
-              onChange={(event) => {
-                setImage(event.target.value);
-                clearError('image');
-              }}
-              error={error('image')}
+              {...bind('image', image, setImage)}
               placeholder="nginx:1.27 or ghcr.io/owner/app:tag"
               hint="Needs a container runtime on the platform."
               className="mono"

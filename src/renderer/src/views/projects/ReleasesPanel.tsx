@@ -11,6 +11,8 @@ import { ErrorNotice, LoadFailed } from '../../components/Notice';
 import { formatAgo, formatDateTime, plural } from '../../lib/format';
 import { useProjectAction, useProjectActions, useReleases } from '../../stores/projects/selectors';
 import { envChanges, sourceLabel } from './releases';
+import { Card, CardHeader } from '../../components/Card';
+import { RefreshButton } from '../../components/RefreshButton';
 
 const STATUS_LABELS: Record<ReleaseStatus, string> = {
   building: 'Building',
@@ -47,28 +49,21 @@ export function ReleasesPanel({ project }: { project: Project }) {
   }, [project.id, loadReleases]);
 
   return (
-    <section className="card" aria-labelledby="releases-title" data-testid="releases">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="releases-title">
-            Releases
-          </h2>
-          <p className="card-description">
-            Every deploy, newest first. Rolling back starts an earlier release again without a build, with the
-            environment variables it was deployed with.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => void loadReleases(project.id)}
-          disabled={loading}
-          data-testid="refresh-releases"
-        >
-          <Icon name={loading ? 'spinner' : 'refresh'} className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+    <Card titleId="releases-title" testId="releases">
+      <CardHeader
+        title="Releases"
+        actions={
+          <RefreshButton
+            onClick={() => void loadReleases(project.id)}
+            busy={loading}
+            testId="refresh-releases"
+            spinner
+          />
+        }
+      >
+        Every deploy, newest first. Rolling back starts an earlier release again without a build, with the
+        environment variables it was deployed with.
+      </CardHeader>
       <div className="card-body">
         {error && releases === null ? (
           <LoadFailed
@@ -100,7 +95,7 @@ export function ReleasesPanel({ project }: { project: Project }) {
       {confirming ? (
         <ConfirmRollback project={project} release={confirming} onClose={() => setConfirming(null)} />
       ) : null}
-    </section>
+    </Card>
   );
 }
 

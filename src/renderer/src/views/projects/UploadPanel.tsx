@@ -9,6 +9,7 @@ import { formatBytes, formatWhen, plural } from '../../lib/format';
 import { archiveProblem, type UploadState } from '../../stores/projects/store';
 import { useProjectActions, useUpload } from '../../stores/projects/selectors';
 import { UPLOAD_SECTION_ID } from './DeployControls';
+import { Card, CardHeader } from '../../components/Card';
 
 export function UploadPanel({ project }: { project: Project }) {
   const { upload } = useProjectActions();
@@ -32,22 +33,10 @@ export function UploadPanel({ project }: { project: Project }) {
   };
 
   return (
-    <section
-      className="card"
-      id={UPLOAD_SECTION_ID}
-      aria-labelledby="upload-title"
-      data-testid="upload-panel"
-    >
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="upload-title">
-            Archive
-          </h2>
-          <p className="card-description">
-            Upload a new .tar.gz of the project’s files to replace the last one.
-          </p>
-        </div>
-      </header>
+    <Card titleId="upload-title" testId="upload-panel" id={UPLOAD_SECTION_ID}>
+      <CardHeader title="Archive">
+        Upload a new .tar.gz of the project’s files to replace the last one.
+      </CardHeader>
       <div className="card-body stack">
         <FileDrop
           label="New archive"
@@ -74,7 +63,7 @@ export function UploadPanel({ project }: { project: Project }) {
           {busy ? 'Uploading…' : 'Upload archive'}
         </button>
       </footer>
-    </section>
+    </Card>
   );
 }
 

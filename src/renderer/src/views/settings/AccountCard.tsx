@@ -1,11 +1,12 @@
 // The account of the saved settings: who it is, its plan, its balance, and its recent usage (the
 // ledger of charges such as email checks).
 import { useEffect } from 'react';
-import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatDate, formatDateTime, formatUsd, formatWhen } from '../../lib/format';
 import { useEmailActions, useUsage } from '../../stores/email/selectors';
 import { useAccount, useSettingsActions } from '../../stores/settings/selectors';
+import { Card, CardHeader } from '../../components/Card';
+import { RefreshButton } from '../../components/RefreshButton';
 
 /** Ledger entries shown here; the newest first. */
 const USAGE_SHOWN = 8;
@@ -19,28 +20,16 @@ export function AccountCard() {
     void loadUsage();
   }, [loadUsage]);
 
+  const refresh = () => {
+    void loadAccount();
+    void loadUsage();
+  };
+
   return (
-    <section className="card" aria-labelledby="account-title" data-testid="account">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="account-title">
-            Account
-          </h2>
-          <p className="card-description">On the saved platform.</p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => {
-            void loadAccount();
-            void loadUsage();
-          }}
-          disabled={loading}
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+    <Card titleId="account-title" testId="account">
+      <CardHeader title="Account" actions={<RefreshButton onClick={refresh} busy={loading} />}>
+        On the saved platform.
+      </CardHeader>
       <div className="card-body stack">
         {error && !account ? <ErrorNotice error={error} title="The account could not be loaded" /> : null}
         {!account && !error ? <div className="skeleton-block short" aria-busy="true" /> : null}
@@ -86,7 +75,7 @@ export function AccountCard() {
           </>
         ) : null}
       </div>
-    </section>
+    </Card>
   );
 }
 

@@ -6,8 +6,8 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { AI_PROVIDERS, type AiProvider } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
-import { DangerFooter, Dialog } from '../../components/Dialog';
-import { FieldFrame, TextField } from '../../components/Field';
+import { ConfirmDanger } from '../../components/Dialog';
+import { SelectField, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, SuccessNote } from '../../components/Notice';
 import { fieldErrorsOf } from '../../lib/field-errors';
@@ -15,6 +15,7 @@ import { engineOffer } from '../../stores/agent/engines';
 import { useAiKeyActions } from '../../stores/agent/selectors';
 import { useRoute } from '../../stores/navigation/selectors';
 import { useAccount, useRuntime } from '../../stores/settings/selectors';
+import { Card, CardHeader } from '../../components/Card';
 
 export const PROVIDER_LABELS: Record<AiProvider, string> = {
   openai: 'OpenAI',
@@ -69,18 +70,11 @@ export function AiKeyCard() {
   };
 
   return (
-    <section className="card" aria-labelledby="ai-key-title" data-testid="ai-key-card" ref={card}>
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="ai-key-title">
-            Your AI key
-          </h2>
-          <p className="card-description">
-            Build apps and run the agent on your own provider account: not billed here. Stored encrypted on
-            the platform, never shown back in full.
-          </p>
-        </div>
-      </header>
+    <Card titleId="ai-key-title" testId="ai-key-card" ref={card}>
+      <CardHeader title="Your AI key">
+        Build apps and run the agent on your own provider account: not billed here. Stored encrypted on the
+        platform, never shown back in full.
+      </CardHeader>
       <form className="card-body stack" onSubmit={(event) => void submit(event)} noValidate>
         {message ? <ErrorNotice error={message} title="The key was not saved" testId="ai-key-error" /> : null}
         {saved ? (
@@ -112,29 +106,23 @@ export function AiKeyCard() {
           </p>
         )}
         <div className="grid-2 ai-key-fields">
-          <FieldFrame label="Provider" error={errors.provider}>
-            {({ id, describedBy, invalid }) => (
-              <select
-                id={id}
-                className="input"
-                value={shownProvider}
-                aria-invalid={invalid || undefined}
-                aria-describedby={describedBy}
-                onChange={(event) => {
-                  setProvider(event.target.value as AiProvider);
-                  setErrors(({ provider: _gone, ...rest }) => rest);
-                  setDone(null);
-                }}
-                data-testid="ai-key-provider"
-              >
-                {AI_PROVIDERS.map((option) => (
-                  <option key={option} value={option}>
-                    {PROVIDER_LABELS[option]}
-                  </option>
-                ))}
-              </select>
-            )}
-          </FieldFrame>
+          <SelectField
+            label="Provider"
+            error={errors.provider}
+            value={shownProvider}
+            onChange={(event) => {
+              setProvider(event.target.value as AiProvider);
+              setErrors(({ provider: _gone, ...rest }) => rest);
+              setDone(null);
+            }}
+            data-testid="ai-key-provider"
+          >
+            {AI_PROVIDERS.map((option) => (
+              <option key={option} value={option}>
+                {PROVIDER_LABELS[option]}
+              </option>
+            ))}
+          </SelectField>
           <TextField
             label="API key"
             type="password"
@@ -185,7 +173,7 @@ export function AiKeyCard() {
           }}
         />
       ) : null}
-    </section>
+    </Card>
   );
 }
 
@@ -201,17 +189,8 @@ function ConfirmDeleteKey({
   onClose: () => void;
   onDelete: () => Promise<BridgeErrorShape | null>;
 }) {
-  const [deleting, setDeleting] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
-  const confirm = async () => {
-    if (deleting) return;
-    setDeleting(true);
-    const failed = await onDelete();
-    setDeleting(false);
-    setError(failed);
-  };
   return (
-    <Dialog
+    <ConfirmDanger
       title="Delete your AI key?"
       description={
         <p>
@@ -219,20 +198,13 @@ function ConfirmDeleteKey({
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="ai-key-delete-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Delete key"
-          busyLabel="Deleting…"
-          busy={deleting}
-          testId="ai-key-confirm-delete"
-        />
-      }
-    >
-      {error ? <ErrorNotice error={error} title="The key was not deleted" /> : null}
-    </Dialog>
+      label="Delete key"
+      busyLabel="Deleting…"
+      confirmTestId="ai-key-confirm-delete"
+      failedTitle="The key was not deleted"
+      onConfirm={onDelete}
+    />
   );
 }
 

@@ -7,7 +7,7 @@ import { useState, type FormEvent } from 'react';
 import type { ApiKeyInfo, Scope } from '../../../../shared/api/account.js';
 import type { BridgeErrorShape } from '../../../../shared/bridge.js';
 import { CopyButton } from '../../components/CopyButton';
-import { DangerFooter, Dialog } from '../../components/Dialog';
+import { ConfirmDanger } from '../../components/Dialog';
 import { FieldFrame, TextField } from '../../components/Field';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, FormErrors, SuccessNote } from '../../components/Notice';
@@ -16,6 +16,9 @@ import { formatAgo, formatDateTime } from '../../lib/format';
 import { useKeysStore } from '../../stores/keys/store';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { keysProblem, SCOPE_CHOICES, scopesToSend } from './api-keys';
+import { Card, CardHeader } from '../../components/Card';
+import { Choice } from '../../components/Choice';
+import { RefreshButton } from '../../components/RefreshButton';
 
 const NAME_MAX = 64;
 const OWN_KEY_NOTE =
@@ -36,33 +39,20 @@ export function ApiKeysCard() {
   const problem = error ? keysProblem(error) : null;
   const usable = keys !== null && !problem;
   const hasOwnKey = keys?.some((key) => key.current) ?? false;
+  const refresh = () => {
+    setRevoked(null);
+    void load();
+  };
 
   return (
-    <section className="card" aria-labelledby="api-keys-title" data-testid="api-keys">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="api-keys-title">
-            API keys
-          </h2>
-          <p className="card-description">
-            Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once,
-            when it is created.
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => {
-            setRevoked(null);
-            void load();
-          }}
-          disabled={loading}
-          data-testid="api-keys-refresh"
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+    <Card titleId="api-keys-title" testId="api-keys">
+      <CardHeader
+        title="API keys"
+        actions={<RefreshButton onClick={refresh} busy={loading} testId="api-keys-refresh" />}
+      >
+        Keys for the CLI, scripts and CI to use the platform’s API as your account. Each is shown once, when
+        it is created.
+      </CardHeader>
       <div className="card-body stack" aria-busy={loading && keys === null && !problem}>
         {problem && error ? (
           <div
@@ -117,7 +107,7 @@ export function ApiKeysCard() {
           }}
         />
       ) : null}
-    </section>
+    </Card>
   );
 }
 
@@ -341,22 +331,17 @@ function CreateKeyForm({ onCreated }: { onCreated: () => void }) {
               const implied = full && scope !== 'full';
               const checked = chosen.has(scope) || implied;
               return (
-                <label
+                <Choice
                   key={scope}
-                  className={`choice api-key-scope${checked ? ' is-selected' : ''}${implied ? ' is-implied' : ''}`}
-                >
-                  <input
-                    type="checkbox"
-                    checked={checked}
-                    disabled={implied}
-                    onChange={(event) => toggle(scope, event.target.checked)}
-                    data-testid={`api-key-scope-${scope}`}
-                  />
-                  <span className="choice-text">
-                    <span className="choice-title">{label}</span>
-                    <span className="choice-description">{implied ? 'Included in Full.' : description}</span>
-                  </span>
-                </label>
+                  className={`api-key-scope${implied ? ' is-implied' : ''}`}
+                  type="checkbox"
+                  checked={checked}
+                  disabled={implied}
+                  onChange={(event) => toggle(scope, event.target.checked)}
+                  data-testid={`api-key-scope-${scope}`}
+                  title={label}
+                  description={implied ? 'Included in Full.' : description}
+                />
               );
             })}
           </div>
@@ -382,18 +367,8 @@ function ConfirmRevoke({
   onRevoked: (name: string) => void;
 }) {
   const revoke = useKeysStore((state) => state.revoke);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<BridgeErrorShape | null>(null);
-  const confirm = async () => {
-    if (busy) return;
-    setBusy(true);
-    const outcome = await revoke(apiKey.id);
-    setBusy(false);
-    if (outcome.ok) onRevoked(apiKey.name);
-    else setError(outcome.error);
-  };
   return (
-    <Dialog
+    <ConfirmDanger
       title={`Revoke “${apiKey.name}”?`}
       description={
         <p>
@@ -403,19 +378,17 @@ function ConfirmRevoke({
         </p>
       }
       onClose={onClose}
-      onSubmit={() => void confirm()}
       testId="api-key-revoke-dialog"
-      footer={
-        <DangerFooter
-          onCancel={onClose}
-          label="Revoke key"
-          busyLabel="Revoking…"
-          busy={busy}
-          testId="api-key-confirm-revoke"
-        />
-      }
-    >
-      {error ? <ErrorNotice error={error} title="The key was not revoked" /> : null}
-    </Dialog>
+      label="Revoke key"
+      busyLabel="Revoking…"
+      confirmTestId="api-key-confirm-revoke"
+      failedTitle="The key was not revoked"
+      onConfirm={async () => {
+        const outcome = await revoke(apiKey.id);
+        if (!outcome.ok) return outcome.error;
+        onRevoked(apiKey.name);
+        return null;
+      }}
+    />
   );
 }

@@ -7,6 +7,8 @@ import { useConnection } from '../../stores/platform/selectors';
 import { usePlatformLoad } from '../../stores/platform/use-platform-load';
 import { useRuntime, useSettingsActions } from '../../stores/settings/selectors';
 import { runtimeSummary, runtimeUnavailable } from './runtime';
+import { Card, CardHeader } from '../../components/Card';
+import { RefreshButton } from '../../components/RefreshButton';
 
 export function RuntimeCard() {
   const { info, error, loading } = useRuntime();
@@ -20,35 +22,21 @@ export function RuntimeCard() {
   const problem = !info && error ? runtimeUnavailable(error) : null;
 
   return (
-    <section className="card" aria-labelledby="runtime-title" data-testid="runtime">
-      <header className="card-header">
-        <div>
-          <h2 className="card-title" id="runtime-title">
-            Runtime
-          </h2>
-          <p className="card-description">
-            How apps run on{' '}
-            {mode === 'remote' && platformUrl ? (
-              <span className="mono">{platformUrl}</span>
-            ) : mode === 'local' ? (
-              'the local platform'
-            ) : (
-              'the platform'
-            )}
-            .
-          </p>
-        </div>
-        <button
-          type="button"
-          className="btn btn-sm"
-          onClick={() => void loadRuntime()}
-          disabled={loading}
-          data-testid="runtime-refresh"
-        >
-          <Icon name="refresh" className={loading ? 'spin' : undefined} />
-          Refresh
-        </button>
-      </header>
+    <Card titleId="runtime-title" testId="runtime">
+      <CardHeader
+        title="Runtime"
+        actions={<RefreshButton onClick={() => void loadRuntime()} busy={loading} testId="runtime-refresh" />}
+      >
+        How apps run on{' '}
+        {mode === 'remote' && platformUrl ? (
+          <span className="mono">{platformUrl}</span>
+        ) : mode === 'local' ? (
+          'the local platform'
+        ) : (
+          'the platform'
+        )}
+        .
+      </CardHeader>
       <div className="card-body stack" aria-busy={loading && !summary && !problem}>
         {problem ? (
           <div
@@ -113,6 +101,6 @@ export function RuntimeCard() {
           </>
         ) : null}
       </div>
-    </section>
+    </Card>
   );
 }

@@ -13,6 +13,8 @@ import { AccountCard } from './AccountCard';
 import { AiKeyCard } from './AiKeyCard';
 import { ApiKeysCard } from './ApiKeysCard';
 import { RuntimeCard } from './RuntimeCard';
+import { CardHeader } from '../../components/Card';
+import { Choice } from '../../components/Choice';
 
 type Mode = 'local' | 'remote';
 
@@ -126,59 +128,42 @@ export function SettingsView() {
       {loadError ? <ErrorNotice error={loadError} title="The settings could not be loaded" /> : null}
 
       <form className="card" onSubmit={onSave} noValidate data-testid="settings-form">
-        <header className="card-header">
-          <div>
-            <h2 className="card-title">Platform</h2>
-            <p className="card-description">Where projects are deployed and tunnels are served.</p>
-          </div>
-        </header>
+        <CardHeader title="Platform">Where projects are deployed and tunnels are served.</CardHeader>
         <div className="card-body stack">
           <FormErrors message={message} errors={unplaced} testId="settings-errors" />
           <fieldset className="fieldset">
             <legend className="sr-only">Platform</legend>
             <div className="choice-list">
-              <label className={`choice${mode === 'local' ? ' is-selected' : ''}`}>
-                <input
+              {(['local', 'remote'] as const).map((option) => (
+                <Choice
+                  key={option}
                   type="radio"
                   name="platform-mode"
-                  value="local"
-                  checked={mode === 'local'}
+                  value={option}
+                  checked={mode === option}
                   onChange={() => {
-                    setMode('local');
+                    setMode(option);
                     edit('platform');
                   }}
-                  data-testid="platform-local"
-                />
-                <span className="choice-text">
-                  <span className="choice-title">Local platform</span>
-                  <span className="choice-description">
-                    Runs on this machine, embedded in Wharf: no account or key needed, works offline.
-                    {view?.mode === 'local' ? (
+                  data-testid={`platform-${option}`}
+                  title={option === 'local' ? 'Local platform' : 'Remote platform'}
+                  description={
+                    option === 'local' ? (
                       <>
-                        {' '}
-                        At <span className="mono">{view.platformUrl}</span>.
+                        Runs on this machine, embedded in Wharf: no account or key needed, works offline.
+                        {view?.mode === 'local' ? (
+                          <>
+                            {' '}
+                            At <span className="mono">{view.platformUrl}</span>.
+                          </>
+                        ) : null}
                       </>
-                    ) : null}
-                  </span>
-                </span>
-              </label>
-              <label className={`choice${mode === 'remote' ? ' is-selected' : ''}`}>
-                <input
-                  type="radio"
-                  name="platform-mode"
-                  value="remote"
-                  checked={mode === 'remote'}
-                  onChange={() => {
-                    setMode('remote');
-                    edit('platform');
-                  }}
-                  data-testid="platform-remote"
+                    ) : (
+                      'A Wharf server at a URL, with your API key.'
+                    )
+                  }
                 />
-                <span className="choice-text">
-                  <span className="choice-title">Remote platform</span>
-                  <span className="choice-description">A Wharf server at a URL, with your API key.</span>
-                </span>
-              </label>
+              ))}
             </div>
           </fieldset>
 

@@ -1,6 +1,7 @@
 // A replay beside its original: status, timing and size of each, the response headers paired by name
 // (what changed, appeared or went), and both response bodies side by side.
 import type { CapturedRequestDetail } from '../../../../shared/api/tunnels.js';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice } from '../../components/Notice';
 import { formatBytes } from '../../lib/format';
@@ -61,15 +62,11 @@ export function ReplayCompare({
               Open the replay
             </a>
           ) : null}
-          <button
-            type="button"
-            className="icon-button"
+          <CloseButton
+            label="Close the comparison"
             onClick={() => closeReplay(id)}
-            aria-label="Close the comparison"
             data-testid="close-compare"
-          >
-            <Icon name="close" />
-          </button>
+          />
         </div>
       </header>
       {replay.error ? (

@@ -93,22 +93,17 @@ export function ReplayEditor({
         <div className="replay-headers" data-testid="replay-headers">
           {draft.headers.map((header, index) => (
             <div className="replay-header-row" key={index}>
-              <input
-                className="input mono"
-                value={header.name}
-                placeholder="Name"
-                aria-label={`Header ${index + 1} name`}
-                onChange={(event) => setHeader(index, { name: event.target.value })}
-                spellCheck={false}
-              />
-              <input
-                className="input mono"
-                value={header.value}
-                placeholder="Value"
-                aria-label={`Header ${index + 1} value`}
-                onChange={(event) => setHeader(index, { value: event.target.value })}
-                spellCheck={false}
-              />
+              {(['name', 'value'] as const).map((part) => (
+                <input
+                  key={part}
+                  className="input mono"
+                  value={header[part]}
+                  placeholder={part === 'name' ? 'Name' : 'Value'}
+                  aria-label={`Header ${index + 1} ${part}`}
+                  onChange={(event) => setHeader(index, { [part]: event.target.value })}
+                  spellCheck={false}
+                />
+              ))}
               <button
                 type="button"
                 className="icon-button"

@@ -5,6 +5,7 @@
 import { useEffect, useState, type ReactNode } from 'react';
 import type { CapturedRequest, CapturedRequestDetail, HeaderList } from '../../../../shared/api/tunnels.js';
 import { CopyButton } from '../../components/CopyButton';
+import { CloseButton } from '../../components/CloseButton';
 import { Icon } from '../../components/Icon';
 import { ErrorNotice, capitalize } from '../../components/Notice';
 import { queryParams } from '../../../../shared/form.js';
@@ -28,7 +29,7 @@ import {
   useTrafficRow,
   useTunnelOptions,
 } from '../../stores/traffic/selectors';
-import { useToastsStore } from '../../stores/toasts/store';
+import { showErrorToast } from '../../stores/toasts/store';
 import { BodyView, NameValueTable } from './BodyView';
 import { ReplayCompare } from './ReplayCompare';
 import { ReplayEditor } from './ReplayEditor';
@@ -61,7 +62,7 @@ export function RequestPane({
       <section className="request-pane" aria-label="Request" data-testid="request-pane">
         <div className="pane-header pane-header-bare">
           <span className="muted">{requestId}</span>
-          <CloseButton onClose={onClose} />
+          <PaneClose onClose={onClose} />
         </div>
         <div className="pane-body">
           {error ? (
@@ -85,13 +86,7 @@ export function RequestPane({
   const exportHar = async () => {
     const outcome = await har([requestId]);
     if (outcome.ok) downloadText(harFileName(new Date(), 'request'), outcome.value);
-    else
-      useToastsStore.getState().show({
-        tone: 'error',
-        message: `HAR export failed: ${outcome.error.detail}`,
-        projectId: null,
-        url: null,
-      });
+    else showErrorToast(`HAR export failed: ${outcome.error.detail}`);
   };
 
   const tone = exchangeTone(summary);
@@ -110,7 +105,7 @@ export function RequestPane({
           <h2 className="pane-title mono" id={titleId} title={summary.path}>
             {summary.path}
           </h2>
-          <CloseButton onClose={onClose} />
+          <PaneClose onClose={onClose} />
         </div>
         <p className="pane-summary">
           <span className="status-pill" data-tone={tone} data-testid="pane-status">
@@ -202,15 +197,7 @@ export function RequestPane({
               <HeadersTable headers={summary.request_header_list} caption="Request headers" />
             </Section>
             <QuerySection path={summary.path} />
-            <Section title="Request body" testId="request-body-section">
-              <BodySlot
-                detail={detail}
-                loading={loading}
-                side="request"
-                size={summary.request_size}
-                headers={summary.request_header_list}
-              />
-            </Section>
+            <BodySection side="request" request={summary} detail={detail} loading={loading} />
             <Section
               title="Response headers"
               count={summary.response_header_list.length}
@@ -223,15 +210,7 @@ export function RequestPane({
                 <HeadersTable headers={summary.response_header_list} caption="Response headers" />
               )}
             </Section>
-            <Section title="Response body" testId="response-body-section">
-              <BodySlot
-                detail={detail}
-                loading={loading}
-                side="response"
-                size={summary.response_size}
-                headers={summary.response_header_list}
-              />
-            </Section>
+            <BodySection side="response" request={summary} detail={detail} loading={loading} />
           </>
         )}
       </div>
@@ -239,48 +218,48 @@ export function RequestPane({
   );
 }
 
-function CloseButton({ onClose }: { onClose: () => void }) {
+function PaneClose({ onClose }: { onClose: () => void }) {
   return (
-    <button
-      type="button"
-      className="icon-button pane-close"
+    <CloseButton
+      label="Close the request (Escape)"
+      className="pane-close"
       onClick={onClose}
-      aria-label="Close the request (Escape)"
       aria-keyshortcuts="Escape"
       title="Close (Escape)"
       data-testid="pane-close"
-    >
-      <Icon name="close" />
-    </button>
+    />
   );
 }
 
-function BodySlot({
+/** The request's or the response's body, once the detail has come (a skeleton while it loads). */
+function BodySection({
+  side,
+  request,
   detail,
   loading,
-  side,
-  size,
-  headers,
 }: {
+  side: 'request' | 'response';
+  request: CapturedRequest;
   detail: CapturedRequestDetail | null;
   loading: boolean;
-  side: 'request' | 'response';
-  size: number;
-  headers: HeaderList;
 }) {
-  if (!detail) {
-    return loading ? <div className="skeleton-line" aria-busy="true" aria-label="Loading the body" /> : null;
-  }
+  const title = side === 'request' ? 'Request body' : 'Response body';
   return (
-    <BodyView
-      title={side === 'request' ? 'Request body' : 'Response body'}
-      body={side === 'request' ? detail.request_body : detail.response_body}
-      headers={headers}
-      truncated={side === 'request' ? detail.request_body_truncated : detail.response_body_truncated}
-      size={size}
-      testId={`${side}-body`}
-      showTitle={false}
-    />
+    <Section title={title} testId={`${side}-body-section`}>
+      {detail ? (
+        <BodyView
+          title={title}
+          body={side === 'request' ? detail.request_body : detail.response_body}
+          headers={side === 'request' ? request.request_header_list : request.response_header_list}
+          truncated={side === 'request' ? detail.request_body_truncated : detail.response_body_truncated}
+          size={side === 'request' ? request.request_size : request.response_size}
+          testId={`${side}-body`}
+          showTitle={false}
+        />
+      ) : loading ? (
+        <div className="skeleton-line" aria-busy="true" aria-label="Loading the body" />
+      ) : null}
+    </Section>
   );
 }
 

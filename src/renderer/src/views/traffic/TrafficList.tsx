@@ -37,6 +37,16 @@ import {
 
 export const ROW_HEIGHT = 30;
 const HEADER_HEIGHT = 32;
+/** The list's columns: each cell's class suffix (`cell-time`…) and its header. */
+const COLUMNS = [
+  ['time', 'Time'],
+  ['tunnel', 'Tunnel'],
+  ['method', 'Method'],
+  ['path', 'Path'],
+  ['status', 'Status'],
+  ['duration', 'Duration'],
+  ['size', 'Size'],
+] as const;
 const OVERSCAN = 8;
 /** Older rows are asked for when the window comes this close to the last loaded one. */
 const LOAD_AHEAD = 100;
@@ -185,27 +195,11 @@ export function TrafficList({
           aria-rowindex={1}
           style={{ height: HEADER_HEIGHT }}
         >
-          <span role="columnheader" className="cell-time">
-            Time
-          </span>
-          <span role="columnheader" className="cell-tunnel">
-            Tunnel
-          </span>
-          <span role="columnheader" className="cell-method">
-            Method
-          </span>
-          <span role="columnheader" className="cell-path">
-            Path
-          </span>
-          <span role="columnheader" className="cell-status">
-            Status
-          </span>
-          <span role="columnheader" className="cell-duration">
-            Duration
-          </span>
-          <span role="columnheader" className="cell-size">
-            Size
-          </span>
+          {COLUMNS.map(([cell, label]) => (
+            <span key={cell} role="columnheader" className={`cell-${cell}`}>
+              {label}
+            </span>
+          ))}
         </div>
         <div className="traffic-rows" style={{ height: slice.totalHeight }} role="presentation">
           <div

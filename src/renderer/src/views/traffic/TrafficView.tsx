@@ -10,7 +10,7 @@ import { plural } from '../../lib/format';
 import { harFileName } from '../../lib/traffic-format';
 import { moveIndex } from '../../lib/virtual-window';
 import { useNavigate } from '../../stores/navigation/selectors';
-import { useToastsStore } from '../../stores/toasts/store';
+import { showErrorToast } from '../../stores/toasts/store';
 import {
   useReplay,
   useTrafficActions,
@@ -108,13 +108,7 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
     const outcome = await harOfList();
     setExporting(false);
     if (outcome.ok) downloadText(harFileName(new Date()), outcome.value.har);
-    else
-      useToastsStore.getState().show({
-        tone: 'error',
-        message: `HAR export failed: ${outcome.error.detail}`,
-        projectId: null,
-        url: null,
-      });
+    else showErrorToast(`HAR export failed: ${outcome.error.detail}`);
   };
 
   const clearHistory = async () => {
@@ -124,13 +118,7 @@ export function TrafficView({ requestId }: { requestId: string | null }) {
     if (outcome.ok) {
       setConfirmClear(false);
       closePane();
-    } else
-      useToastsStore.getState().show({
-        tone: 'error',
-        message: `Clearing failed: ${outcome.error.detail}`,
-        projectId: null,
-        url: null,
-      });
+    } else showErrorToast(`Clearing failed: ${outcome.error.detail}`);
   };
 
   const editingThis = editing !== null && editing === requestId;
