@@ -30,18 +30,22 @@ export function buildProgram(io: Io = processIo): Command {
       writeErr: (text) => process.stderr.write(text),
       writeOut: (text) => process.stdout.write(text),
     });
-  program.addCommand(platformCommand(io));
-  program.addCommand(appCommand(io));
-  program.addCommand(adminCommand(io));
-  program.addCommand(loginCommand(io));
-  program.addCommand(projectsCommand(io));
-  program.addCommand(deployCommand(io));
-  program.addCommand(logsCommand(io));
-  program.addCommand(stopCommand(io));
-  program.addCommand(releasesCommand(io));
-  program.addCommand(rollbackCommand(io));
-  program.addCommand(httpCommand(io));
-  program.addCommand(emailCommand(io));
+  // In the order `wharf --help` lists them.
+  const commands = [
+    platformCommand,
+    appCommand,
+    adminCommand,
+    loginCommand,
+    projectsCommand,
+    deployCommand,
+    logsCommand,
+    stopCommand,
+    releasesCommand,
+    rollbackCommand,
+    httpCommand,
+    emailCommand,
+  ];
+  for (const command of commands) program.addCommand(command(io));
   // --ca (or WHARF_CA_FILE) on any command that talks to a platform: trusted before it runs.
   program.hook('preAction', async (_program, action) => {
     const ca = (action.opts() as { ca?: unknown }).ca;

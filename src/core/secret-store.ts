@@ -14,19 +14,17 @@ export interface SecretStore {
   delete(name: string): void;
 }
 
-/** Secrets in a JSON file readable only by its owner (mode 0600), written atomically. */
-export class FileSecretStore implements SecretStore {
-  readonly kind = 'file' as const;
-  readonly warning = null;
+/**
+ * A store that keeps every secret in one file, read whole and written whole (atomically): what the
+ * file holds, and how a value is kept there, are the subclass's.
+ */
+export abstract class SecretFile {
+  protected abstract read(): Record<string, string>;
+  protected abstract write(all: Record<string, string>): void;
 
-  constructor(private readonly file: string) {}
-
-  get(name: string): string | null {
-    return this.read()[name] ?? null;
-  }
-
-  set(name: string, value: string): void {
-    this.write({ ...this.read(), [name]: value });
+  /** Keeps `stored` (the value as the file holds it) under `name`. */
+  protected put(name: string, stored: string): void {
+    this.write({ ...this.read(), [name]: stored });
   }
 
   delete(name: string): void {
@@ -35,8 +33,26 @@ export class FileSecretStore implements SecretStore {
     delete all[name];
     this.write(all);
   }
+}
 
-  private read(): Record<string, string> {
+/** Secrets in a JSON file readable only by its owner (mode 0600), written atomically. */
+export class FileSecretStore extends SecretFile implements SecretStore {
+  readonly kind = 'file' as const;
+  readonly warning = null;
+
+  constructor(private readonly file: string) {
+    super();
+  }
+
+  get(name: string): string | null {
+    return this.read()[name] ?? null;
+  }
+
+  set(name: string, value: string): void {
+    this.put(name, value);
+  }
+
+  protected read(): Record<string, string> {
     try {
       const parsed: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
       return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, string>) : {};
@@ -46,7 +62,7 @@ export class FileSecretStore implements SecretStore {
     }
   }
 
-  private write(all: Record<string, string>): void {
+  protected write(all: Record<string, string>): void {
     writeFileAtomic(this.file, JSON.stringify(all, null, 2) + '\n');
   }
 }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { safeStorage } from 'electron';
 import { BridgeError } from '../shared/bridge.js';
 import { writeFileAtomic } from '../core/private-file.js';
-import type { SecretStore } from '../core/secret-store.js';
+import { SecretFile, type SecretStore } from '../core/secret-store.js';
 
 /** The part of Electron's safeStorage this store uses (injectable for tests). */
 export type SafeStorageLike = Pick<
@@ -29,7 +29,7 @@ interface SecretsFile {
   secrets: Record<string, string>;
 }
 
-export class SafeStorageSecretStore implements SecretStore {
+export class SafeStorageSecretStore extends SecretFile implements SecretStore {
   readonly kind = 'safe-storage' as const;
   readonly warning: string | null;
 
@@ -39,6 +39,7 @@ export class SafeStorageSecretStore implements SecretStore {
     private readonly storage: SafeStorageLike = safeStorage,
     platform: NodeJS.Platform = process.platform,
   ) {
+    super();
     this.warning = storageWarning(storage, platform, file);
   }
 
@@ -62,18 +63,10 @@ export class SafeStorageSecretStore implements SecretStore {
         'this system offers no way to encrypt the API key (Electron safeStorage is unavailable), so it was not saved',
       );
     }
-    const sealed = this.storage.encryptString(value).toString('base64');
-    this.write({ ...this.read(), [name]: sealed });
+    this.put(name, this.storage.encryptString(value).toString('base64'));
   }
 
-  delete(name: string): void {
-    const all = this.read();
-    if (!(name in all)) return;
-    delete all[name];
-    this.write(all);
-  }
-
-  private read(): Record<string, string> {
+  protected read(): Record<string, string> {
     let text: string;
     try {
       text = readFileSync(this.file, 'utf8');
@@ -94,7 +87,7 @@ export class SafeStorageSecretStore implements SecretStore {
     }
   }
 
-  private write(secrets: Record<string, string>): void {
+  protected write(secrets: Record<string, string>): void {
     const content: SecretsFile = { version: FILE_VERSION, secrets };
     writeFileAtomic(this.file, JSON.stringify(content, null, 2) + '\n');
   }

@@ -21,29 +21,18 @@ import { LIMITS } from '../../shared/limits.js';
 import { RESERVED_SUBDOMAINS } from '../../shared/dns-label.js';
 import type { Caller } from '../auth/authenticate.js';
 import type { Ledger } from '../billing/ledger.js';
-import type { PlatformConfig } from '../config.js';
 import { ApiError, notFound, validationError } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
-import type { LogStore } from '../projects/logs.js';
-import type { ProjectService } from '../projects/projects.js';
-import type { Runtime } from '../runtime/runtime.js';
-import type { Store } from '../store/open.js';
-import { type AiEngines, type ResolvedEngine, type TokenUsage, assertEmailVerified } from './engines.js';
+import { type ResolvedEngine, type TokenUsage, assertEmailVerified } from './engines.js';
 import { editApp, generateApp } from './generators/index.js';
 import type { AppNeeds } from './generators/types.js';
 import { AiRepo } from './git.js';
 import type { AppDatabases } from './postgres.js';
-import { type BuildListener, DeployLoops } from './repair.js';
+import { type BuildListener, DeployLoops, type DeployLoopsDeps } from './repair.js';
 
 export type { BuildEvent, BuildListener } from './repair.js';
 
-export interface AiBuilderDeps {
-  db: Store;
-  config: PlatformConfig;
-  projects: ProjectService;
-  runtime: Runtime;
-  logs: LogStore;
-  engines: AiEngines;
+export interface AiBuilderDeps extends DeployLoopsDeps {
   ledger: Ledger;
   databases: AppDatabases;
 }

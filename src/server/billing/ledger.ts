@@ -104,13 +104,8 @@ export class Ledger {
     assertMicros(input.micros, 'a top-up');
     return this.locked(input.accountId, async (trx, state, now) => {
       if (input.idempotencyKey !== undefined) {
-        const existing = await trx
-          .selectFrom('ledger_entries')
-          .select('id')
-          .where('account_id', '=', input.accountId)
-          .where('idempotency_key', '=', input.idempotencyKey)
-          .executeTakeFirst();
-        if (existing) return { id: existing.id };
+        const existing = await entryFor(trx, input.accountId, input.idempotencyKey);
+        if (existing) return { id: existing };
       }
       const id = newId('led');
       await insertEntry(
@@ -241,13 +236,8 @@ export async function chargeWithin(
 ): Promise<{ id: string; replayed: boolean }> {
   assertMicros(input.micros, 'a charge');
   if (input.idempotencyKey === '') throw new RangeError('a charge needs an idempotency key');
-  const existing = await trx
-    .selectFrom('ledger_entries')
-    .select('id')
-    .where('account_id', '=', input.accountId)
-    .where('idempotency_key', '=', input.idempotencyKey)
-    .executeTakeFirst();
-  if (existing) return { id: existing.id, replayed: true };
+  const existing = await entryFor(trx, input.accountId, input.idempotencyKey);
+  if (existing) return { id: existing, replayed: true };
   const left = available(state);
   if (input.micros > left) throw insufficientBalance(input.micros, left, now);
   const fromAllowance = Math.min(input.micros, state.allowance_micros - state.allowance_used_micros);
@@ -280,6 +270,17 @@ export async function chargeWithin(
 export function assertCovers(state: BalancesTable, micros: number, now: Date): void {
   const left = available(state);
   if (micros > left) throw insufficientBalance(micros, left, now);
+}
+
+/** The id of the account's entry written under this idempotency key, if one was. */
+async function entryFor(trx: Trx, accountId: string, idempotencyKey: string): Promise<string | undefined> {
+  const entry = await trx
+    .selectFrom('ledger_entries')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('idempotency_key', '=', idempotencyKey)
+    .executeTakeFirst();
+  return entry?.id;
 }
 
 async function insertEntry(trx: Trx, entry: EntryInput, id = newId('led')): Promise<string> {

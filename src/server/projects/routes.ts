@@ -34,6 +34,7 @@ import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
 import { type LogStore, type SequencedLine, publicLine } from './logs.js';
 import type { ProjectService } from './projects.js';
+import { startEventStream } from '../event-stream.js';
 
 export interface ProjectRoutesOptions {
   db: Store;
@@ -304,12 +305,7 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       try {
         const backlog = await logs.read(project.id, query);
         reply.hijack();
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
+        startEventStream(raw);
         raw.write(': following logs\n\n');
         backlog.forEach(send);
         pending.forEach(send);

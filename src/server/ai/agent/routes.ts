@@ -23,6 +23,7 @@ import { type AiEngines, type ResolvedEngine, assertEmailVerified } from '../eng
 import { type AgentRunResult, runAgent } from './loop.js';
 import type { EmitAgentEvent } from './steps.js';
 import { createAgentTools } from './tools.js';
+import { startEventStream } from '../../event-stream.js';
 
 export interface AgentRoutesOptions {
   db: Store;
@@ -162,12 +163,7 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
 
       const raw = reply.raw;
       reply.hijack();
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
+      startEventStream(raw);
       raw.flushHeaders();
       const write = (chunk: string) => {
         if (!raw.writableEnded && !raw.destroyed) raw.write(chunk);

@@ -54,6 +54,11 @@ export function SettingsView() {
     setUnreachable(null);
     if (path && errors[path]) setErrors(({ [path]: _gone, ...rest }) => rest);
   };
+  /** A text field's change: its value kept, and the form edited (the field's own error cleared). */
+  const typed = (set: (value: string) => void, path: string) => (event: { target: { value: string } }) => {
+    set(event.target.value);
+    edit(path);
+  };
 
   const target = mode === 'local' ? 'local' : url.trim();
   const savedRemote = view?.mode === 'remote' && view.platformUrl === url.trim();
@@ -173,10 +178,7 @@ export function SettingsView() {
                 label="Platform URL"
                 type="url"
                 value={url}
-                onChange={(event) => {
-                  setUrl(event.target.value);
-                  edit('platform');
-                }}
+                onChange={typed(setUrl, 'platform')}
                 error={errors.platform}
                 placeholder="https://wharf.example.com"
                 className="mono"
@@ -186,10 +188,7 @@ export function SettingsView() {
                 label="API key"
                 type="password"
                 value={apiKey}
-                onChange={(event) => {
-                  setApiKey(event.target.value);
-                  edit('apiKey');
-                }}
+                onChange={typed(setApiKey, 'apiKey')}
                 error={errors.apiKey}
                 placeholder={hasSavedKey ? '•••••••• (a key is saved)' : 'wk_…'}
                 autoComplete="new-password"
