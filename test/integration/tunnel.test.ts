@@ -324,7 +324,17 @@ describe('tunnel', () => {
     expect(list.body[0]).toMatchObject({ path: '/hello?x=1', status_code: 200 });
     await until(() => seen.length > 0, 'the client to capture the exchange');
     expect(seen[0]?.request.id).toBe(list.body[0]!.id);
+    // Asked at the apps' domain, the edge's 404 points at where the tunnel answers; another name not.
+    const misplaced = await viaEdge(tp.edgePort, 'demo.localhost', '/');
+    expect(misplaced.status).toBe(404);
+    expect(misplaced.body).toContain('The tunnel demo is online at demo.tunnel.localhost');
+    const nobody = await viaEdge(tp.edgePort, 'nobody-here.localhost', '/');
+    expect(nobody.body).not.toContain('The tunnel');
     await client.stop();
+    await until(
+      async () => !(await viaEdge(tp.edgePort, 'demo.localhost', '/')).body.includes('The tunnel'),
+      'the hint to go with the tunnel',
+    );
   });
 });
 

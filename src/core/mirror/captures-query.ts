@@ -4,10 +4,9 @@
 import type SQLite from 'better-sqlite3';
 import type { CapturedRequest } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficTunnel } from '../../shared/bridge.js';
-import { type CheckedInput, MAX_TRAFFIC_PAGE, STATUS_FILTER } from '../../shared/bridge-inputs.js';
+import { type CheckedInput, STATUS_FILTER } from '../../shared/bridge-inputs.js';
 
-export const DEFAULT_PAGE = 200;
-export const MAX_PAGE = MAX_TRAFFIC_PAGE;
+const DEFAULT_PAGE = 200;
 
 /**
  * Exchanges matching a checked query, newest first, and how many match in all (`countAll`: the whole

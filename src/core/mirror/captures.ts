@@ -28,9 +28,9 @@ import { capturedTunnels, listCaptures, tunnelMatch } from './captures-query.js'
 import { indexedText } from './captures-text.js';
 
 export { CAPTURES_MIGRATION, migrateCapturesToSpecFields } from './captures-schema.js';
-export { DEFAULT_PAGE, MAX_PAGE, ftsQuery } from './captures-query.js';
+export { ftsQuery } from './captures-query.js';
 
-export const DEFAULT_CAPTURE_LIMIT_BYTES = 256 * 1024 * 1024;
+const DEFAULT_CAPTURE_LIMIT_BYTES = 256 * 1024 * 1024;
 const DEFAULT_FLUSH_MS = 50;
 /** One transaction writes at most this many exchanges, or this many body bytes. */
 const CHUNK_EXCHANGES = 500;

@@ -288,12 +288,7 @@ export class Edge {
     }
     const route = await this.routes.route(host).catch(() => null);
     if (!route) {
-      this.page(res, {
-        status: 404,
-        title: 'No app here',
-        message: `Nothing is deployed at ${host || 'this address'}.`,
-        hint: `Apps answer at <subdomain>.${this.config.baseDomain}; check the project's URL in Wharf.`,
-      });
+      this.page(res, this.noAppPage(host));
       return;
     }
     if (route.hsts && isEncrypted(req)) res.setHeader('strict-transport-security', HSTS);
@@ -420,6 +415,24 @@ export class Edge {
       default:
         return { status: 404, title: 'No app here', message: 'Nothing is deployed at this address.' };
     }
+  }
+
+  /**
+   * The 404 for a host nothing is deployed at. A tunnel of that name that is online is pointed at: a
+   * newcomer who started `wharf http 3000 --subdomain demo` tries demo.<base domain> first.
+   */
+  private noAppPage(host: string): EdgePage {
+    const { baseDomain, tunnelDomain } = this.config;
+    const label = host.endsWith(`.${baseDomain}`) ? host.slice(0, -baseDomain.length - 1) : '';
+    const tunnel = label !== '' && !label.includes('.') && this.tunnels.isOnline(label);
+    return {
+      status: 404,
+      title: 'No app here',
+      message: `Nothing is deployed at ${host || 'this address'}.`,
+      hint: tunnel
+        ? `The tunnel ${label} is online at ${label}.${tunnelDomain}: tunnels answer under ${tunnelDomain}, apps under ${baseDomain}.`
+        : `Apps answer at <subdomain>.${baseDomain}; check the project's URL in Wharf.`,
+    };
   }
 
   private serveStatic(req: IncomingMessage, res: ServerResponse, root: string): Promise<void> {
