@@ -33,7 +33,12 @@ export interface TunnelClientOptions {
   subdomain?: string;
   /** `preserve` sends the public Host to the app; `rewrite` sends `localhost:<port>`; else that host. */
   hostHeader?: 'preserve' | 'rewrite' | string;
-  transport?: 'raw' | 'websocket';
+  /**
+   * How the connection to the platform is carried: `raw` (an HTTP Upgrade to a plain stream, the
+   * fastest), `websocket`, or `auto` (the default): raw, and a WebSocket when something on the way (a
+   * corporate proxy) refuses the raw Upgrade but passes WebSockets; reconnects then go by WebSocket.
+   */
+  transport?: TunnelTransport;
   /** The first reconnect delay; doubles up to 15 s. */
   backoffMs?: number;
   /**
@@ -60,6 +65,8 @@ export interface TunnelInfo {
 export type TunnelState = 'connecting' | 'online' | 'reconnecting' | 'stopped';
 
 /** A refusal the client cannot fix by trying again (bad key, subdomain held by another account). */
+export type TunnelTransport = 'raw' | 'websocket' | 'auto';
+
 export class TunnelRefusedError extends Error {
   constructor(
     readonly status: number,
@@ -84,6 +91,8 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private timer: NodeJS.Timeout | null = null;
   private readonly pool: Pool;
   info: TunnelInfo | null = null;
+  /** The transport of the current (or last) connection; null before the first. */
+  transportInUse: 'raw' | 'websocket' | null = null;
   state: TunnelState = 'connecting';
 
   constructor(private readonly options: TunnelClientOptions) {
@@ -137,9 +146,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   }
 
   private async connect(): Promise<TunnelInfo> {
-    const { transport, info } = await (this.options.transport === 'websocket'
-      ? this.openWebSocket()
-      : this.openRaw());
+    const { transport, info } = await this.open();
     if (this.stopped) {
       // stop() was called while this connection was being made.
       transport.destroy();
@@ -219,6 +226,24 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     }, delay);
   }
 
+  /** Opens the connection by the transport asked for (see TunnelClientOptions.transport). */
+  private async open(): Promise<{ transport: Duplex; info: TunnelInfo }> {
+    const wanted = this.options.transport ?? 'auto';
+    const raw = wanted === 'raw' || (wanted === 'auto' && this.transportInUse !== 'websocket');
+    if (raw) {
+      try {
+        const opened = await this.openRaw();
+        this.transportInUse = 'raw';
+        return opened;
+      } catch (error) {
+        if (wanted === 'raw' || !upgradeBlocked(error)) throw error;
+      }
+    }
+    const opened = await this.openWebSocket();
+    this.transportInUse = 'websocket';
+    return opened;
+  }
+
   private openRaw(): Promise<{ transport: Duplex; info: TunnelInfo }> {
     return new Promise((resolve, reject) => {
       const url = this.connectUrl();
@@ -259,7 +284,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       });
       let info: TunnelInfo | null = null;
       ws.once('upgrade', (res) => (info = infoOf(res.headers)));
-      ws.once('open', () => resolve({ transport: createWebSocketStream(ws), info: info! }));
+      ws.once('open', () => resolve({ transport: sessionTransport(createWebSocketStream(ws)), info: info! }));
       ws.once('unexpected-response', (_req, res) => refusal(res, url).then(reject, reject));
       ws.once('error', (error) => reject(new Error(`cannot reach ${url.origin}: ${error.message}`)));
     });
@@ -324,6 +349,17 @@ function infoOf(headers: IncomingHttpHeaders | Record<string, string | string[] 
 
 /** A non-101 answer to the connect request, as an error carrying the platform's problem. */
 const REFUSAL_BODY_LIMIT = 64 * 1024;
+
+/**
+ * Whether a raw Upgrade failed on the way rather than at the platform: an answer that is not the
+ * platform's (it refuses with problem+json, and never redirects), or a connection cut during the
+ * Upgrade. A WebSocket may still get through then; a refusal of the platform's would only repeat.
+ */
+function upgradeBlocked(error: unknown): boolean {
+  if (error instanceof TunnelRefusedError) return error.code === 'http_error';
+  const message = error instanceof Error ? error.message : '';
+  return /socket hang up|ECONNRESET|Parse Error/i.test(message);
+}
 
 async function refusal(res: IncomingMessage, asked: URL): Promise<never> {
   const status = res.statusCode ?? 0;

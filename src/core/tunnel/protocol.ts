@@ -13,6 +13,7 @@
 // heads rewritten (http1.ts); requests replayed from the capture still travel one stream each.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Settings } from 'node:http2';
+import { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 
@@ -72,24 +73,57 @@ export const SESSION_SETTINGS: Settings = {
 };
 
 /**
- * What the HTTP/2 session runs over. A TLS socket (a platform served over HTTPS) is handed over as a
- * plain stream of its decrypted bytes: node:http2 given the TLS socket itself would write to the same
- * native handle as TLS does, which ends the process (an assertion in Http2Session::OnStreamAfterWrite).
+ * What the HTTP/2 session runs over. A real socket is handed over as it is. Anything else (a TLS socket,
+ * a WebSocket's stream) is wrapped in a stream of our own, which Node runs HTTP/2 over through its
+ * JSStreamSocket, and two of Node's assertions end the process when that goes wrong:
+ * - node:http2 given the TLS socket itself would write to the same native handle as TLS does (an
+ *   assertion in Http2Session::OnStreamAfterWrite), so a TLS socket goes as its decrypted bytes;
+ * - JSStreamSocket allows one write at a time, none while its end is under way, and asserts it: a
+ *   stream whose connection dies (a WebSocket's) leaves a write or the end unanswered, or ends the
+ *   socket as the peer's end arrives, and the session's last write (its GOAWAY, as it is destroyed)
+ *   then ends the process: a tunnel client dropping its connection could stop the platform. Here every
+ *   write and the end are answered, with an error once the connection is gone, and the peer's end
+ *   closes the stream instead of half-closing it.
  */
 export function sessionTransport(socket: Duplex): Duplex {
-  // A real TLS socket only (behind the front, a plain socket is marked `encrypted` for the edge's sake).
-  if (!(socket instanceof TLSSocket)) return socket;
+  // A plain socket (behind the front, a plain socket is marked `encrypted` for the edge's sake).
+  if (socket instanceof Socket && !(socket instanceof TLSSocket)) return socket;
+  /** The callbacks of the write and of the end under way, each answered once, by the socket or its close. */
+  let pending: ((error?: Error | null) => void) | null = null;
+  let ending: ((error?: Error | null) => void) | null = null;
+  const answer = (error?: Error | null) => {
+    const done = pending;
+    pending = null;
+    done?.(error);
+  };
+  const answerEnd = (error?: Error | null) => {
+    const done = ending;
+    ending = null;
+    done?.(error);
+  };
   const stream = new Duplex({
     read() {
       socket.resume();
     },
     write(chunk: Buffer, _encoding, done) {
-      socket.write(chunk, done);
+      if (socket.destroyed || socket.writableEnded) {
+        done(new Error('the connection closed'));
+        return;
+      }
+      pending = done;
+      socket.write(chunk, (error) => answer(error));
     },
     final(done) {
-      socket.end(done);
+      if (socket.destroyed) {
+        done();
+        return;
+      }
+      ending = done;
+      socket.end(() => answerEnd());
     },
     destroy(error, done) {
+      answer(error ?? new Error('the connection closed'));
+      answerEnd();
       socket.destroy(error ?? undefined);
       done(error);
     },
@@ -97,9 +131,19 @@ export function sessionTransport(socket: Duplex): Duplex {
   socket.on('data', (chunk: Buffer) => {
     if (!stream.push(chunk)) socket.pause();
   });
-  socket.once('end', () => stream.push(null));
-  socket.once('error', (error) => stream.destroy(error));
-  socket.once('close', () => stream.destroy());
+  // The far end ending its side ends the session: passed on as an end of ours, Node's socket wrapper would
+  // end its own side (no half-open sockets) and the session's last write would then find it ending.
+  socket.once('end', () => stream.destroy());
+  socket.once('error', (error) => {
+    answer(error);
+    answerEnd();
+    stream.destroy(error);
+  });
+  socket.once('close', () => {
+    answer(new Error('the connection closed'));
+    answerEnd();
+    stream.destroy();
+  });
   return stream;
 }
 

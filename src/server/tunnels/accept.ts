@@ -139,7 +139,7 @@ export async function acceptTunnel(
       wss.on('headers', addHeaders);
       wss.handleUpgrade(req, socket, head, (ws) => {
         socket.off('close', gone);
-        resolve(createWebSocketStream(ws));
+        resolve(sessionTransport(createWebSocketStream(ws)));
       });
     });
   } else {
