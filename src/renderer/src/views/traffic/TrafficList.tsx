@@ -278,12 +278,12 @@ export function TrafficList({
 function Placeholder({ index }: { index: number }) {
   return (
     <div
-      className="traffic-row is-placeholder"
+      className="traffic-row is-loading-row"
       role="row"
       aria-rowindex={index + 2}
       style={{ height: ROW_HEIGHT }}
     >
-      <span role="gridcell" className="placeholder-bar" aria-label="Loading" />
+      <span role="gridcell" className="loading-bar" aria-label="Loading" />
     </div>
   );
 }
