@@ -64,7 +64,12 @@ export function isHostname(host: string, options: { wildcard?: boolean } = {}): 
 
 /** What a tunnel sends as the Host header: `preserve`, `rewrite`, or a host name with an optional port. */
 export function isHostHeaderMode(value: string): boolean {
-  return value === 'preserve' || value === 'rewrite' || HOST_WITH_PORT_PATTERN.test(value);
+  return value === 'preserve' || value === 'rewrite' || isHostWithPort(value);
+}
+
+/** A host name with an optional port, as a Host header may name it. */
+export function isHostWithPort(value: string): boolean {
+  return HOST_WITH_PORT_PATTERN.test(value);
 }
 
 /** The host label a project's service is served at: `<subdomain>-<service>`. */

@@ -11,6 +11,7 @@ import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, type ReceivedRequest, startRecordingApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
+import { openStreams } from '../helpers/tunnel-streams.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
@@ -35,13 +36,19 @@ async function startApp(name: string): Promise<{ port: number; seen: ReceivedReq
   return { port: app.port, seen: app.received };
 }
 
-async function startTunnel(subdomain: string, localPort: number, pipe = true): Promise<TunnelClient> {
+async function startTunnel(
+  subdomain: string,
+  localPort: number,
+  pipe = true,
+  relay = true,
+): Promise<TunnelClient> {
   const client = new TunnelClient({
     platformUrl: tp.api.replace(/\/api\/v1$/, ''),
     apiKey: tp.key,
     localPort,
     subdomain,
     pipe,
+    relay,
   });
   await client.start();
   clients.push(client);
@@ -82,16 +89,12 @@ function responses(
   }
 }
 
-/** Node's count of a session's open streams (no public API tells it). */
-function openStreams(sub: string): number {
+/** The open streams of a tunnel's session at the edge (tunnel-streams.ts). */
+function openTunnelStreams(sub: string): number {
   const tunnels = (
     tp.platform.tunnels as unknown as { tunnels: Map<string, { session: http2.Http2Session | null }> }
   ).tunnels;
-  const session = tunnels.get(sub)?.session;
-  if (!session) return 0;
-  const symbol = Object.getOwnPropertySymbols(session).find((s) => s.description === 'state')!;
-  const state = (session as unknown as Record<symbol, { streams: Map<number, unknown> } | undefined>)[symbol];
-  return state?.streams.size ?? 0;
+  return openStreams(tunnels.get(sub)?.session);
 }
 
 async function captured(sub: string): Promise<CapturedRequest[]> {
@@ -108,14 +111,26 @@ afterAll(async () => {
   await tp?.close();
 });
 
-describe('the byte path', () => {
+// Each case twice: with a client that relays the bytes (the edge rewrites and captures for it), and with
+// one that reads them itself, as clients from before the relay path do.
+describe.each([
+  ['a client that relays the bytes', true],
+  ['a client that reads them (from before the relay path)', false],
+])('the byte path, with %s', (_name, relay) => {
+  /** The suite's subdomains, apart for each kind of client. */
+  const sub = (name: string) => (relay ? name : `${name}-read`);
+  // The account's tunnels stay under its limit: each kind of client's are stopped after its cases.
+  afterAll(async () => {
+    for (const client of clients.splice(0)) await client.stop();
+  });
+
   it('carries a connection on one stream to one app connection, pipelined requests answered in order and each captured once with the same id on both sides', async () => {
     const app = await startApp('A');
-    const client = await startTunnel('pipe-one', app.port);
+    const client = await startTunnel(sub('pipe-one'), app.port, true, relay);
     const onClient: string[] = [];
     client.on('exchange', (exchange) => onClient.push(exchange.request.id));
     const { socket, text } = await rawConnection();
-    const h = host('pipe-one');
+    const h = host(sub('pipe-one'));
     socket.write(
       `GET /first HTTP/1.1\r\nHost: ${h}\r\n\r\n` +
         `POST /second HTTP/1.1\r\nHost: ${h}\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n` +
@@ -126,7 +141,7 @@ describe('the byte path', () => {
     const answers = responses(text(), [2]);
     expect(answers.map((a) => a.body)).toEqual(['A GET /first', 'A POST /second', '', 'A GET /fourth']);
     expect(answers[2]!.head).toMatch(/content-length: 13/i);
-    expect(openStreams('pipe-one')).toBe(1);
+    expect(openTunnelStreams(sub('pipe-one'))).toBe(1);
     expect(new Set(app.seen.map((s) => s.connection)).size).toBe(1);
     expect(app.seen[1]!.body).toBe('body');
     // What the public client claims of the hop is replaced, and nothing of ours reaches the app.
@@ -136,7 +151,7 @@ describe('the byte path', () => {
     expect(fourth.host).toBe(h);
     expect(Object.keys(fourth).filter((name) => name.startsWith('wharf-'))).toEqual([]);
 
-    const list = await captured('pipe-one');
+    const list = await captured(sub('pipe-one'));
     expect(list.map((r) => `${r.method} ${r.path} ${r.status_code}`).reverse()).toEqual([
       'GET /first 200',
       'POST /second 200',
@@ -149,28 +164,28 @@ describe('the byte path', () => {
     expect([...onClient].sort()).toEqual(list.map((r) => r.id).sort());
 
     socket.end();
-    await until(() => openStreams('pipe-one') === 0, 'the stream to close with the connection');
+    await until(() => openTunnelStreams(sub('pipe-one')) === 0, 'the stream to close with the connection');
   });
 
   it('routes each request of a kept-alive connection to the host it names: another tunnel, then a host no tunnel has', async () => {
     const a = await startApp('A');
     const b = await startApp('B');
-    await startTunnel('route-a', a.port);
-    await startTunnel('route-b', b.port);
+    await startTunnel(sub('route-a'), a.port, true, relay);
+    await startTunnel(sub('route-b'), b.port, true, relay);
     const { socket, text } = await rawConnection();
     const ask = async (hostName: string, path: string, count: number) => {
       socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostName}\r\n\r\n`);
       await until(() => responses(text()).length === count, `response ${count}`);
       return responses(text())[count - 1]!;
     };
-    expect((await ask(host('route-a'), '/1', 1)).body).toBe('A GET /1');
-    expect((await ask(host('route-b'), '/2', 2)).body).toBe('B GET /2');
-    expect((await ask(host('route-a'), '/3', 3)).body).toBe('A GET /3');
-    const none = await ask(host('route-none'), '/4', 4);
+    expect((await ask(host(sub('route-a')), '/1', 1)).body).toBe('A GET /1');
+    expect((await ask(host(sub('route-b')), '/2', 2)).body).toBe('B GET /2');
+    expect((await ask(host(sub('route-a')), '/3', 3)).body).toBe('A GET /3');
+    const none = await ask(host(sub('route-none')), '/4', 4);
     expect(none.status).toBe(404);
     expect(none.body).toContain('No tunnel here');
     // Back from the HTTP server's side to a tunnel, still on the same connection.
-    expect((await ask(host('route-b'), '/5', 5)).body).toBe('B GET /5');
+    expect((await ask(host(sub('route-b')), '/5', 5)).body).toBe('B GET /5');
     expect(a.seen.map((s) => s.url)).toEqual(['/1', '/3']);
     expect(b.seen.map((s) => s.url)).toEqual(['/2', '/5']);
     socket.destroy();
@@ -178,8 +193,8 @@ describe('the byte path', () => {
 
   it('refuses framing two parsers could read differently with 400 and closes, and the app never sees it', async () => {
     const app = await startApp('A');
-    await startTunnel('pipe-smuggle', app.port);
-    const h = host('pipe-smuggle');
+    await startTunnel(sub('pipe-smuggle'), app.port, true, relay);
+    const h = host(sub('pipe-smuggle'));
     for (const attempt of [
       `POST / HTTP/1.1\r\nHost: ${h}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: ${h}\r\n\r\n`,
       `POST / HTTP/1.1\r\nHost: ${h}\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`,
@@ -197,15 +212,15 @@ describe('the byte path', () => {
     await closed;
     expect(text()).toMatch(/^HTTP\/1\.1 400 /);
     expect(app.seen).toEqual([]);
-    const list = await captured('pipe-smuggle');
+    const list = await captured(sub('pipe-smuggle'));
     expect(list.length).toBeGreaterThanOrEqual(1);
     expect(list[0]!.error).toMatch(/a bad request: an invalid chunk size/);
   });
 
   it('never lets a Connection header take out the framing: a listed Content-Length stays, and the body with it', async () => {
     const app = await startApp('A');
-    await startTunnel('pipe-hop', app.port);
-    const h = host('pipe-hop');
+    await startTunnel(sub('pipe-hop'), app.port, true, relay);
+    const h = host(sub('pipe-hop'));
     const { socket, text } = await rawConnection();
     // Were Content-Length dropped, this body would reach the app as a request of its own.
     const hidden = `GET /hidden HTTP/1.1\r\nHost: ${h}\r\n\r\n`;
@@ -223,8 +238,8 @@ describe('the byte path', () => {
 
   it('keeps a connection HTTP after an Upgrade the app answers without 101: the next request is still rewritten', async () => {
     const app = await startApp('A');
-    await startTunnel('pipe-upgrade', app.port);
-    const h = host('pipe-upgrade');
+    await startTunnel(sub('pipe-upgrade'), app.port, true, relay);
+    const h = host(sub('pipe-upgrade'));
     const { socket, text } = await rawConnection();
     socket.write(
       `GET /ws HTTP/1.1\r\nHost: ${h}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n` +
@@ -238,15 +253,15 @@ describe('the byte path', () => {
 
   it('closes a public connection that stays idle past the keep-alive, and its stream with it', async () => {
     const app = await startApp('A');
-    await startTunnel('pipe-idle', app.port);
+    await startTunnel(sub('pipe-idle'), app.port, true, relay);
     const idleMs = tp.platform.tunnels.idleMs;
     tp.platform.tunnels.idleMs = 300;
     try {
       const { socket, text, closed } = await rawConnection();
-      socket.write(`GET / HTTP/1.1\r\nHost: ${host('pipe-idle')}\r\n\r\n`);
+      socket.write(`GET / HTTP/1.1\r\nHost: ${host(sub('pipe-idle'))}\r\n\r\n`);
       await until(() => responses(text()).length === 1, 'the response');
       await closed;
-      await until(() => openStreams('pipe-idle') === 0, 'the stream to close');
+      await until(() => openTunnelStreams(sub('pipe-idle')) === 0, 'the stream to close');
     } finally {
       tp.platform.tunnels.idleMs = idleMs;
     }
@@ -254,18 +269,18 @@ describe('the byte path', () => {
 
   it('answers 502 when the app closes the connection before answering, with why, on both sides', async () => {
     const app = await startApp('A');
-    const client = await startTunnel('pipe-hang-up', app.port);
+    const client = await startTunnel(sub('pipe-hang-up'), app.port, true, relay);
     const onClient: Array<{ status: number; error: string | null }> = [];
     client.on('exchange', (e) => onClient.push({ status: e.request.status_code, error: e.request.error }));
     const { socket, text, closed } = await rawConnection();
-    socket.write(`GET /hang-up HTTP/1.1\r\nHost: ${host('pipe-hang-up')}\r\n\r\n`);
+    socket.write(`GET /hang-up HTTP/1.1\r\nHost: ${host(sub('pipe-hang-up'))}\r\n\r\n`);
     await closed;
     const [answer] = responses(text());
     expect(answer?.status).toBe(502);
     expect(answer?.body).toBe(
       'Wharf tunnel: the local app did not answer (the app closed the connection before answering).\n',
     );
-    const [edge] = await captured('pipe-hang-up');
+    const [edge] = await captured(sub('pipe-hang-up'));
     expect(edge).toMatchObject({ status_code: 502, error: 'the app closed the connection before answering' });
     await until(() => onClient.length === 1, 'the client to capture it');
     expect(onClient[0]).toEqual({ status: 502, error: 'the app closed the connection before answering' });
@@ -284,7 +299,7 @@ describe('a client without the byte path', () => {
     await until(() => responses(text()).length === 2, 'two responses');
     expect(responses(text()).map((r) => r.body)).toEqual(['A GET /x', 'A POST /y']);
     // The connection is kept alive, yet no stream stays open between requests.
-    await until(() => openStreams('no-pipe') === 0, 'no stream between requests');
+    await until(() => openTunnelStreams('no-pipe') === 0, 'no stream between requests');
     expect(app.seen[1]!.body).toBe('hi');
     socket.destroy();
   });

@@ -17,6 +17,7 @@ import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, startAsyncApp } from '../helpers/local-app.js';
 import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+import { openStreams } from '../helpers/tunnel-streams.js';
 
 const MiB = 1024 * 1024;
 /** 1 MiB of varied bytes, repeated to make large bodies. */
@@ -132,19 +133,6 @@ async function startClient(subdomain: string, options: Partial<TunnelClientOptio
   client.on('state', (state) => states.push(state));
   await client.start();
   return { client, states };
-}
-
-/** Node's own bookkeeping of a session's open and pending streams (no public API tells it). */
-function openStreams(session: Http2Session | null | undefined): number {
-  if (!session) return 0;
-  const symbol = Object.getOwnPropertySymbols(session).find((s) => s.description === 'state')!;
-  const state = (
-    session as unknown as Record<
-      symbol,
-      { streams: Map<number, unknown>; pendingStreams: Set<unknown> } | undefined
-    >
-  )[symbol];
-  return state ? state.streams.size + state.pendingStreams.size : 0;
 }
 
 function edgeSession(sub: string): Http2Session | null {

@@ -10,7 +10,9 @@ import {
   headerObject,
 } from '../../shared/api/tunnels.js';
 
-const EMPTY = Buffer.alloc(0);
+/** An empty body: one buffer for all of them. */
+export const EMPTY_BODY = Buffer.alloc(0);
+const EMPTY = EMPTY_BODY;
 
 /** The first `limit` bytes of a body that streams past, and its whole size. */
 export class BodyTap {
@@ -173,7 +175,7 @@ export class Exchange {
   /** The status recorded when no response comes (see noResponse). */
   private fallbackStatus = NO_RESPONSE_STATUS;
   private responseHeaders: CapturedHeaders = [];
-  private ended: Ended | null = null;
+  private ended: EndedExchange | null = null;
 
   constructor(private readonly start: ExchangeStart) {
     this.id = start.id ?? newRequestId();
@@ -199,15 +201,11 @@ export class Exchange {
   }
 
   /**
-   * Ends the exchange (with why it failed, if it did) and returns the captured request. Its bodies are
-   * buffers of their own, or, given `store`, wherever the store copies them (null: not kept).
-   *
-   * The captured request itself is put together when first read: an edge keeps a thousand exchanges
-   * and is asked for few of them, so building each one's header objects as it passes would be work
-   * (and garbage) on every request for nothing.
+   * Ends the exchange (with why it failed, if it did): what its captured request is made of. The first
+   * call ends it; later ones (finish, another reader) get the same.
    */
-  finish(error: string | null = null, store?: BodyStore): CapturedExchange {
-    const ended = (this.ended ??= {
+  end(error: string | null = null): EndedExchange {
+    return (this.ended ??= {
       start: this.start,
       id: this.id,
       startedAt: this.startedAt,
@@ -218,14 +216,19 @@ export class Exchange {
       responseSize: this.responseBody.size,
       error,
     });
-    const stored = store ? store(this.requestBody, this.responseBody) : undefined;
-    const dropped = stored === null;
+  }
+
+  /**
+   * Ends the exchange (with why it failed, if it did) and returns the captured request, its bodies in
+   * buffers of their own. Its captured request is put together when first read.
+   */
+  finish(error: string | null = null): CapturedExchange {
     return new Captured(
-      ended,
-      stored ? stored.request : dropped ? EMPTY : this.requestBody.body,
-      stored ? stored.response : dropped ? EMPTY : this.responseBody.body,
-      this.requestBody.truncated || (dropped && this.requestBody.keptBytes > 0),
-      this.responseBody.truncated || (dropped && this.responseBody.keptBytes > 0),
+      this.end(error),
+      this.requestBody.body,
+      this.responseBody.body,
+      this.requestBody.truncated,
+      this.responseBody.truncated,
     );
   }
 }
@@ -238,7 +241,7 @@ class Captured implements CapturedExchange {
   private view: CapturedRequest | null = null;
 
   constructor(
-    private readonly ended: Ended,
+    private readonly ended: EndedExchange,
     public requestBody: Buffer,
     public responseBody: Buffer,
     public requestBodyTruncated: boolean,
@@ -250,8 +253,25 @@ class Captured implements CapturedExchange {
   }
 }
 
+/**
+ * A finished exchange from its parts: what it ended as (Exchange.end, or a record of the tunnel's
+ * capture stream) and its kept bodies.
+ */
+export function capturedExchange(
+  ended: EndedExchange,
+  bodies: { request: Buffer; response: Buffer; requestTruncated: boolean; responseTruncated: boolean },
+): CapturedExchange {
+  return new Captured(
+    ended,
+    bodies.request,
+    bodies.response,
+    bodies.requestTruncated,
+    bodies.responseTruncated,
+  );
+}
+
 /** What a finished exchange keeps for its captured request. */
-interface Ended {
+export interface EndedExchange {
   start: ExchangeStart;
   id: string;
   startedAt: number;
@@ -293,7 +313,8 @@ function headerListOfHead(text: string): HeaderList {
   return list;
 }
 
-function capturedRequest(ended: Ended): CapturedRequest {
+/** The captured request (API.md §7) of an ended exchange. */
+export function capturedRequest(ended: EndedExchange): CapturedRequest {
   const { start } = ended;
   const requestHeaders = listOf(start.requestHeaders);
   const responseHeaders = listOf(ended.responseHeaders);
@@ -319,9 +340,6 @@ function capturedRequest(ended: Ended): CapturedRequest {
   };
 }
 
-/** Copies an exchange's kept bodies somewhere; null when it cannot keep them. */
-export type BodyStore = (request: BodyTap, response: BodyTap) => { request: Buffer; response: Buffer } | null;
-
 export interface CapturedExchange {
   request: CapturedRequest;
   requestBody: Buffer;
@@ -339,142 +357,6 @@ export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {
     request_body_truncated: exchange.requestBodyTruncated,
     response_body_truncated: exchange.responseBodyTruncated,
   };
-}
-
-/**
- * The last `capacity` exchanges, oldest dropped first. Their bodies share a byte budget: they are
- * copied into one buffer of that size written round and round, and an exchange whose bytes are written
- * over loses its bodies (flagged truncated) while its metadata stays, so 1,000 exchanges of 1 MiB
- * bodies cannot hold 2 GiB. One buffer instead of one per body: under load, a body per request would
- * be allocated, kept for a while and let go, and the garbage collector would pay for each.
- * The bodies of a kept exchange are views into that buffer: read them at once (a copy, if they must
- * outlive the next exchange recorded).
- */
-export class CaptureRing {
-  /** The exchanges kept, oldest first from `first` on. */
-  private readonly items: CapturedExchange[] = [];
-  /** Each item's id, at the same index (get() looks through them: it is asked rarely, recording is not). */
-  private readonly ids: string[] = [];
-  private first = 0;
-  /** Allocated on the first body (its pages are touched only as they are written). */
-  private arena: Buffer | null = null;
-  private writeAt = 0;
-  /** The exchanges whose bodies are in the arena, in the order they were written (oldest first). */
-  private readonly placed: Array<{ exchange: CapturedExchange; start: number; end: number }> = [];
-  private placedFirst = 0;
-  total = 0;
-
-  constructor(
-    private readonly capacity: number = CAPTURE_LIMITS.perTunnel,
-    private readonly bodyBudget = 64 * 1024 * 1024,
-  ) {}
-
-  /** Finishes an exchange and keeps it, with its bodies copied into the ring's buffer. */
-  record(exchange: Exchange, error: string | null = null): CapturedExchange {
-    this.placedAt = null;
-    const captured = exchange.finish(error, this.store);
-    // Set by the store during finish (TypeScript cannot see that it may have changed).
-    const placed = this.placedAt as { start: number; end: number } | null;
-    if (placed) this.placed.push({ exchange: captured, start: placed.start, end: placed.end });
-    this.items.push(captured);
-    this.ids.push(exchange.id);
-    this.total += 1;
-    if (this.items.length - this.first > this.capacity) {
-      const dropped = this.items[this.first]!;
-      this.first += 1;
-      // Written in the order they were kept: a dropped exchange still in the arena is the oldest there.
-      if (this.placed[this.placedFirst]?.exchange === dropped) this.placedFirst += 1;
-      this.compact();
-    }
-    return captured;
-  }
-
-  /** Where the last record's bodies went in the arena (set by store). */
-  private placedAt: { start: number; end: number } | null = null;
-
-  /** Copies an exchange's kept bodies into the arena (the BodyStore of record). */
-  private readonly store: BodyStore = (request, response) => {
-    const length = request.keptBytes + response.keptBytes;
-    if (length === 0) return { request: EMPTY, response: EMPTY };
-    const range = this.reserve(length);
-    if (!range) return null;
-    this.placedAt = range;
-    const arena = this.arena!;
-    const split = range.start + request.copyTo(arena, range.start);
-    response.copyTo(arena, split);
-    return { request: arena.subarray(range.start, split), response: arena.subarray(split, range.end) };
-  };
-
-  /**
-   * Items and placements leave from the front: an index moves instead of the arrays shifting each time,
-   * and the arrays are cut once that many have gone.
-   */
-  private compact(): void {
-    if (this.first >= 1024) {
-      this.items.splice(0, this.first);
-      this.ids.splice(0, this.first);
-      this.first = 0;
-    }
-    if (this.placedFirst >= 1024) {
-      this.placed.splice(0, this.placedFirst);
-      this.placedFirst = 0;
-    }
-  }
-
-  get(id: string): CapturedExchange | undefined {
-    const at = this.ids.lastIndexOf(id);
-    return at >= this.first ? this.items[at] : undefined;
-  }
-
-  /** Newest first. */
-  list(): CapturedRequest[] {
-    const newestFirst: CapturedRequest[] = [];
-    for (let i = this.items.length - 1; i >= this.first; i--) newestFirst.push(this.items[i]!.request);
-    return newestFirst;
-  }
-
-  get size(): number {
-    return this.items.length - this.first;
-  }
-
-  /** How many of the exchanges kept still have their bodies. */
-  get withBodies(): number {
-    return this.placed.length - this.placedFirst;
-  }
-
-  /** Room for `length` bytes in the arena, taken from the oldest bodies there; null if it cannot fit. */
-  private reserve(length: number): { start: number; end: number } | null {
-    if (length > this.bodyBudget) return null;
-    this.arena ??= Buffer.allocUnsafeSlow(this.bodyBudget);
-    let start = this.writeAt;
-    if (start + length > this.bodyBudget) {
-      // The end of the arena is skipped: the bodies there are the oldest, and go first.
-      while (this.placed.length > this.placedFirst && this.placed[this.placedFirst]!.start >= start)
-        this.evictOldest();
-      start = 0;
-    }
-    const end = start + length;
-    // The bodies in the way are the oldest ones: the arena is written in order, round and round.
-    while (
-      this.placed.length > this.placedFirst &&
-      this.placed[this.placedFirst]!.start < end &&
-      start < this.placed[this.placedFirst]!.end
-    ) {
-      this.evictOldest();
-    }
-    this.writeAt = end;
-    return { start, end };
-  }
-
-  private evictOldest(): void {
-    const old = this.placed[this.placedFirst]!.exchange;
-    this.placedFirst += 1;
-    this.compact();
-    if (old.requestBody.length > 0) old.requestBodyTruncated = true;
-    if (old.responseBody.length > 0) old.responseBodyTruncated = true;
-    old.requestBody = EMPTY;
-    old.responseBody = EMPTY;
-  }
 }
 
 /**

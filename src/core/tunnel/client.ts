@@ -14,15 +14,18 @@ import { RemoteAddr, TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../share
 import { trustedCas } from '../trust.js';
 import { type CapturedExchange, formatAddress } from '../capture/capture.js';
 import { type AnswerOptions, answerRequest, answerUpgrade } from './answer.js';
+import { CaptureRecordReader } from './capture-records.js';
 import {
+  CAPTURES_FEATURE,
   GOAWAY_REPLACED,
   PIPE_FEATURE,
+  RELAY_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
   sessionTransport,
 } from './protocol.js';
-import { answerPipe } from './pipe.js';
+import { answerPipe, relayPipe } from './pipe.js';
 
 export interface TunnelClientOptions {
   /** The platform's origin, e.g. `http://127.0.0.1:8787` or `https://api.example.com`. */
@@ -54,6 +57,12 @@ export interface TunnelClientOptions {
    * stream each, instead of one stream per request. Off: the request-per-stream protocol alone.
    */
   pipe?: boolean;
+  /**
+   * With the byte path, offer to relay its bytes without reading them (default true): the edge does
+   * the HTTP work and sends the captures. Off: the client parses the bytes itself, as clients did
+   * before the relay path (and as it does with an edge that does not offer it).
+   */
+  relay?: boolean;
 }
 
 export interface TunnelInfo {
@@ -133,9 +142,16 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     this.emit('state', state, detail);
   }
 
-  /** The protocol features this client speaks, offered on connect. */
+  /** The protocol features this client speaks, offered on connect, and what they need said. */
   private featureHeaders(): Record<string, string> {
-    return this.options.pipe === false ? {} : { [TUNNEL_HEADERS.features]: PIPE_FEATURE };
+    if (this.options.pipe === false) return {};
+    if (this.options.relay === false) return { [TUNNEL_HEADERS.features]: PIPE_FEATURE };
+    const features = [PIPE_FEATURE, RELAY_FEATURE];
+    if (this.options.capture ?? true) features.push(CAPTURES_FEATURE);
+    const headers: Record<string, string> = { [TUNNEL_HEADERS.features]: features.join(',') };
+    if ((this.options.hostHeader ?? 'preserve') !== 'preserve')
+      headers[TUNNEL_HEADERS.appHost] = this.localHostHeader(undefined);
+    return headers;
   }
 
   private connectUrl(): URL {
@@ -321,9 +337,21 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     };
   }
 
-  /** A stream the edge opened: an Upgrade, a byte-path connection, or one request (answer.ts, pipe.ts). */
+  /**
+   * A stream the edge opened: an Upgrade, a byte-path connection (relayed, or read), a capture stream,
+   * or one request (answer.ts, pipe.ts).
+   */
   private answer(stream: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     stream.on('error', () => undefined);
+    const localHost = this.options.localHost ?? '127.0.0.1';
+    if (headers[STREAM_HEADERS.pipe] && headers[STREAM_HEADERS.relay] && this.options.relay !== false) {
+      relayPipe(stream, { localHost, localPort: this.options.localPort });
+      return;
+    }
+    if (headers[STREAM_HEADERS.captures]) {
+      this.readCaptures(stream);
+      return;
+    }
     const options: AnswerOptions = {
       pool: this.pool,
       localHost: this.options.localHost,
@@ -333,9 +361,30 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       emit: (exchange) => this.emit('exchange', exchange),
     };
     if (headers[STREAM_HEADERS.upgrade]) answerUpgrade(stream, headers, options);
-    else if (headers[STREAM_HEADERS.pipe]) {
-      answerPipe(stream, headers, { ...options, localHost: this.options.localHost ?? '127.0.0.1' });
-    } else answerRequest(stream, headers, options);
+    else if (headers[STREAM_HEADERS.pipe]) answerPipe(stream, headers, { ...options, localHost });
+    else answerRequest(stream, headers, options);
+  }
+
+  /** A capture stream: each record is an exchange of the relay path, emitted as the client's own. */
+  private readCaptures(stream: ServerHttp2Stream) {
+    if (!(this.options.capture ?? true)) {
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    // Nothing to send back: the answer ends this side at once, and the stream closes with the edge's end.
+    stream.respond({ ':status': 200, [STREAM_HEADERS.captures]: '1' }, { endStream: true });
+    const reader = new CaptureRecordReader();
+    stream.on('data', (chunk: Buffer) => {
+      let exchanges;
+      try {
+        exchanges = reader.push(chunk);
+      } catch {
+        // Not records this client reads: nothing more is taken from this stream.
+        stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        return;
+      }
+      for (const exchange of exchanges) this.emit('exchange', exchange);
+    });
   }
 }
 

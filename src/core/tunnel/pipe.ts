@@ -264,3 +264,61 @@ function withoutOurs(headers: readonly string[]): readonly string[] {
     if (!OURS.has(cut[i]!.toLowerCase())) kept.push(cut[i]!, cut[i + 1]!);
   return kept;
 }
+
+/**
+ * A relay stream (STREAM_HEADERS.relay): the edge did the connection's HTTP work, so its bytes and the
+ * app's pass both ways as they are, and the exchanges come on capture streams.
+ */
+export function relayPipe(
+  stream: ServerHttp2Stream,
+  options: Pick<PipeOptions, 'localHost' | 'localPort'>,
+): void {
+  const socket = connect(options.localPort, options.localHost);
+  socket.setNoDelay(true);
+  let connected = false;
+  socket.once('connect', () => {
+    connected = true;
+    if (!stream.closed && !stream.destroyed) stream.respond({ ':status': 200 });
+  });
+  stream.on('data', (chunk: Buffer) => {
+    if (!socket.destroyed && !socket.write(chunk)) stream.pause();
+  });
+  socket.on('drain', () => stream.resume());
+  socket.on('data', (chunk: Buffer) => {
+    if (!stream.write(chunk)) socket.pause();
+  });
+  stream.on('drain', () => socket.resume());
+  // Each side's end is passed on: the edge reads an app that closed its side as the end of a body, or
+  // of an idle connection; the app reads the public client's end after an Upgrade.
+  stream.on('end', () => socket.end());
+  socket.on('end', () => {
+    if (!stream.closed && !stream.destroyed && !stream.writableEnded) stream.end();
+  });
+  // Reset or ended by the edge: the public client went away, or the connection is over.
+  stream.on('close', () => {
+    if (stream.rstCode) {
+      socket.destroy();
+      return;
+    }
+    socket.end();
+    setTimeout(() => socket.destroy(), 5_000).unref();
+  });
+  socket.on('error', (error: NodeJS.ErrnoException) => {
+    if (stream.closed || stream.destroyed || (!connected && stream.headersSent)) return;
+    if (connected) {
+      // Cut off mid-conversation: the edge records what was under way as cut off.
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      return;
+    }
+    const why =
+      error.code === 'ECONNREFUSED'
+        ? `nothing is listening on ${options.localHost}:${options.localPort}`
+        : error.message;
+    stream.respond(
+      { ':status': 502, [STREAM_HEADERS.error]: why.replace(/[^\x20-\x7e]/g, ' ') },
+      { endStream: true },
+    );
+    // What the edge sent already is read and dropped until it ends the stream.
+    stream.resume();
+  });
+}

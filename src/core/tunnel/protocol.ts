@@ -10,7 +10,9 @@
 //
 // A client that offers the `pipe` feature gets the byte path instead for public HTTP/1.1 connections:
 // one stream per public connection (STREAM_HEADERS.pipe), its bytes passed through with only request
-// heads rewritten (http1.ts); requests replayed from the capture still travel one stream each.
+// heads rewritten (http1.ts); requests replayed from the capture still travel one stream each. One that
+// also offers `relay` reads none of those bytes: the edge does the rewriting both ways, and sends it the
+// exchanges on capture streams when it offers `captures` (STREAM_HEADERS.relay, .captures).
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Settings } from 'node:http2';
 import { Socket } from 'node:net';
@@ -39,10 +41,31 @@ export const STREAM_HEADERS = {
    * `wharf-request-id` (when the edge captures), which the client takes out before the app sees it.
    */
   pipe: 'wharf-pipe',
+  /**
+   * Set on byte-path streams of a client that offered `relay`: the edge did the connection's HTTP work
+   * (the Host the app is sent, the app's hop-by-hop response headers), so the client moves the bytes
+   * and parses nothing; the exchanges come on capture streams.
+   */
+  relay: 'wharf-relay',
+  /**
+   * Set on a capture stream, which the edge opens for a client that offered `captures` every few
+   * milliseconds while there are exchanges, and on the client's answer to it: the records of the relay
+   * path's exchanges since the last one (capture-records.ts).
+   */
+  captures: 'wharf-captures',
 } as const;
 
 /** The features a tunnel client offers when it connects (TUNNEL_HEADERS.features), comma-separated. */
 export const PIPE_FEATURE = 'pipe';
+/** The byte path without HTTP at the client: the edge rewrites what the client would (see STREAM_HEADERS.relay). */
+export const RELAY_FEATURE = 'relay';
+/** The edge sends the relay path's captures on capture streams (see STREAM_HEADERS.captures). */
+export const CAPTURES_FEATURE = 'captures';
+
+/** Whether an HTTP/2 stream is one of a tunnel connection's capture streams (on either side). */
+export function isCaptureStream(stream: { sentHeaders?: Record<string, unknown> }): boolean {
+  return stream.sentHeaders?.[STREAM_HEADERS.captures] !== undefined;
+}
 
 /** Our stream headers: never taken from a public request or an app's response, never passed on. */
 export const OURS: ReadonlySet<string> = new Set(Object.values(STREAM_HEADERS));

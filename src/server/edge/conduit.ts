@@ -15,7 +15,9 @@ import {
   type MessageHead,
   connectionListed,
   editHead,
+  hasAnyHeader,
   headerValue,
+  rewriteHead,
 } from '../../core/tunnel/http1.js';
 import { OURS } from '../../core/tunnel/protocol.js';
 import type { HeaderList } from '../../shared/api/tunnels.js';
@@ -50,6 +52,8 @@ export interface Admitted {
   exchange: Exchange | null;
   /** Runs once the request leaves the connection, answered or not. */
   done?: () => void;
+  /** The Host the upstream is sent instead of the public one (a tunnel client's rule); unset: kept. */
+  host?: string;
 }
 
 /** A 502 the edge writes itself for a request the upstream will not answer. */
@@ -72,8 +76,16 @@ export interface ConduitOptions {
   admit(head: MessageHead): Admitted | null;
   /** The answer to a request the upstream will not answer, for the reason given. */
   noAnswer(why: string): NoAnswer;
-  /** A captured exchange is over (with why it ended early, if it did). */
-  record?(exchange: Exchange, error: string | null): void;
+  /**
+   * A captured exchange is over (with why it ended early, if it did); `head`: its request head as the
+   * upstream was sent it, but with the public Host (null when the edge answered it without sending it).
+   */
+  record?(exchange: Exchange, error: string | null, head: Buffer | null): void;
+  /**
+   * The upstream's responses lose their hop-by-hop headers (those their Connection header lists, and
+   * ours) on the way out: it passes on what an app sent, unread (a relay tunnel client).
+   */
+  responseHop?: boolean;
   bodyLimit: number;
   /** How the limit reads in the 413 page. */
   bodyLimitText: string;
@@ -91,12 +103,17 @@ export type CarriedConnection = Pick<
 
 interface InFlight {
   exchange: Exchange | null;
+  /** The head sent upstream, for the capture (see ConduitOptions.record). */
+  head: Buffer | null;
   done: (() => void) | undefined;
   method: string;
   upgrade: boolean;
   /** The final (non-1xx) response's head went out. */
   answered: boolean;
 }
+
+/** Response headers that end at the edge when it reads an app's responses for a relay client. */
+const RESPONSE_HOP: ReadonlySet<string> = new Set(['proxy-connection', ...OURS]);
 
 /** The request body went over the edge's limit. */
 class OverLimit extends Error {}
@@ -124,8 +141,12 @@ export class Conduit {
         const admitted = options.admit(head);
         if (admitted === null) return { stop: true };
         this.bodySeen = 0;
+        const listed = connectionListed(head.headers);
+        const drop = listed ? new Set([...REPLACED, ...listed]) : REPLACED;
+        const forwarded = editHead(head, drop, admitted.add);
         this.inFlight.push({
           exchange: admitted.exchange,
+          head: admitted.exchange ? forwarded : null,
           done: admitted.done,
           method: head.method,
           upgrade: head.upgrade,
@@ -135,9 +156,12 @@ export class Conduit {
         // Refused before any of it reaches the upstream.
         const length = headerValue(head.headers, 'content-length');
         if (length !== undefined && Number(length) > options.bodyLimit) throw new OverLimit();
-        const listed = connectionListed(head.headers);
+        if (admitted.host === undefined) return { replace: forwarded };
         return {
-          replace: editHead(head, listed ? new Set([...REPLACED, ...listed]) : REPLACED, admitted.add),
+          replace: rewriteHead(head.raw, new Set([...drop, 'host']), [
+            ...admitted.add,
+            `host: ${admitted.host}`,
+          ]),
         };
       },
       body: (data) => {
@@ -153,9 +177,10 @@ export class Conduit {
         request.answered = true;
         request.exchange?.response(head.status, RawHead.of(head.raw));
         if (request.upgrade) this.releaseHeld(head.status === 101);
-        if (head.status === 101) return { raw: true };
+        const replace = options.responseHop ? withoutHopHeaders(head) : undefined;
+        if (head.status === 101) return { raw: true, replace };
         const connect = request.method === 'CONNECT' && head.status < 300;
-        return { noBody: request.method === 'HEAD' || connect };
+        return { noBody: request.method === 'HEAD' || connect, replace };
       },
       body: (data) => this.inFlight[0]?.exchange?.responseBody.push(data),
       end: () => {
@@ -276,13 +301,17 @@ export class Conduit {
 
   private fromUpstream(chunk: Buffer): void {
     if (this.done) return;
+    let out: Buffer[] | null = null;
     try {
-      this.responses.write(chunk);
+      out = this.responses.write(chunk).out;
     } catch {
       // The upstream's response is not HTTP the parser reads: it is passed on all the same, unparsed.
       this.responses.raw = true;
     }
-    if (!this.socket.write(chunk)) this.upstream.pause();
+    // What the framer passes on, when heads may be rewritten (a head cut over two chunks comes out
+    // whole with the second); else the chunk as it came.
+    const data = this.options.responseHop && out !== null ? joined(out) : chunk;
+    if (data.length > 0 && !this.socket.write(data)) this.upstream.pause();
   }
 
   /** A response went out whole: reroute once none is left, else read on (or wait, idle). */
@@ -390,7 +419,7 @@ export class Conduit {
     if (!answered) {
       const request = this.inFlight.shift();
       if (request?.exchange) request.exchange.noResponse(page.status);
-      if (request) this.record(request, reason);
+      if (request) this.record(request, reason, false);
       this.socket.end(pageResponse(page, { close: true }));
       // Read on (and drop) what is still being sent, a moment, so that the client gets the answer.
       this.socket.resume();
@@ -441,11 +470,26 @@ export class Conduit {
     else if (how.end) socket.end();
   }
 
-  private record(request: InFlight, error: string | null): void {
+  /** `sent`: whether the request went upstream (its head is in the capture as it went). */
+  private record(request: InFlight, error: string | null, sent = true): void {
     request.done?.();
-    if (request.exchange) this.options.record?.(request.exchange, error);
+    if (request.exchange) this.options.record?.(request.exchange, error, sent ? request.head : null);
   }
 }
+
+/** A response head without its hop-by-hop headers (undefined when it has none). */
+function withoutHopHeaders(head: MessageHead): Buffer | undefined {
+  const listed = connectionListed(head.headers);
+  if (listed === null && !hasAnyHeader(head.headers, RESPONSE_HOP)) return undefined;
+  return rewriteHead(head.raw, listed ? new Set([...RESPONSE_HOP, ...listed]) : RESPONSE_HOP, []);
+}
+
+function joined(parts: Buffer[]): Buffer {
+  if (parts.length === 1) return parts[0]!;
+  return parts.length === 0 ? EMPTY : Buffer.concat(parts);
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** A Host header's name: lowercase, without its port or a final dot. */
 export function normalizeHost(value: string | undefined): string {

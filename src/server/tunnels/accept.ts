@@ -7,14 +7,16 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type WebSocketServer, createWebSocketStream } from 'ws';
 import {
+  CAPTURES_FEATURE,
   GOAWAY_REPLACED,
   PIPE_FEATURE,
+  RELAY_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   sessionTransport,
 } from '../../core/tunnel/protocol.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
-import { RESERVED_SUBDOMAINS, isDnsLabel } from '../../shared/dns-label.js';
+import { RESERVED_SUBDOMAINS, isDnsLabel, isHostWithPort } from '../../shared/dns-label.js';
 import type { Authenticator, Caller } from '../auth/authenticate.js';
 import { assertScope } from '../auth/authenticate.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
@@ -22,6 +24,7 @@ import { ApiError, problem, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AccountLimits, Lease } from '../limits.js';
 import type { TunnelRegistry } from './registry.js';
+import { CaptureSender } from './capture-sender.js';
 import { Tunnel } from './tunnel.js';
 
 /** What taking an upgrade (a tunnel connection, a traffic feed) needs; the hub holds one. */
@@ -51,6 +54,7 @@ export async function acceptTunnel(
       `upgrade to "${TUNNEL_UPGRADE_PROTOCOL}" (or "websocket"), not "${protocol || 'nothing'}"`,
     );
   }
+  const appHost = appHostOf(req);
   const asked = url.searchParams.get('subdomain');
   const subdomain = asked === null || asked === '' ? await tunnels.randomSubdomain() : asked;
   if (!isDnsLabel(subdomain)) {
@@ -93,9 +97,15 @@ export async function acceptTunnel(
   tunnel.slot = slot;
   tunnel.stream = stream;
   tunnel.offlineSince = 0;
-  tunnel.pipes = String(req.headers[TUNNEL_HEADERS.features] ?? '')
-    .split(',')
-    .some((feature) => feature.trim() === PIPE_FEATURE);
+  const features = new Set(
+    String(req.headers[TUNNEL_HEADERS.features] ?? '')
+      .split(',')
+      .map((feature) => feature.trim()),
+  );
+  tunnel.pipes = features.has(PIPE_FEATURE);
+  tunnel.relays = tunnel.pipes && features.has(RELAY_FEATURE);
+  tunnel.appHost = tunnel.relays ? appHost : null;
+  tunnel.captures = null;
   const generation = ++tunnel.generation;
   socket.once('close', () => stream.release());
   /** This connection is gone: the tunnel slot goes back, unless a newer connection holds it now. */
@@ -165,7 +175,23 @@ export async function acceptTunnel(
   });
   transport.once('close', () => session.destroy());
   tunnel.session = session;
+  tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session) : null;
   tunnel.connectedAt = new Date().toISOString();
+}
+
+/** The Host a relay client's app is sent (TUNNEL_HEADERS.appHost), null for the public one. */
+function appHostOf(req: IncomingMessage): string | null {
+  const value = req.headers[TUNNEL_HEADERS.appHost];
+  if (value === undefined) return null;
+  if (typeof value !== 'string' || !isHostWithPort(value)) {
+    throw validationError([
+      {
+        path: TUNNEL_HEADERS.appHost,
+        message: 'must be a host name with an optional port, such as localhost:3000',
+      },
+    ]);
+  }
+  return value;
 }
 
 /**

@@ -58,10 +58,7 @@ export class TunnelRegistry {
       if (tunnel.accountId !== accountId) continue;
       tunnels += 1;
       grantedBytes += tunnel.captureBytes;
-      for (const { id } of tunnel.ring.list()) {
-        const kept = tunnel.ring.get(id);
-        if (kept) keptBytes += kept.requestBody.length + kept.responseBody.length;
-      }
+      keptBytes += tunnel.ring.keptBytes;
     }
     return { tunnels, grantedBytes, keptBytes };
   }

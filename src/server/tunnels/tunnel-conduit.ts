@@ -1,8 +1,10 @@
 // The tunnel's byte path at the edge: a public connection for a tunnel host carried whole over one
 // stream of the tunnel connection, to a connection the client makes to the local app (core/tunnel/
 // pipe.ts). The conduit (edge/conduit.ts) moves the bytes; this names the stream, captures each
-// exchange with the request id both sides share, and answers as the client would when the local app
-// cannot be reached.
+// exchange, and answers as the client would when the local app cannot be reached. A client that parses
+// the bytes itself is given each exchange's id in its request head; a relay client (the `relay`
+// feature) parses nothing: the edge sends its app the Host it asked for, takes the app's hop-by-hop
+// response headers out, and sends it the captures (capture-sender.ts).
 import http2 from 'node:http2';
 import { Exchange, RawHead, peerAddress } from '../../core/capture/capture.js';
 import { headerValue } from '../../core/tunnel/http1.js';
@@ -21,6 +23,9 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
   const { tunnel, socket, host } = options;
   const address = socket.remoteAddress ?? '';
   const proto = publicProto(socket);
+  // What the client of this connection takes: it may change with the next connection, not this one's.
+  const { relays, captures } = tunnel;
+  const appHost = tunnel.appHost ?? undefined;
   const stream = tunnel.session!.request(
     {
       ':method': 'POST',
@@ -28,16 +33,19 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       ':authority': host,
       ':scheme': 'http',
       [STREAM_HEADERS.pipe]: '1',
+      ...(relays ? { [STREAM_HEADERS.relay]: '1' } : {}),
       [STREAM_HEADERS.remoteAddr]: peerAddress(socket),
     },
     { endStream: false },
   );
+  const capturing = options.capture || captures !== null;
   const conduit = new Conduit({
     ...options,
     upstream: stream,
     abort: () => stream.close(http2.constants.NGHTTP2_CANCEL),
+    responseHop: relays,
     admit: (head) => {
-      const exchange = options.capture
+      const exchange = capturing
         ? new Exchange({
             tunnelId: tunnel.id,
             method: head.method,
@@ -49,6 +57,9 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
           })
         : null;
       const add = forwardingLines(address, headerValue(head.headers, 'host') ?? host, proto);
+      // A client that parses the bytes takes the exchange's id out of the head; a relay client gets it
+      // with the exchange's record.
+      if (relays) return { add, exchange, host: appHost };
       if (exchange) add.push(`${STREAM_HEADERS.requestId}: ${exchange.id}`);
       return { add, exchange };
     },
@@ -56,7 +67,7 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       headers: [{ name: 'content-type', value: 'text/plain; charset=utf-8' }],
       body: Buffer.from(noAnswerText(why)),
     }),
-    record: (exchange, error) => tunnel.record(exchange, error),
+    record: (exchange, error, head) => tunnel.recordLater(exchange, error, head, captures, options.capture),
   });
   stream.on('response', (headers) => {
     if (headers[':status'] === 200) return;

@@ -3,9 +3,11 @@
 // its share of the account's capture memory) and the live feed of what it captures.
 import { EventEmitter } from 'node:events';
 import type { ClientHttp2Session } from 'node:http2';
-import { CaptureRing, type CapturedExchange, type Exchange } from '../../core/capture/capture.js';
+import type { CapturedExchange, Exchange } from '../../core/capture/capture.js';
+import { CaptureRing } from '../../core/capture/ring.js';
 import { CAPTURE_LIMITS, type Tunnel as TunnelView } from '../../shared/api/tunnels.js';
 import type { Lease } from '../limits.js';
+import type { CaptureSender } from './capture-sender.js';
 
 export class Tunnel {
   readonly ring: CaptureRing;
@@ -22,6 +24,22 @@ export class Tunnel {
   offlineSince = 0;
   /** Its client takes public connections whole (the byte path, tunnel-conduit.ts). */
   pipes = false;
+  /**
+   * Its client moves a connection's bytes and parses nothing (the `relay` feature): the edge sends its
+   * app `appHost` as Host (null: the public one) and drops the app's hop-by-hop response headers.
+   */
+  relays = false;
+  appHost: string | null = null;
+  /** Where the current connection's captures go to its client (the `captures` feature), else null. */
+  captures: CaptureSender | null = null;
+  /** Exchanges of the byte path that ended in this turn of the event loop (see recordLater). */
+  private ended: Array<{
+    exchange: Exchange;
+    error: string | null;
+    head: Buffer | null;
+    sender: CaptureSender | null;
+    keep: boolean;
+  }> = [];
 
   constructor(
     readonly id: string,
@@ -47,6 +65,33 @@ export class Tunnel {
       connected_at: this.connectedAt,
       requests_captured: this.ring.total,
     };
+  }
+
+  /**
+   * Ends an exchange of the byte path now (its duration and sizes as they are), and keeps it (`keep`)
+   * and sends it to the client (`sender`) once this turn of the event loop has written its responses:
+   * the capture of the exchanges that ended in it is done together, after them.
+   */
+  recordLater(
+    exchange: Exchange,
+    error: string | null,
+    head: Buffer | null,
+    sender: CaptureSender | null,
+    keep: boolean,
+  ): void {
+    if (sender === null && !keep) return;
+    exchange.end(error);
+    this.ended.push({ exchange, error, head, sender, keep });
+    if (this.ended.length === 1) setImmediate(() => this.captureEnded());
+  }
+
+  private captureEnded(): void {
+    const ended = this.ended;
+    this.ended = [];
+    for (const { exchange, error, head, sender, keep } of ended) {
+      sender?.send(exchange, error, head);
+      if (keep) this.record(exchange, error);
+    }
   }
 
   /** Finishes a captured exchange (with why it failed, if it did), keeps it and feeds it live. */

@@ -9,6 +9,11 @@ export const TUNNEL_HEADERS = {
   url: 'wharf-tunnel-url',
   /** Sent by the client on connect: the protocol features it speaks, comma-separated (`pipe`). */
   features: 'wharf-tunnel-features',
+  /**
+   * Sent by a client that offers `relay` and does not keep the public Host: the Host its app is sent
+   * (`localhost:<port>`, or the host it was given), which the edge then puts in each request head.
+   */
+  appHost: 'wharf-tunnel-app-host',
 } as const;
 
 export const TUNNEL_UPGRADE_PROTOCOL = 'wharf-tunnel';

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { Http1Framer, type MessageHead } from '../../../src/core/tunnel/http1.js';
 import {
   BodyTap,
-  CaptureRing,
   CLIENT_WENT_AWAY_STATUS,
   Exchange,
   RawHead,
@@ -12,6 +11,7 @@ import {
   hostOfAddress,
   peerAddress,
 } from '../../../src/core/capture/capture.js';
+import { CaptureRing } from '../../../src/core/capture/ring.js';
 import {
   CapturedRequest,
   RemoteAddr,

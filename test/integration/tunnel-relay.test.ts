@@ -1,0 +1,169 @@
+// The relay path's own contract, beyond what the byte-path suites check with either kind of client: the
+// Host a relay client asks for at connect is checked (a bad one refused with 422, nothing claimed); a
+// relay client that does not capture is sent no captures; and a client that never reads its capture
+// streams cannot make the edge hold more than its bounded backlog (records go without bodies, then are
+// dropped and counted), over a real HTTP/2 connection that reads nothing.
+import { request } from 'node:http';
+import http2 from 'node:http2';
+import { type Server, type Socket, createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Exchange, RawHead } from '../../src/core/capture/capture.js';
+import { TunnelClient } from '../../src/core/tunnel/client.js';
+import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tunnels.js';
+import { CaptureSender } from '../../src/server/tunnels/capture-sender.js';
+import type { Tunnel } from '../../src/server/tunnels/tunnel.js';
+import { type LocalApp, startTextApp } from '../helpers/local-app.js';
+import { viaEdge } from '../helpers/deploy.js';
+import { until } from '../helpers/poll.js';
+import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+
+let tp: TestPlatform;
+let app: LocalApp;
+const clients: TunnelClient[] = [];
+
+beforeAll(async () => {
+  tp = await startPlatform();
+  app = await startTextApp((req) => `${req.method} ${req.url} ${req.headers.host}`);
+});
+
+afterAll(async () => {
+  for (const client of clients) await client.stop();
+  await app?.close();
+  await tp?.close();
+});
+
+function edgeTunnel(subdomain: string): Tunnel | undefined {
+  return (
+    tp.platform.tunnels as unknown as { tunnels: { get(name: string): Tunnel | undefined } }
+  ).tunnels.get(subdomain);
+}
+
+/** A raw connect as a tunnel client makes it, with `headers` added; resolves with the status and body. */
+function connectWith(
+  subdomain: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${tp.api}/tunnels/connect?subdomain=${subdomain}`, {
+      headers: { 'x-api-key': tp.key, connection: 'Upgrade', upgrade: TUNNEL_UPGRADE_PROTOCOL, ...headers },
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: '' });
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('a relay client', () => {
+  it('is refused with 422 when the Host it asks its app be sent is not a host, and claims nothing', async () => {
+    for (const bad of ['two words', 'host/path', `${'a'.repeat(64)}.test`, 'x.test:port']) {
+      const answer = await connectWith('relay-bad-host', {
+        [TUNNEL_HEADERS.features]: 'pipe,relay,captures',
+        [TUNNEL_HEADERS.appHost]: bad,
+      });
+      expect(answer.status).toBe(422);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        code: 'validation_failed',
+        errors: [{ path: TUNNEL_HEADERS.appHost }],
+      });
+    }
+    expect(edgeTunnel('relay-bad-host')).toBeUndefined();
+    const tunnels = await call<Array<{ subdomain: string }>>(`${tp.api}/tunnels`, { key: tp.key });
+    expect(tunnels.body.map((t) => t.subdomain)).not.toContain('relay-bad-host');
+  });
+
+  it('sends its app the Host it asked for, and one that does not capture is sent no captures', async () => {
+    const client = new TunnelClient({
+      platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+      apiKey: tp.key,
+      localPort: app.port,
+      subdomain: 'relay-quiet',
+      hostHeader: 'app.internal:8080',
+      capture: false,
+    });
+    clients.push(client);
+    await client.start();
+    const exchanges: string[] = [];
+    client.on('exchange', (e) => exchanges.push(e.request.id));
+    const tunnel = edgeTunnel('relay-quiet')!;
+    expect([tunnel.relays, tunnel.appHost, tunnel.captures]).toEqual([true, 'app.internal:8080', null]);
+
+    const answer = await viaEdge(tp.edgePort, 'relay-quiet.tunnel.localhost', '/x');
+    expect(answer.body).toBe('GET /x app.internal:8080');
+    // The edge still captures it for the platform's own history.
+    await until(() => tunnel.ring.size === 1, 'the edge to capture it');
+    expect(exchanges).toEqual([]);
+  });
+});
+
+describe('the capture streams of a client that never reads them', () => {
+  let hostile: Server;
+  const sockets = new Set<Socket>();
+  let session: http2.ClientHttp2Session;
+
+  beforeAll(async () => {
+    // The "client" end: takes the HTTP/2 connection and each stream, and reads none of them.
+    hostile = createServer((socket) => {
+      sockets.add(socket);
+      const server = http2.performServerHandshake(socket);
+      server.on('stream', (stream) => stream.pause());
+      server.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    const { port } = hostile.address() as { port: number };
+    session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    await new Promise((resolve) => session.once('connect', resolve));
+  });
+
+  afterAll(async () => {
+    session?.destroy();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => hostile?.close(resolve));
+  });
+
+  it('hold the edge to a bounded backlog: past it records lose their bodies, then are dropped and counted', async () => {
+    const sender = new CaptureSender(session);
+    const MiB = 1024 * 1024;
+    const exchange = (bodyBytes: number) => {
+      const e = new Exchange({
+        tunnelId: 'tun_hostile',
+        method: 'GET',
+        path: '/big',
+        url: 'http://hostile.tunnel.localhost/big',
+        httpVersion: 'HTTP/1.1',
+        requestHeaders: new RawHead('GET /big HTTP/1.1\r\nHost: hostile.tunnel.localhost\r\n\r\n'),
+        remoteAddr: '127.0.0.1:40000',
+      });
+      e.response(200, new RawHead(`HTTP/1.1 200 OK\r\ncontent-length: ${bodyBytes}\r\n\r\n`));
+      if (bodyBytes > 0) e.responseBody.push(Buffer.alloc(bodyBytes, 1));
+      return e;
+    };
+    const unread = () => (sender as unknown as { unreadBytes: number }).unreadBytes;
+    const batches = async (count: number, perBatch: number, bodyBytes: number) => {
+      let most = 0;
+      for (let batch = 0; batch < count; batch++) {
+        for (let i = 0; i < perBatch; i++) sender.send(exchange(bodyBytes), null, null);
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        most = Math.max(most, unread());
+      }
+      return most;
+    };
+    // 60 MiB of bodies offered: past 8 MiB unread, the records go without them.
+    const withBodies = await batches(6, 10, MiB);
+    expect(withBodies).toBeGreaterThan(8 * MiB);
+    expect(withBodies).toBeLessThanOrEqual(10 * MiB);
+    expect(sender.dropped).toBe(0);
+    // Small records, more than 16 MiB of them: past it they are dropped, and counted.
+    const most = await batches(12, 10_000, 0);
+    expect(sender.dropped).toBeGreaterThan(10_000);
+    expect(most).toBeLessThanOrEqual(16 * MiB + 10_000 * 300);
+  });
+});

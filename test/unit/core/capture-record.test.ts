@@ -1,0 +1,150 @@
+// An exchange as one binary record (core/capture/record.ts): what the edge keeps in its ring and sends a
+// relay client on its capture streams. A record reads back as the exchange it was made of, field for
+// field; records cut anywhere over chunks read back whole; bytes that are not records are refused.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Exchange, RawHead } from '../../../src/core/capture/capture.js';
+import {
+  MAX_RECORD_BYTES,
+  RecordError,
+  capturedFromRecord,
+  encodeRecord,
+  readRecord,
+  recordId,
+} from '../../../src/core/capture/record.js';
+import { CaptureRecordReader } from '../../../src/core/tunnel/capture-records.js';
+import type { HeaderList } from '../../../src/shared/api/tunnels.js';
+
+const REQUEST_HEAD = 'POST /p?q=caf\xe9 HTTP/1.1\r\nHost: demo.tunnel.localhost\r\nX-Latin: \xa0\xff\r\n\r\n';
+const RESPONSE_HEAD =
+  'HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n';
+
+function exchange(
+  options: {
+    path?: string;
+    requestHeaders?: RawHead | HeaderList | string[];
+    requestBody?: Buffer;
+    responseBody?: Buffer;
+    responseHeaders?: RawHead | HeaderList;
+    replayOf?: string | null;
+  } = {},
+): Exchange {
+  const path = options.path ?? '/p?q=caf\xe9';
+  const e = new Exchange({
+    tunnelId: 'tun_records',
+    method: 'POST',
+    path,
+    url: `http://demo.tunnel.localhost${path}`,
+    httpVersion: 'HTTP/1.1',
+    requestHeaders: options.requestHeaders ?? new RawHead(REQUEST_HEAD),
+    remoteAddr: '[::1]:50123',
+    replayOf: options.replayOf ?? null,
+  });
+  if (options.requestBody) e.requestBody.push(options.requestBody);
+  e.response(201, options.responseHeaders ?? new RawHead(RESPONSE_HEAD));
+  if (options.responseBody) e.responseBody.push(options.responseBody);
+  return e;
+}
+
+describe('an exchange as a record', () => {
+  it('reads back as the captured request the exchange makes, with its bodies inline', () => {
+    const e = exchange({ requestBody: Buffer.from('ping'), responseBody: Buffer.from('pong!') });
+    const record = encodeRecord(e, null, { bodies: 'inline' });
+    const read = capturedFromRecord(record);
+    expect(read.request).toEqual(e.finish().request);
+    expect(read.requestBody.toString()).toBe('ping');
+    expect(read.responseBody.toString()).toBe('pong!');
+    expect([read.requestBodyTruncated, read.responseBodyTruncated]).toEqual([false, false]);
+    expect(recordId(record, 0)).toBe(e.id);
+  });
+
+  it('keeps header lists, names and values alternating, an error, a replay and a head given instead', () => {
+    const list: HeaderList = [
+      { name: 'X-One', value: 'a' },
+      { name: 'x-one', value: 'b, "c"' },
+    ];
+    const fromList = exchange({ requestHeaders: list, responseHeaders: list, replayOf: 'req_original' });
+    const read = readRecord(encodeRecord(fromList, 'the app closed the connection', { bodies: 'inline' }));
+    expect(read.ended.start.requestHeaders).toEqual(list);
+    expect(read.ended.responseHeaders).toEqual(list);
+    expect(read.ended.error).toBe('the app closed the connection');
+    expect(read.ended.start.replayOf).toBe('req_original');
+
+    const fromPairs = exchange({ requestHeaders: ['Host', 'x.test', 'Accept', '*/*'] });
+    expect(
+      capturedFromRecord(encodeRecord(fromPairs, null, { bodies: 'inline' })).request.request_header_list,
+    ).toEqual([
+      { name: 'Host', value: 'x.test' },
+      { name: 'Accept', value: '*/*' },
+    ]);
+
+    // The head the app was sent stands in for the exchange's own (the edge's X-Forwarded-* in it).
+    const sent = Buffer.from(
+      'GET / HTTP/1.1\r\nHost: demo.tunnel.localhost\r\nX-Forwarded-For: 127.0.0.1\r\n\r\n',
+    );
+    const withHead = capturedFromRecord(
+      encodeRecord(exchange(), null, { requestHead: sent, bodies: 'inline' }),
+    );
+    expect(withHead.request.request_headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(withHead.request.replay_of).toBeNull();
+    expect(withHead.request.error).toBeNull();
+  });
+
+  it('flags bodies cut at the limit, left out for a client too far behind, or kept apart', () => {
+    const big = Buffer.alloc(1024 * 1024 + 10, 7);
+    const cut = capturedFromRecord(encodeRecord(exchange({ responseBody: big }), null, { bodies: 'inline' }));
+    expect(cut.responseBody.length).toBe(1024 * 1024);
+    expect(cut.responseBodyTruncated).toBe(true);
+    expect(cut.request.response_size).toBe(big.length);
+
+    const small = () => exchange({ requestBody: Buffer.from('abc'), responseBody: Buffer.alloc(0) });
+    const none = capturedFromRecord(encodeRecord(small(), null, { bodies: 'none' }));
+    expect([none.requestBody.length, none.requestBodyTruncated, none.responseBodyTruncated]).toEqual([
+      0,
+      true,
+      false,
+    ]);
+    const apart = readRecord(encodeRecord(small(), null, { bodies: 'apart' }));
+    expect([apart.requestBody.length, apart.requestTruncated]).toEqual([0, false]);
+  });
+});
+
+describe('the capture stream reader', () => {
+  const records = [
+    exchange({ requestBody: Buffer.from('one') }),
+    exchange({ path: '/two', responseBody: Buffer.alloc(70_000, 2) }),
+    exchange({ path: '/three' }),
+  ].map((e) => ({ id: e.id, bytes: encodeRecord(e, null, { bodies: 'inline' }) }));
+  const stream = Buffer.concat(records.map((r) => r.bytes));
+
+  it('reads every record whole, however the stream is cut into chunks', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: stream.length - 1 }), { maxLength: 12 }),
+        (cuts) => {
+          const reader = new CaptureRecordReader();
+          const ids: string[] = [];
+          let from = 0;
+          for (const at of [...cuts.sort((a, b) => a - b), stream.length]) {
+            for (const e of reader.push(stream.subarray(from, at))) ids.push(e.request.id);
+            from = at;
+          }
+          expect(ids).toEqual(records.map((r) => r.id));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses a length no record has, and parts that do not add up to it', () => {
+    const tooLong = Buffer.alloc(8);
+    tooLong.writeUInt32BE(MAX_RECORD_BYTES + 1, 0);
+    expect(() => new CaptureRecordReader().push(tooLong)).toThrow(RecordError);
+    const tooShort = Buffer.alloc(8);
+    tooShort.writeUInt32BE(3, 0);
+    expect(() => new CaptureRecordReader().push(tooShort)).toThrow(RecordError);
+    const lying = Buffer.from(records[0]!.bytes);
+    lying.writeUInt32BE(lying.readUInt32BE(35) + 1, 35);
+    expect(() => new CaptureRecordReader().push(lying)).toThrow(RecordError);
+  });
+});
