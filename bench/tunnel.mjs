@@ -22,6 +22,8 @@
 // --client autocannon: autocannon even where wrk is installed.
 // --quick: only 13 B at 50 connections, direct and through the tunnel with capture on and off, with
 // the CPU per request of the platform and the client (for trying a change to the data path).
+// --rate N (with --quick): N requests/s offered instead of as many as wrk gets through: the CPU per
+// request then compares two versions without the saturated machine's noise.
 //
 // The tunnel client is not an entry of dist/ (only the CLI and the platform are): it is taken from
 // dist/tunnel.js when a build makes one, else bundled from src/core/tunnel/client.ts into a temp dir
@@ -51,6 +53,7 @@ const { values } = parseArgs({
     strict: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     quick: { type: 'boolean', default: false },
+    rate: { type: 'string' },
   },
 });
 
@@ -330,13 +333,33 @@ function bulk(port, host, mib, direction) {
   });
 }
 
+/**
+ * --quick --rate N: N requests/s offered (autocannon), below what the tunnel can take, so that the CPU
+ * per request is what the data path costs and not also what a saturated machine batches less.
+ */
+async function fixedRate(target, rate) {
+  const { default: autocannon } = await import('autocannon');
+  const result = await autocannon({
+    url: `http://127.0.0.1:${target.port}/small`,
+    headers: { host: target.host },
+    connections: 50,
+    overallRate: rate,
+    duration: Number(values.duration),
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${target.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { requests: result.requests.average, total: result.requests.total };
+}
+
 /** --quick: the small-request load alone, round after round, capture on and off in turn. */
 async function quick(targets, cpuOf, platform, client, rounds) {
   const setCapture = (on) =>
     Promise.all([ask(platform.child, { cmd: 'capture', on }), ask(client.child, { cmd: 'capture', on })]);
   const measure = async (target) => {
     const before = await cpuOf();
-    const result = await load(target, '/small', 50);
+    const result = values.rate
+      ? await fixedRate(target, Number(values.rate))
+      : await load(target, '/small', 50);
     const after = await cpuOf();
     return {
       rps: result.requests,

@@ -3,7 +3,7 @@
 // relay client that does not capture is sent no captures; and a client that never reads its capture
 // streams cannot make the edge hold more than its bounded backlog (records go without bodies, then are
 // dropped and counted), over a real HTTP/2 connection that reads nothing.
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import http2 from 'node:http2';
 import { type Server, type Socket, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tunnels.js';
 import { CaptureSender } from '../../src/server/tunnels/capture-sender.js';
 import type { Tunnel } from '../../src/server/tunnels/tunnel.js';
-import { type LocalApp, startTextApp } from '../helpers/local-app.js';
+import { type LocalApp, startRecordingApp, startTextApp } from '../helpers/local-app.js';
 import { viaEdge } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
@@ -165,5 +165,50 @@ describe('the capture streams of a client that never reads them', () => {
     const most = await batches(12, 10_000, 0);
     expect(sender.dropped).toBeGreaterThan(10_000);
     expect(most).toBeLessThanOrEqual(16 * MiB + 10_000 * 300);
+  });
+});
+
+describe('a tunnel whose bodies grow large', () => {
+  it('moves its connections to streams the client reads, and back to relayed ones when they shrink, capturing each exchange once, bodies whole', async () => {
+    const big = await startRecordingApp((req, res) =>
+      res.end(req.url === '/big' ? 'b'.repeat(64 * 1024) : 'small'),
+    );
+    const connections = () => Math.max(0, ...big.received.map((r) => r.connection));
+    const client = new TunnelClient({
+      platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+      apiKey: tp.key,
+      localPort: big.port,
+      subdomain: 'relay-switch',
+    });
+    clients.push(client);
+    await client.start();
+    const onClient: Array<{ id: string; size: number; kept: number }> = [];
+    client.on('exchange', (e) =>
+      onClient.push({ id: e.request.id, size: e.request.response_size, kept: e.responseBody.length }),
+    );
+    const tunnel = edgeTunnel('relay-switch')!;
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const ask = (path: string) => viaEdge(tp.edgePort, 'relay-switch.tunnel.localhost', path, { agent });
+      expect((await ask('/small')).body).toBe('small');
+      expect(tunnel.relayNow).toBe(true);
+      const connectionsBefore = connections();
+      for (let i = 0; i < 40; i++) expect((await ask('/big')).body).toHaveLength(64 * 1024);
+      expect(tunnel.relayNow).toBe(false);
+      // The same public connection, carried on a stream the client reads: the app sees a new one.
+      expect(connections()).toBeGreaterThan(connectionsBefore);
+      for (let i = 0; i < 120; i++) expect((await ask('/small')).body).toBe('small');
+      expect(tunnel.relayNow).toBe(true);
+
+      const edge = await call<Array<{ id: string }>>(`${tp.api}/tunnels/relay-switch/requests`, {
+        key: tp.key,
+      });
+      await until(() => onClient.length === 161, 'the client to capture all 161');
+      expect(new Set(onClient.map((e) => e.id))).toEqual(new Set(edge.body.map((r) => r.id)));
+      for (const e of onClient) expect(e.kept).toBe(e.size);
+    } finally {
+      agent.destroy();
+      await big.close();
+    }
   });
 });

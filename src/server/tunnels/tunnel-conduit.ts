@@ -24,7 +24,8 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
   const address = socket.remoteAddress ?? '';
   const proto = publicProto(socket);
   // What the client of this connection takes: it may change with the next connection, not this one's.
-  const { relays, captures } = tunnel;
+  const { captures } = tunnel;
+  const relays = tunnel.relayNow;
   const appHost = tunnel.appHost ?? undefined;
   const stream = tunnel.session!.request(
     {
@@ -45,6 +46,9 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
     abort: () => stream.close(http2.constants.NGHTTP2_CANCEL),
     responseHop: relays,
     admit: (head) => {
+      // The tunnel's bodies grew (or shrank) past what suits this stream: the connection is routed
+      // afresh, onto a stream of the other kind, once its responses so far are out.
+      if (relays !== tunnel.relayNow) return null;
       const exchange = capturing
         ? new Exchange({
             tunnelId: tunnel.id,
@@ -67,7 +71,11 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       headers: [{ name: 'content-type', value: 'text/plain; charset=utf-8' }],
       body: Buffer.from(noAnswerText(why)),
     }),
-    record: (exchange, error, head) => tunnel.recordLater(exchange, error, head, captures, options.capture),
+    record: (exchange, error, head) => {
+      tunnel.noteBodies(exchange.requestBody.size + exchange.responseBody.size);
+      // A client that reads the bytes captures the exchange itself.
+      tunnel.recordLater(exchange, error, head, relays ? captures : null, options.capture);
+    },
   });
   stream.on('response', (headers) => {
     if (headers[':status'] === 200) return;

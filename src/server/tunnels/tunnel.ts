@@ -9,6 +9,10 @@ import { CAPTURE_LIMITS, type Tunnel as TunnelView } from '../../shared/api/tunn
 import type { Lease } from '../limits.js';
 import type { CaptureSender } from './capture-sender.js';
 
+/** Relay streams while a tunnel's bodies average under the first; read streams past the second (bytes). */
+const RELAY_BODIES_FROM = 8 * 1024;
+const RELAY_BODIES_UP_TO = 32 * 1024;
+
 export class Tunnel {
   readonly ring: CaptureRing;
   readonly feed = new EventEmitter();
@@ -32,6 +36,12 @@ export class Tunnel {
   appHost: string | null = null;
   /** Where the current connection's captures go to its client (the `captures` feature), else null. */
   captures: CaptureSender | null = null;
+  /**
+   * The bytes of bodies its recent exchanges carried (a moving average), and whether new byte-path
+   * streams of a relay client are relayed (see relayNow).
+   */
+  private bodyAverage = 0;
+  private relaying = true;
   /** Exchanges of the byte path that ended in this turn of the event loop (see recordLater). */
   private ended: Array<{
     exchange: Exchange;
@@ -65,6 +75,24 @@ export class Tunnel {
       connected_at: this.connectedAt,
       requests_captured: this.ring.total,
     };
+  }
+
+  /**
+   * Whether a public connection goes to the client as a relay stream now: its client offered `relay`,
+   * and the tunnel's bodies are small. A relay client is sent its captures, bodies and all, so large
+   * bodies would cross the tunnel twice; a client that reads the stream keeps them as they pass. Past
+   * 32 KiB on average, new streams are read by the client; under 8 KiB, relayed again.
+   */
+  get relayNow(): boolean {
+    return this.relays && this.relaying;
+  }
+
+  /** An exchange of the byte path carried `bytes` of bodies. */
+  noteBodies(bytes: number): void {
+    if (!this.relays) return;
+    this.bodyAverage += (bytes - this.bodyAverage) / 32;
+    if (this.relaying && this.bodyAverage > RELAY_BODIES_UP_TO) this.relaying = false;
+    else if (!this.relaying && this.bodyAverage < RELAY_BODIES_FROM) this.relaying = true;
   }
 
   /**
