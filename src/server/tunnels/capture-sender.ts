@@ -4,7 +4,7 @@
 // not at all) gets records without their bodies, then none, and the edge's memory stays put.
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import type { Exchange } from '../../core/capture/capture.js';
-import { type PlannedRecord, planRecord } from '../../core/capture/record.js';
+import { planRecord } from '../../core/capture/record.js';
 import { STREAM_HEADERS } from '../../core/tunnel/protocol.js';
 
 /**
@@ -16,8 +16,17 @@ const GATHER_MS = 20;
 const BODIES_BACKLOG = 8 * 1024 * 1024;
 const RECORDS_BACKLOG = 16 * 1024 * 1024;
 
+/** Records are written as they come into chunks of this size (or one record's, if larger). */
+const CHUNK_BYTES = 64 * 1024;
+
 export class CaptureSender {
-  private gathered: PlannedRecord[] = [];
+  /**
+   * The records gathered, written into chunks as each comes: an exchange is let go at once (held until
+   * the batch went, it would hold the buffers its bodies were read in, and the collector would pay).
+   */
+  private full: Buffer[] = [];
+  private chunk: Buffer | null = null;
+  private chunkUsed = 0;
   private gatheredBytes = 0;
   /** Bytes written on capture streams the client has not taken whole yet. */
   private unreadBytes = 0;
@@ -41,7 +50,13 @@ export class CaptureSender {
       requestHead,
       bodies: backlog <= BODIES_BACKLOG ? 'inline' : 'none',
     });
-    this.gathered.push(record);
+    if (this.chunk === null || this.chunkUsed + record.size > this.chunk.length) {
+      if (this.chunk !== null && this.chunkUsed > 0) this.full.push(this.chunk.subarray(0, this.chunkUsed));
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, record.size));
+      this.chunkUsed = 0;
+    }
+    record.write(this.chunk, this.chunkUsed);
+    this.chunkUsed += record.size;
     this.gatheredBytes += record.size;
     this.timer ??= setTimeout(() => this.flush(), GATHER_MS);
   }
@@ -52,14 +67,14 @@ export class CaptureSender {
    */
   private flush(): void {
     this.timer = null;
-    if (this.gathered.length === 0 || this.session.closed || this.session.destroyed) return;
-    const data = Buffer.allocUnsafe(this.gatheredBytes);
-    let at = 0;
-    for (const record of this.gathered) {
-      record.write(data, at);
-      at += record.size;
-    }
-    this.gathered = [];
+    if (this.gatheredBytes === 0 || this.session.closed || this.session.destroyed) return;
+    const parts = this.full;
+    if (this.chunk !== null && this.chunkUsed > 0) parts.push(this.chunk.subarray(0, this.chunkUsed));
+    // The chunk goes with the stream's writes: the next record starts a new one.
+    const size = this.gatheredBytes;
+    this.full = [];
+    this.chunk = null;
+    this.chunkUsed = 0;
     this.gatheredBytes = 0;
     let stream: ClientHttp2Stream;
     try {
@@ -71,18 +86,21 @@ export class CaptureSender {
       // The session is going away: what was gathered goes with it.
       return;
     }
-    this.unreadBytes += data.length;
-    stream.once('close', () => (this.unreadBytes -= data.length));
+    this.unreadBytes += size;
+    stream.once('close', () => (this.unreadBytes -= size));
     stream.on('error', () => undefined);
     // The client has nothing to say on it; its answer is read and dropped.
     stream.resume();
-    stream.end(data);
+    for (const part of parts.slice(0, -1)) stream.write(part);
+    stream.end(parts.at(-1));
   }
 
   private close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.gathered = [];
+    this.full = [];
+    this.chunk = null;
+    this.chunkUsed = 0;
     this.gatheredBytes = 0;
   }
 }
