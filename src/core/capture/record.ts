@@ -13,6 +13,7 @@ import {
   type Exchange,
   RawHead,
   capturedExchange,
+  headerList,
 } from './capture.js';
 import type { HeaderList } from '../../shared/api/tunnels.js';
 
@@ -142,7 +143,7 @@ export function encodeRecord(exchange: Exchange, error: string | null, options: 
 function headBytes(headers: CapturedHeaders): Buffer | RawHead | string {
   if (headers instanceof RawHead) return headers;
   return JSON.stringify(
-    typeof headers[0] === 'string' ? pairs(headers as readonly string[]) : (headers as HeaderList),
+    typeof headers[0] === 'string' ? headerList(headers as readonly string[]) : (headers as HeaderList),
   );
 }
 
@@ -154,12 +155,6 @@ function byteLength(head: Buffer | RawHead | string): number {
 function writeHead(target: Buffer, at: number, head: Buffer | RawHead | string): number {
   if (head instanceof RawHead) return target.write(head.text, at, 'latin1');
   return typeof head === 'string' ? target.write(head, at, 'utf8') : head.copy(target, at);
-}
-
-function pairs(raw: readonly string[]): HeaderList {
-  const list: HeaderList = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) list.push({ name: raw[i]!, value: raw[i + 1]! });
-  return list;
 }
 
 /** Bytes that are not a record: a stream that does not carry them, or memory written over. */

@@ -143,7 +143,9 @@ export class Conduit {
         this.bodySeen = 0;
         const listed = connectionListed(head.headers);
         const drop = listed ? new Set([...REPLACED, ...listed]) : REPLACED;
-        const forwarded = editHead(head, drop, admitted.add);
+        // The head as sent but for the Host: what goes upstream without a Host rule, and the capture's.
+        const forwarded =
+          admitted.host === undefined || admitted.exchange ? editHead(head, drop, admitted.add) : null;
         this.inFlight.push({
           exchange: admitted.exchange,
           head: admitted.exchange ? forwarded : null,
@@ -156,7 +158,7 @@ export class Conduit {
         // Refused before any of it reaches the upstream.
         const length = headerValue(head.headers, 'content-length');
         if (length !== undefined && Number(length) > options.bodyLimit) throw new OverLimit();
-        if (admitted.host === undefined) return { replace: forwarded };
+        if (admitted.host === undefined) return { replace: forwarded! };
         return {
           replace: rewriteHead(head.raw, new Set([...drop, 'host']), [
             ...admitted.add,

@@ -72,7 +72,7 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       body: Buffer.from(noAnswerText(why)),
     }),
     record: (exchange, error, head) => {
-      tunnel.noteBodies(exchange.requestBody.size + exchange.responseBody.size);
+      tunnel.noteBodies(exchange.requestBody.keptBytes + exchange.responseBody.keptBytes);
       // A client that reads the bytes captures the exchange itself.
       tunnel.recordLater(exchange, error, head, relays ? captures : null, options.capture);
     },

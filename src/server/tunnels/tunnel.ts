@@ -87,7 +87,10 @@ export class Tunnel {
     return this.relays && this.relaying;
   }
 
-  /** An exchange of the byte path carried `bytes` of bodies. */
+  /**
+   * An exchange of the byte path kept `bytes` of bodies (what its record would carry: at most 1 MiB
+   * each, so one long download does not hold the tunnel off the relay for hundreds of requests).
+   */
   noteBodies(bytes: number): void {
     if (!this.relays) return;
     this.bodyAverage += (bytes - this.bodyAverage) / 32;
