@@ -8,7 +8,12 @@
 // Each relay is its own process, as the edge and the tunnel client are; each way's ratio to direct and
 // the CPU each relay spends per request. The tunnel's own numbers (bench/tunnel.mjs) read against these:
 // the gap between "h2 relays" and the tunnel is what parsing, head edits and capture cost.
-// Usage: node bench/relay-floor.mjs [--duration 4] [--rounds 3]   (wrk: apt-get install wrk)
+// Then the same for bulk: --bulk-mib MiB streamed down and up each way, MiB/s and the ratio to direct.
+// On loopback every hop's bytes are copied by the kernel twice (into the socket, out of it), and the
+// relays add two hops to direct's one: on a machine whose cores are all busy with those copies the
+// relays' bulk ratio is bounded near 1/3, whatever a relay does in between.
+// Usage: node bench/relay-floor.mjs [--duration 4] [--rounds 3] [--bulk-mib 1024]
+// (wrk: apt-get install wrk)
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -16,7 +21,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { HAVE_WRK, fmt, median, wrk } from './lib/load.mjs';
+import { HAVE_WRK, answerBulk, bulk, fmt, median, wrk } from './lib/load.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -24,6 +29,7 @@ const { values } = parseArgs({
     to: { type: 'string' },
     duration: { type: 'string', default: '4' },
     rounds: { type: 'string', default: '3' },
+    'bulk-mib': { type: 'string', default: '1024' },
   },
 });
 
@@ -54,6 +60,7 @@ async function serve(kind, to) {
   if (kind === 'app') {
     const body = Buffer.from('Hello, World!');
     server = http.createServer((req, res) => {
+      if (answerBulk(req, res)) return;
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
       res.end(body);
     });
@@ -152,6 +159,24 @@ async function main() {
           ? ''
           : `   CPU/request: public relay ${fmt(median(rows.map((r) => r.cpu[0])), 1)} µs, local relay ${fmt(median(rows.map((r) => r.cpu[1])), 1)} µs`;
       console.log(`  ${name.padEnd(11)} ${fmt(rps).padStart(8)} req/s   ratio ${fmt(rps / direct, 2)}${cpu}`);
+    }
+
+    const mib = Number(values['bulk-mib']);
+    if (mib <= 0) return;
+    const rates = Object.fromEntries(Object.keys(ways).map((name) => [name, { download: [], upload: [] }]));
+    for (let round = 0; round < Number(values.rounds); round++) {
+      for (const [name, way] of Object.entries(ways)) {
+        for (const direction of ['download', 'upload'])
+          rates[name][direction].push(await bulk(way.port, `127.0.0.1:${way.port}`, mib, direction));
+      }
+    }
+    console.log(`\n${fmt(mib)} MiB streamed in one request (median of ${values.rounds} rounds)`);
+    for (const [name, r] of Object.entries(rates)) {
+      const line = ['download', 'upload'].map((direction) => {
+        const rate = median(r[direction]);
+        return `${direction} ${fmt(rate).padStart(6)} MiB/s (ratio ${fmt(rate / median(rates.direct[direction]), 2)})`;
+      });
+      console.log(`  ${name.padEnd(11)} ${line.join('   ')}`);
     }
   } finally {
     for (const child of children) child.kill();

@@ -22,6 +22,8 @@
 // --client autocannon: autocannon even where wrk is installed.
 // --quick: only 13 B at 50 connections, direct and through the tunnel with capture on and off, with
 // the CPU per request of the platform and the client (for trying a change to the data path).
+// --bulk-only: the bulk streams alone (download and upload, with the RSS), e.g. to profile them;
+// --direction download|upload: one of the two.
 // --rate N (with --quick): N requests/s offered instead of as many as wrk gets through: the CPU per
 // request then compares two versions without the saturated machine's noise.
 //
@@ -30,13 +32,12 @@
 // with rolldown (a devDependency), the same way the build bundles everything else.
 import { fork } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deployApp } from './lib/deploy-app.mjs';
-import { HAVE_WRK, fmt, latency, median, wrk } from './lib/load.mjs';
+import { HAVE_WRK, answerBulk, bulk, fmt, latency, median, wrk } from './lib/load.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -53,6 +54,8 @@ const { values } = parseArgs({
     strict: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     quick: { type: 'boolean', default: false },
+    'bulk-only': { type: 'boolean', default: false },
+    direction: { type: 'string' },
     rate: { type: 'string' },
   },
 });
@@ -60,7 +63,6 @@ const { values } = parseArgs({
 const ROOT = new URL('..', import.meta.url);
 const DIST = pathToFileURL(`${resolve(fileURLToPath(ROOT), values.dist)}/`);
 const SUBDOMAIN = 'bench';
-const MiB = 1024 * 1024;
 const TARGETS = {
   tunnelSmall: 0.3,
   tunnelMedium: 0.1,
@@ -79,35 +81,16 @@ const CLIENT = values.client ?? (HAVE_WRK ? 'wrk' : 'autocannon');
 /** The app, deployed on the platform: small and 64 KiB responses, a bulk download, an upload sink. */
 const SERVER_JS = `
 const http = require('node:http');
-const MiB = 1024 * 1024;
 const small = Buffer.from('Hello, World!');
 const medium = Buffer.alloc(64 * 1024, 'w');
-const bulk = Buffer.alloc(MiB, 'b');
+const answerBulk = ${answerBulk};
 const server = http.createServer((req, res) => {
   if (req.url === '/small' || req.url === '/64k') {
     const body = req.url === '/small' ? small : medium;
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
     return res.end(body);
   }
-  if (req.url.startsWith('/bulk?')) {
-    const mib = Number(new URL(req.url, 'http://app').searchParams.get('mib'));
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': mib * MiB });
-    let sent = 0;
-    const pump = () => {
-      while (sent < mib) {
-        sent += 1;
-        if (!res.write(bulk)) return res.once('drain', pump);
-      }
-      res.end();
-    };
-    return pump();
-  }
-  if (req.url === '/sink') {
-    let size = 0;
-    req.on('data', (c) => (size += c.length));
-    return req.on('end', () => res.end(String(size)));
-  }
-  res.writeHead(404).end();
+  if (!answerBulk(req, res)) res.writeHead(404).end();
 });
 server.keepAliveTimeout = 60_000;
 server.listen(Number(process.env.PORT));
@@ -289,50 +272,6 @@ async function load(target, path, connections) {
   };
 }
 
-/** Streams `mib` MiB down (GET /bulk) or up (POST /sink); resolves with MiB/s. */
-function bulk(port, host, mib, direction) {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const done = (bytes) => {
-      if (bytes !== mib * MiB) return reject(new Error(`${direction}: ${bytes} bytes, not ${mib * MiB}`));
-      resolve(mib / (Number(process.hrtime.bigint() - started) / 1e9));
-    };
-    const up = direction === 'upload';
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: up ? '/sink' : `/bulk?mib=${mib}`,
-        method: up ? 'POST' : 'GET',
-        headers: { host, ...(up ? { 'content-length': String(mib * MiB) } : {}) },
-        agent: false,
-      },
-      (res) => {
-        let bytes = 0;
-        let text = '';
-        res.on('data', (c) => {
-          if (up) text += c;
-          else bytes += c.length;
-        });
-        res.on('end', () => done(up ? Number(text) : bytes));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    if (!up) return req.end();
-    const chunk = Buffer.alloc(MiB, 'u');
-    let sent = 0;
-    const pump = () => {
-      while (sent < mib) {
-        sent += 1;
-        if (!req.write(chunk)) return req.once('drain', pump);
-      }
-      req.end();
-    };
-    pump();
-  });
-}
-
 /**
  * --quick --rate N: N requests/s offered (autocannon), below what the tunnel can take, so that the CPU
  * per request is what the data path costs and not also what a saturated machine batches less.
@@ -446,7 +385,7 @@ async function main() {
     // 1. Bulk, first: the processes are fresh, so their RSS shows what streaming costs and nothing else.
     const mib = Number(values['bulk-mib']);
     const bulkResults = {};
-    for (const direction of ['download', 'upload']) {
+    for (const direction of values.direction ? [values.direction] : ['download', 'upload']) {
       const directRate = await bulk(targets.direct.port, targets.direct.host, mib, direction);
       const [edgeBefore, clientBefore] = await Promise.all([
         ask(platform.child, { cmd: 'peak-reset' }),
@@ -474,6 +413,7 @@ async function main() {
         `  ${direction.padEnd(8)}  direct ${fmt(r.directRate)} MiB/s, tunnel ${fmt(r.tunnelRate)} MiB/s, ratio ${fmt(r.tunnelRate / r.directRate, 2)}; RSS edge ${fmt(r.edgeBeforeMb)} -> ${fmt(r.edgeMb)} MB, client ${fmt(r.clientBeforeMb)} -> ${fmt(r.clientMb)} MB`,
       );
     }
+    if (values['bulk-only']) return;
 
     // 2. Requests/s, CPU per request, latency.
     const rps = {};

@@ -87,3 +87,82 @@ export function median(values) {
 export function fmt(n, digits = 0) {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
+
+const MiB = 1024 * 1024;
+
+/**
+ * The app's side of `bulk`: GET /bulk?mib=N and POST /sink; false for any other request. Self-contained
+ * (no outside names), so that a bench can put its source into an app it deploys.
+ */
+export function answerBulk(req, res) {
+  const mebibyte = 1024 * 1024;
+  if (req.url.startsWith('/bulk?')) {
+    const mib = Number(new URL(req.url, 'http://app').searchParams.get('mib'));
+    const chunk = Buffer.alloc(mebibyte, 'b');
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': mib * mebibyte });
+    let sent = 0;
+    const pump = () => {
+      while (sent < mib) {
+        sent += 1;
+        if (!res.write(chunk)) return res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+    return true;
+  }
+  if (req.url === '/sink') {
+    let size = 0;
+    req.on('data', (data) => (size += data.length));
+    req.on('end', () => res.end(String(size)));
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Streams `mib` MiB down (GET /bulk) or up (POST /sink) in one request on a connection of its own;
+ * resolves with MiB/s. The app answers GET /bulk?mib=N with N MiB, POST /sink with the bytes it read.
+ */
+export function bulk(port, host, mib, direction) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const done = (bytes) => {
+      if (bytes !== mib * MiB) return reject(new Error(`${direction}: ${bytes} bytes, not ${mib * MiB}`));
+      resolve(mib / (Number(process.hrtime.bigint() - started) / 1e9));
+    };
+    const up = direction === 'upload';
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: up ? '/sink' : `/bulk?mib=${mib}`,
+        method: up ? 'POST' : 'GET',
+        headers: { host, ...(up ? { 'content-length': String(mib * MiB) } : {}) },
+        agent: false,
+      },
+      (res) => {
+        let bytes = 0;
+        let text = '';
+        res.on('data', (c) => {
+          if (up) text += c;
+          else bytes += c.length;
+        });
+        res.on('end', () => done(up ? Number(text) : bytes));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (!up) return req.end();
+    const chunk = Buffer.alloc(MiB, 'u');
+    let sent = 0;
+    const pump = () => {
+      while (sent < mib) {
+        sent += 1;
+        if (!req.write(chunk)) return req.once('drain', pump);
+      }
+      req.end();
+    };
+    pump();
+  });
+}

@@ -14,6 +14,7 @@ import {
   rewriteHead,
   withoutLastLine,
 } from './http1.js';
+import { gatheredWriter } from './gather.js';
 import { OURS, STREAM_HEADERS, noAnswerText } from './protocol.js';
 
 export interface PipeOptions {
@@ -122,9 +123,10 @@ export function answerPipe(
     },
   });
 
+  const write = gatheredWriter(socket, () => stream.pause());
   const toApp = (parts: Buffer[]) => {
     for (const part of parts) {
-      if (part.length > 0 && !socket.write(part)) stream.pause();
+      if (part.length > 0 && !write(part)) stream.pause();
     }
   };
   const release = (upgraded: boolean) => {
@@ -280,8 +282,9 @@ export function relayPipe(
     connected = true;
     if (!stream.closed && !stream.destroyed) stream.respond({ ':status': 200 });
   });
+  const write = gatheredWriter(socket, () => stream.pause());
   stream.on('data', (chunk: Buffer) => {
-    if (!socket.destroyed && !socket.write(chunk)) stream.pause();
+    if (!socket.destroyed && !write(chunk)) stream.pause();
   });
   socket.on('drain', () => stream.resume());
   socket.on('data', (chunk: Buffer) => {

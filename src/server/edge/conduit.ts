@@ -19,6 +19,7 @@ import {
   headerValue,
   rewriteHead,
 } from '../../core/tunnel/http1.js';
+import { gatheredWriter } from '../../core/tunnel/gather.js';
 import { OURS } from '../../core/tunnel/protocol.js';
 import type { HeaderList } from '../../shared/api/tunnels.js';
 import { type EdgePage, pageResponse } from './pages.js';
@@ -130,11 +131,14 @@ export class Conduit {
   private bodySeen = 0;
   private upstreamFull = false;
   private done = false;
+  /** Writes to the public client: an HTTP/2 upstream's DATA frames go out gathered. */
+  private readonly toPublic: (chunk: Buffer) => boolean;
 
   constructor(private readonly options: ConduitOptions) {
     const { socket, upstream, host } = options;
     this.socket = socket;
     this.upstream = upstream;
+    this.toPublic = gatheredWriter(socket, () => upstream.pause());
     this.requests = new Http1Framer('request', {
       head: (head) => {
         if (normalizeHost(headerValue(head.headers, 'host')) !== host) return { stop: true };
@@ -313,7 +317,7 @@ export class Conduit {
     // What the framer passes on, when heads may be rewritten (a head cut over two chunks comes out
     // whole with the second); else the chunk as it came.
     const data = this.options.responseHop && out !== null ? joined(out) : chunk;
-    if (data.length > 0 && !this.socket.write(data)) this.upstream.pause();
+    if (data.length > 0 && !this.toPublic(data)) this.upstream.pause();
   }
 
   /** A response went out whole: reroute once none is left, else read on (or wait, idle). */
