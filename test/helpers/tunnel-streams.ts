@@ -1,7 +1,7 @@
 // Node's own bookkeeping of an HTTP/2 session's open and pending streams (no public API tells it), for
 // the tunnel suites that check a connection rides one stream and that none is left behind. Capture
-// streams are not counted: they carry no public traffic, and one opens every few milliseconds while
-// exchanges end (core/tunnel/capture-records.ts).
+// streams are not counted: they carry no public traffic, and one is open while a relay client's
+// connection lasts (core/tunnel/capture-records.ts).
 import type { Http2Session } from 'node:http2';
 import { isCaptureStream } from '../../src/core/tunnel/protocol.js';
 

@@ -2,13 +2,15 @@
 // Host a relay client asks for at connect is checked (a bad one refused with 422, nothing claimed); a
 // relay client that does not capture is sent no captures; and a client that never reads its capture
 // streams cannot make the edge hold more than its bounded backlog (records go without bodies, then are
-// dropped and counted), over a real HTTP/2 connection that reads nothing.
+// dropped and counted), over a real HTTP/2 connection that reads nothing. A relay client's captures come
+// on one stream for its connection, ended cleanly when the client stops or is taken over.
 import { Agent, request } from 'node:http';
 import http2 from 'node:http2';
 import { type Server, type Socket, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchange, RawHead } from '../../src/core/capture/capture.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
+import { STREAM_HEADERS } from '../../src/core/tunnel/protocol.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tunnels.js';
 import { CaptureSender } from '../../src/server/tunnels/capture-sender.js';
 import type { Tunnel } from '../../src/server/tunnels/tunnel.js';
@@ -103,6 +105,55 @@ describe('a relay client', () => {
   });
 });
 
+describe('the capture stream of a relay client', () => {
+  it('is one for the connection, and is ended cleanly when the client stops or another connection takes over', async () => {
+    const start = async () => {
+      const client = new TunnelClient({
+        platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+        apiKey: tp.key,
+        localPort: app.port,
+        subdomain: 'relay-one-stream',
+      });
+      clients.push(client);
+      // The capture streams this client is sent, and the code each closed with (0: ended, not reset).
+      const streams: Array<{ closedWith: number | null }> = [];
+      const exchanges: string[] = [];
+      client.on('exchange', (e) => exchanges.push(e.request.path));
+      await client.start();
+      const session = (client as unknown as { session: http2.Http2Session }).session;
+      session.on('stream', (stream, headers) => {
+        if (!headers[STREAM_HEADERS.captures]) return;
+        const seen: { closedWith: number | null } = { closedWith: null };
+        streams.push(seen);
+        stream.once('close', () => (seen.closedWith = stream.rstCode ?? 0));
+      });
+      return { client, streams, exchanges };
+    };
+
+    const first = await start();
+    for (const path of ['/a', '/b', '/c']) {
+      expect((await viaEdge(tp.edgePort, 'relay-one-stream.tunnel.localhost', path)).status).toBe(200);
+      // Past the edge's gathering time: each exchange goes in a batch of its own.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    await until(() => first.exchanges.length === 3, 'the three captures');
+    expect(first.exchanges).toEqual(['/a', '/b', '/c']);
+    expect(first.streams).toHaveLength(1);
+
+    // Taken over: the edge ends the old connection's capture stream before it closes the connection.
+    const second = await start();
+    await until(() => first.streams[0]!.closedWith !== null, 'the old capture stream to close');
+    expect(first.streams[0]!.closedWith).toBe(0);
+    await viaEdge(tp.edgePort, 'relay-one-stream.tunnel.localhost', '/d');
+    await until(() => second.exchanges.length === 1, 'the capture on the new connection');
+
+    // Stopped: its GOAWAY has the edge end the stream, so the close does not wait for it.
+    await second.client.stop();
+    expect(second.streams).toHaveLength(1);
+    expect(second.streams[0]!.closedWith).toBe(0);
+  });
+});
+
 describe('the capture streams of a client that never reads them', () => {
   let hostile: Server;
   const sockets = new Set<Socket>();
@@ -146,7 +197,7 @@ describe('the capture streams of a client that never reads them', () => {
       if (bodyBytes > 0) e.responseBody.push(Buffer.alloc(bodyBytes, 1));
       return e;
     };
-    const unread = () => (sender as unknown as { unreadBytes: number }).unreadBytes;
+    const unread = () => sender.backlogBytes;
     const batches = async (count: number, perBatch: number, bodyBytes: number) => {
       let most = 0;
       for (let batch = 0; batch < count; batch++) {

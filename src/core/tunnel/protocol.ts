@@ -48,9 +48,9 @@ export const STREAM_HEADERS = {
    */
   relay: 'wharf-relay',
   /**
-   * Set on a capture stream, which the edge opens for a client that offered `captures` every few
-   * milliseconds while there are exchanges, and on the client's answer to it: the records of the relay
-   * path's exchanges since the last one (capture-records.ts).
+   * Set on the capture stream, which the edge opens for a client that offered `captures` with the first
+   * exchange it has to send and keeps for the connection (ending it before the connection closes), and
+   * on the client's answer to it: the records of the relay path's exchanges (capture-records.ts).
    */
   captures: 'wharf-captures',
 } as const;

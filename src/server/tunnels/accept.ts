@@ -105,6 +105,7 @@ export async function acceptTunnel(
   tunnel.pipes = features.has(PIPE_FEATURE);
   tunnel.relays = tunnel.pipes && features.has(RELAY_FEATURE);
   tunnel.appHost = tunnel.relays ? appHost : null;
+  const previousCaptures = tunnel.captures;
   tunnel.captures = null;
   const generation = ++tunnel.generation;
   socket.once('close', () => stream.release());
@@ -124,6 +125,7 @@ export async function acceptTunnel(
     } catch {
       // already going away
     }
+    previousCaptures?.end();
     previous.close();
   }
   const responseHeaders = [

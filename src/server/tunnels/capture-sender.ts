@@ -1,16 +1,15 @@
-// The edge's end of a relay client's capture streams (core/tunnel/capture-records.ts): the records of
-// the relay path's exchanges (core/capture/record.ts), gathered for a few milliseconds and written as one
-// chunk, on a stream of its own. What waits for the client is bounded: a client that reads slowly (or
-// not at all) gets records without their bodies, then none, and the edge's memory stays put.
+// The edge's end of a relay client's capture stream (core/tunnel/capture-records.ts): the records of the
+// relay path's exchanges (core/capture/record.ts), gathered for a few milliseconds and written as one
+// chunk on one stream that lasts as long as the connection. What waits for the client is bounded: a
+// client that reads slowly (or not at all) gets records without their bodies, then none, and the edge's
+// memory stays put.
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
+import http2 from 'node:http2';
 import type { Exchange } from '../../core/capture/capture.js';
 import { planRecord } from '../../core/capture/record.js';
 import { STREAM_HEADERS } from '../../core/tunnel/protocol.js';
 
-/**
- * How long a record waits for others to go with it: a capture stream costs both sides a few hundred µs,
- * so under load it carries a few hundred exchanges; a person watching sees them a moment later.
- */
+/** How long a record waits for others to go with it (a person watching sees it a moment later). */
 const GATHER_MS = 20;
 /** Past this much unsent, records go without bodies; past the second, they are dropped (and counted). */
 const BODIES_BACKLOG = 8 * 1024 * 1024;
@@ -28,20 +27,33 @@ export class CaptureSender {
   private chunk: Buffer | null = null;
   private chunkUsed = 0;
   private gatheredBytes = 0;
-  /** Bytes written on capture streams the client has not taken whole yet. */
-  private unreadBytes = 0;
   private timer: NodeJS.Timeout | null = null;
+  /**
+   * The capture stream, opened with the first batch. One for the connection, not one per batch: a
+   * stream costs each side far more than the records of a batch (a stream every 20 ms was most of the
+   * capture's cost under load). Ended before the connection closes (see end()).
+   */
+  private stream: ClientHttp2Stream | null = null;
+  /** Nothing more is sent: the connection is going, or the client refused the stream. */
+  private ended = false;
   /** Records not sent because the client was too far behind. */
   dropped = 0;
 
   constructor(private readonly session: ClientHttp2Session) {
     session.once('close', () => this.close());
+    // The client is going (its GOAWAY): its close waits for the streams open on the connection.
+    session.once('goaway', () => this.end());
+  }
+
+  /** Bytes waiting to go to the client: gathered, and written on the stream but not yet sent. */
+  get backlogBytes(): number {
+    return this.gatheredBytes + (this.stream?.writableLength ?? 0);
   }
 
   /** Sends an ended exchange's record; `requestHead`: its head as the app was sent it (see the codec). */
   send(exchange: Exchange, error: string | null, requestHead: Buffer | null): void {
-    if (this.session.closed || this.session.destroyed) return;
-    const backlog = this.gatheredBytes + this.unreadBytes;
+    if (this.ended || this.session.closed || this.session.destroyed) return;
+    const backlog = this.backlogBytes;
     if (backlog > RECORDS_BACKLOG) {
       this.dropped += 1;
       return;
@@ -62,20 +74,34 @@ export class CaptureSender {
   }
 
   /**
-   * Writes what was gathered on a capture stream of its own, ended with it: a stream per batch, so
-   * that none stays open on a connection that is closing (its close waits for its streams).
+   * Sends what was gathered and ends the capture stream. The edge calls it before it closes the
+   * connection itself (a session's close waits for its open streams, and this one would stay open).
    */
+  end(): void {
+    if (this.ended) return;
+    this.flush();
+    this.ended = true;
+    this.stream?.end();
+  }
+
+  /** Writes what was gathered on the capture stream. */
   private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (this.gatheredBytes === 0 || this.session.closed || this.session.destroyed) return;
+    if (this.gatheredBytes === 0 || this.ended || this.session.closed || this.session.destroyed) return;
     const parts = this.full;
     if (this.chunk !== null && this.chunkUsed > 0) parts.push(this.chunk.subarray(0, this.chunkUsed));
     // The chunk goes with the stream's writes: the next record starts a new one.
-    const size = this.gatheredBytes;
     this.full = [];
     this.chunk = null;
     this.chunkUsed = 0;
     this.gatheredBytes = 0;
+    const stream = this.stream ?? this.open();
+    if (stream === null) return;
+    for (const part of parts) stream.write(part);
+  }
+
+  private open(): ClientHttp2Stream | null {
     let stream: ClientHttp2Stream;
     try {
       stream = this.session.request(
@@ -84,20 +110,25 @@ export class CaptureSender {
       );
     } catch {
       // The session is going away: what was gathered goes with it.
-      return;
+      return null;
     }
-    this.unreadBytes += size;
-    stream.once('close', () => (this.unreadBytes -= size));
     stream.on('error', () => undefined);
     // The client has nothing to say on it; its answer is read and dropped.
     stream.resume();
-    for (const part of parts.slice(0, -1)) stream.write(part);
-    stream.end(parts.at(-1));
+    stream.once('close', () => {
+      if (this.stream === stream) this.stream = null;
+      // A client that refuses the stream takes no captures: none is opened again.
+      if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) this.ended = true;
+    });
+    this.stream = stream;
+    return stream;
   }
 
   private close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.ended = true;
+    this.stream = null;
     this.full = [];
     this.chunk = null;
     this.chunkUsed = 0;

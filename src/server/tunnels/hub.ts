@@ -85,6 +85,7 @@ export class TunnelHub {
 
   close(): void {
     for (const tunnel of this.tunnels.all()) {
+      tunnel.captures?.end();
       tunnel.session?.close();
       tunnel.session?.destroy();
     }
