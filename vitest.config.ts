@@ -1,13 +1,28 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The suites that run a second time with the store on PostgreSQL (issue 20): the store's own, and the
+ * API's over it. The rest (tunnels, runtimes, the UI) reach the store through the same services.
+ */
+const POSTGRES_SUITES = [
+  'test/unit/server/billing/ledger.test.ts',
+  'test/unit/server/billing/daily-cap.test.ts',
+  'test/unit/server/status.test.ts',
+  'test/integration/store-postgres.test.ts',
+  'test/integration/auth.test.ts',
+  'test/integration/account-keys.test.ts',
+  'test/integration/projects.test.ts',
+  'test/integration/billing.test.ts',
+  'test/integration/domains.test.ts',
+  'test/integration/idempotency.test.ts',
+  'test/integration/errors.test.ts',
+  'test/integration/spec-contract-projects.test.ts',
+  'test/integration/spec-contract-domains-email.test.ts',
+  'test/integration/tenant-isolation.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: [
-      'test/unit/**/*.test.ts',
-      'test/integration/**/*.test.ts',
-      'test/e2e/**/*.test.ts',
-      'test/electron/**/*.test.ts',
-    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
@@ -16,5 +31,29 @@ export default defineConfig({
     execArgv: ['--expose-gc'],
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results/vitest.json' },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'main',
+          include: [
+            'test/unit/**/*.test.ts',
+            'test/integration/**/*.test.ts',
+            'test/e2e/**/*.test.ts',
+            'test/electron/**/*.test.ts',
+          ],
+          exclude: ['test/integration/store-postgres.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: POSTGRES_SUITES,
+          env: { WHARF_TEST_STORE: 'postgres' },
+          globalSetup: ['test/helpers/postgres-global.ts'],
+        },
+      },
+    ],
   },
 });

@@ -8,6 +8,8 @@ import { type PlatformConfig, resolveConfig, wharfHome } from '../server/config.
 import { loadPlans, PLANS_FILE } from '../server/plans.js';
 import { UsageError, type Io } from './io.js';
 import type { Store } from '../server/store/open.js';
+import { describeLocation } from '../server/store/location.js';
+import { parseDatabaseUrl } from './options.js';
 
 function parseScopes(value: string): Scope[] {
   const scopes = value
@@ -60,13 +62,37 @@ function plansOption(): Option {
 }
 
 /** The platform's config as `wharf platform` would resolve it for this data dir and plans file. */
-function adminConfig(options: { dataDir?: string; plans?: string }): PlatformConfig {
+function adminConfig(options: { dataDir?: string; databaseUrl?: string; plans?: string }): PlatformConfig {
   const dataDir = resolveConfig(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}).dataDir;
   const plans = loadPlans(dataDir, options.plans === undefined ? undefined : resolve(options.plans));
   return resolveConfig({
     dataDir,
+    databaseUrl: options.databaseUrl ?? null,
     ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
   });
+}
+
+/** Where the platform's store is: its PostgreSQL database, or the SQLite file in its data dir. */
+function storeOf(config: PlatformConfig): { location: string; name: string } {
+  if (config.databaseUrl) return { location: config.databaseUrl, name: describeLocation(config.databaseUrl) };
+  return { location: join(config.dataDir, 'platform.db'), name: config.dataDir };
+}
+
+/** The store of a platform that ran already: opening a SQLite file that is not there would create it. */
+function existingStore(config: PlatformConfig): { location: string; name: string } {
+  const store = storeOf(config);
+  if (!config.databaseUrl && !existsSync(store.location))
+    throw new Error(`there is no platform database in ${config.dataDir}`);
+  return store;
+}
+
+function databaseUrlOption(): Option {
+  return new Option(
+    '--database-url <url>',
+    "the platform's PostgreSQL database, when it runs on one (wharf platform --database-url)",
+  )
+    .env('WHARF_DATABASE_URL')
+    .argParser(parseDatabaseUrl);
 }
 
 function unknownPlan(plan: string, config: PlatformConfig): UsageError {
@@ -82,6 +108,7 @@ function dataDirOption(): Option {
 
 interface SetPlanOptions {
   dataDir?: string;
+  databaseUrl?: string;
   plans?: string;
   account: string;
   plan: string;
@@ -90,6 +117,7 @@ interface SetPlanOptions {
 
 interface CreditOptions {
   dataDir?: string;
+  databaseUrl?: string;
   plans?: string;
   account: string;
   usd: number;
@@ -98,6 +126,7 @@ interface CreditOptions {
 
 interface CreateAccountOptions {
   dataDir?: string;
+  databaseUrl?: string;
   plans?: string;
   email: string;
   unverified: boolean;
@@ -107,12 +136,15 @@ interface CreateAccountOptions {
 }
 
 export function adminCommand(io: Io): Command {
-  const admin = new Command('admin').description("manage a platform's accounts directly in its data dir");
+  const admin = new Command('admin').description(
+    "manage a platform's accounts directly in its store (its data dir, or --database-url)",
+  );
 
   admin
     .command('create-account')
     .description('create an account and print its first API key (shown once)')
     .addOption(dataDirOption())
+    .addOption(databaseUrlOption())
     .addOption(plansOption())
     .requiredOption('--email <email>', "the account's email address", parseEmail)
     .option('--unverified', 'leave the email unverified (AI endpoints refuse such accounts)', false)
@@ -124,7 +156,7 @@ export function adminCommand(io: Io): Command {
       const plan = options.plan ?? config.defaultPlan;
       if (!(plan in config.plans)) throw unknownPlan(plan, config);
       const { createAccount } = await import('../server/accounts/accounts.js');
-      await onStore(join(config.dataDir, 'platform.db'), async (db) => {
+      await onStore(storeOf(config).location, async (db) => {
         const { accountId, key } = await createAccount(db, {
           email: options.email,
           verified: !options.unverified,
@@ -147,23 +179,23 @@ export function adminCommand(io: Io): Command {
     .command('credit')
     .description("add a top-up to an account's balance (it carries over from month to month)")
     .addOption(dataDirOption())
+    .addOption(databaseUrlOption())
     .addOption(plansOption())
     .requiredOption('--account <id>', 'the account to credit (acc_…)', parseAccountId)
     .requiredOption('--usd <amount>', 'US dollars to add, e.g. 10 or 12.50', parseUsd)
     .option('--json', 'print { id, account_id, amount_usd, balance } as JSON', false)
     .action(async (options: CreditOptions) => {
       const config = adminConfig(options);
-      const file = join(config.dataDir, 'platform.db');
       // Opening would create an empty database: a mistyped data dir should say so instead.
-      if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
+      const store = existingStore(config);
       const { Ledger, formatUsd, usdToMicros } = await import('../server/billing/ledger.js');
-      await onStore(file, async (db) => {
+      await onStore(store.location, async (db) => {
         const account = await db
           .selectFrom('accounts')
           .select('id')
           .where('id', '=', options.account)
           .executeTakeFirst();
-        if (!account) throw new Error(`there is no account ${options.account} in ${config.dataDir}`);
+        if (!account) throw new Error(`there is no account ${options.account} in ${store.name}`);
         const ledger = new Ledger(db, config);
         const micros = usdToMicros(options.usd);
         const { id } = await ledger.topUp({
@@ -189,6 +221,7 @@ export function adminCommand(io: Io): Command {
       "move an account to another plan: its next monthly allowance, and its projects' memory, CPU and processes from their next start",
     )
     .addOption(dataDirOption())
+    .addOption(databaseUrlOption())
     .addOption(plansOption())
     .requiredOption('--account <id>', 'the account (acc_…)', parseAccountId)
     .requiredOption('--plan <plan>', 'the plan it moves to')
@@ -196,16 +229,15 @@ export function adminCommand(io: Io): Command {
     .action(async (options: SetPlanOptions) => {
       const config = adminConfig(options);
       if (!(options.plan in config.plans)) throw unknownPlan(options.plan, config);
-      const file = join(config.dataDir, 'platform.db');
-      if (!existsSync(file)) throw new Error(`there is no platform database in ${config.dataDir}`);
+      const store = existingStore(config);
       const { describeLimits, planLimits } = await import('../server/runtime/resources.js');
-      await onStore(file, async (db) => {
+      await onStore(store.location, async (db) => {
         const account = await db
           .selectFrom('accounts')
           .select('plan')
           .where('id', '=', options.account)
           .executeTakeFirst();
-        if (!account) throw new Error(`there is no account ${options.account} in ${config.dataDir}`);
+        if (!account) throw new Error(`there is no account ${options.account} in ${store.name}`);
         await db
           .updateTable('accounts')
           .set({ plan: options.plan })
@@ -231,12 +263,12 @@ export function adminCommand(io: Io): Command {
  * Runs `work` on the platform database in `file`, closing it afterwards; a refusal of the platform's
  * own (an ApiError: an email already taken, an unknown account) is said as it is, without its stack.
  */
-async function onStore(file: string, work: (db: Store) => Promise<void>): Promise<void> {
+async function onStore(location: string, work: (db: Store) => Promise<void>): Promise<void> {
   const [{ ApiError }, { openStore }] = await Promise.all([
     import('../server/errors.js'),
     import('../server/store/open.js'),
   ]);
-  const db = await openStore(file);
+  const db = await openStore(location);
   try {
     await work(db);
   } catch (error) {

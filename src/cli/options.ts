@@ -32,6 +32,28 @@ export function parseUrl(value: string): string {
   return value.replace(/\/+$/, '');
 }
 
+/**
+ * A PostgreSQL database URL (postgres:// or postgresql://, with a host and a database name). The
+ * error never repeats the value: it may hold a password.
+ */
+export function parseDatabaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('must be a URL such as postgres://wharf:password@127.0.0.1:5432/wharf');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new InvalidArgumentError('must be a postgres:// URL (SQLite, the default, needs no option)');
+  }
+  if (url.hostname === '' || url.pathname.replace(/^\//, '') === '') {
+    throw new InvalidArgumentError(
+      'must name a host and a database: postgres://user:password@host:5432/database',
+    );
+  }
+  return value;
+}
+
 export function parsePositiveSeconds(value: string): number {
   const seconds = Number(value);
   if (!/^\d+(\.\d+)?$/.test(value) || seconds <= 0 || seconds > 3600) {

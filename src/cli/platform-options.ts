@@ -18,6 +18,7 @@ import { type PlansSetting, loadPlans, PLANS_FILE } from '../server/plans.js';
 import { AI_PROVIDERS, type AiProvider } from '../shared/api/account.js';
 import {
   parseCount,
+  parseDatabaseUrl,
   parseDnsServer,
   parseDomain,
   parseMailbox,
@@ -32,6 +33,7 @@ import { UsageError } from './io.js';
 
 export interface PlatformOptions {
   dataDir?: string;
+  databaseUrl?: string;
   plans?: string;
   host: string;
   port: number;
@@ -86,6 +88,14 @@ export function withPlatformOptions(command: Command): Command {
         '--data-dir <dir>',
         `where its database, uploads and secret live (default: ${join(wharfHome(), 'platform')})`,
       ).env('WHARF_DATA_DIR'),
+    )
+    .addOption(
+      envOption(
+        '--database-url <url>',
+        'keep accounts, projects, the ledger, domains and certificates in this PostgreSQL database (postgres://user:password@host:5432/name; it must exist) instead of <data-dir>/platform.db',
+        'WHARF_DATABASE_URL',
+        { parse: parseDatabaseUrl },
+      ),
     )
     .addOption(
       new Option(
@@ -393,6 +403,7 @@ export function platformConfig(options: PlatformOptions): {
   const plans = loadPlans(dataDir, options.plans === undefined ? undefined : resolve(options.plans));
   const config = resolveConfig({
     dataDir,
+    databaseUrl: options.databaseUrl ?? null,
     ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
     edgePort: options.edgePort,
     front: options.front,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { type PlatformConfig, edgeUrl } from '../server/config.js';
 import type { PlansSetting } from '../server/plans.js';
+import { describeLocation } from '../server/store/location.js';
 import type { PlatformEvent } from '../server/app.js';
 import type { RunningPlatform } from '../server/serve.js';
 import { describeLimits, planLimits } from '../server/runtime/resources.js';
@@ -106,6 +107,7 @@ function printBanner(
     io.out(`  ACME       ${running.tls.directoryUrl}${wildcards}`);
   }
   io.out(`  Data       ${config.dataDir}`);
+  if (config.databaseUrl) io.out(`  Database   ${describeLocation(config.databaseUrl)} (PostgreSQL)`);
   io.out(
     `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
   );

@@ -101,7 +101,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const config = resolveConfig(partial);
   // Before anything is opened: a front that cannot run is said at once.
   const haproxy = config.front === 'haproxy' ? requireHaproxy() : null;
-  const db = await openStore(join(config.dataDir, 'platform.db'));
+  const db = await openStore(config.databaseUrl ?? join(config.dataDir, 'platform.db'));
   const secret = loadOrCreateSecret(config.dataDir, config.secret);
   const auth = new Authenticator(db, secret, config.tokenTtlSeconds);
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;

@@ -124,6 +124,11 @@ export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/dire
 export interface PlatformConfig {
   /** Where platform.db, uploads and the server secret live. */
   dataDir: string;
+  /**
+   * The store: null for `<dataDir>/platform.db` (SQLite), or a postgres:// URL of a PostgreSQL database
+   * that several platform nodes may share. Never shown with its password.
+   */
+  databaseUrl: string | null;
   /** Apps are served at `<subdomain>.<baseDomain>`. */
   baseDomain: string;
   /** Tunnels are served at `<subdomain>.<tunnelDomain>`. */
@@ -245,6 +250,7 @@ export function wharfHome(env: NodeJS.ProcessEnv = process.env): string {
 export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig {
   return {
     dataDir: partial.dataDir ?? join(wharfHome(), 'platform'),
+    databaseUrl: partial.databaseUrl ?? null,
     baseDomain: partial.baseDomain ?? 'localhost',
     tunnelDomain: partial.tunnelDomain ?? 'tunnel.localhost',
     edgePort: partial.edgePort ?? DEFAULT_EDGE_PORT,

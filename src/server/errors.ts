@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { ERROR_STATUS, problemBody, type ErrorCode, type FieldError } from '../shared/errors.js';
 import { fieldErrors } from '../shared/api/validation.js';
 import type { Problem } from '../shared/api/common.js';
+import { isUniqueViolation } from './store/errors.js';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -133,8 +134,7 @@ export function problemHandler(
     const prefix = context === 'body' ? [] : [context];
     return sendProblem(reply, validationError(fieldErrors(error.issues, prefix)));
   }
-  const sqliteCode = (error as { code?: unknown }).code;
-  if (sqliteCode === 'SQLITE_CONSTRAINT_UNIQUE' || sqliteCode === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+  if (isUniqueViolation(error)) {
     // Another process won a race for a unique name between our check and our insert.
     return sendProblem(reply, new ApiError('conflict', 'that name was taken a moment ago; try another'));
   }

@@ -12,6 +12,7 @@ import type { PlatformConfigInput } from '../../src/server/config.js';
 import type { Scope } from '../../src/shared/api/account.js';
 import { Problem } from '../../src/shared/api/common.js';
 import { ERROR_CODES, type ProblemBody } from '../../src/shared/errors.js';
+import { testDatabase } from './test-store.js';
 
 export type { ProblemBody };
 
@@ -50,14 +51,24 @@ export async function startPlatform(
   options: StartOptions = {},
 ): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
+  // WHARF_TEST_STORE=postgres (the `postgres` test project): the store in a PostgreSQL database of its
+  // own, on a server started for this file, unless the test names a database itself.
+  const database = config.databaseUrl === undefined ? await testDatabase() : null;
   // Host processes in a sandbox unless a test asks for another runtime: `auto` would pick containers
   // wherever an engine answers, and most tests are about the platform, not the runtime.
-  const platform = await buildPlatform({
-    runtime: 'sandbox',
-    stopContainersOnExit: true,
-    ...config,
-    dataDir,
-  });
+  let platform: Platform;
+  try {
+    platform = await buildPlatform({
+      runtime: 'sandbox',
+      stopContainersOnExit: true,
+      ...(database ? { databaseUrl: database.url } : {}),
+      ...config,
+      dataDir,
+    });
+  } catch (error) {
+    await database?.drop();
+    throw error;
+  }
   // The edge on a free port (or the one asked for): project URLs then carry it.
   await new Promise<void>((resolve, reject) => {
     platform.edge.server.once('error', reject);
@@ -103,6 +114,7 @@ export async function startPlatform(
         await removeEngineObjects(platform.runtime.platformId);
       }
       if (config.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+      await database?.drop();
     },
   };
 }

@@ -4,7 +4,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, ApiKeyInfo, CreatedKey, type Scope } from '../../src/shared/api/account.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -354,29 +353,26 @@ describe('DELETE /keys/:id', () => {
 describe('key storage', () => {
   it('stores only the SHA-256 hash of a key, never the key itself', async () => {
     const created = await createKey({ scopes: ['deploy'], name: 'stored' });
-    const db = new Database(join(p.dataDir, 'platform.db'), { readonly: true, fileMustExist: true });
-    try {
-      const row = db.prepare('SELECT * FROM api_keys WHERE id = ?').get(created.id) as
-        Record<string, unknown> | undefined;
-      expect(row).toBeDefined();
-      expect(row!.hash).toBe(sha256Hex(created.key));
-
-      const rows = db.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>;
-      expect(rows.length).toBeGreaterThan(1);
-      for (const stored of [created.key, p.key]) {
-        const secretPart = stored.slice(3);
-        for (const r of rows) {
-          for (const value of Object.values(r)) {
-            if (typeof value !== 'string') continue;
-            expect(value).not.toContain(stored);
-            expect(value).not.toContain(secretPart);
-          }
+    // Read as the store has it (SQLite, or PostgreSQL in the postgres project).
+    const rows = (await p.platform.db.selectFrom('api_keys').selectAll().execute()) as unknown as Array<
+      Record<string, unknown>
+    >;
+    const row = rows.find((r) => r.id === created.id);
+    expect(row).toBeDefined();
+    expect(row!.hash).toBe(sha256Hex(created.key));
+    expect(rows.length).toBeGreaterThan(1);
+    for (const stored of [created.key, p.key]) {
+      const secretPart = stored.slice(3);
+      for (const r of rows) {
+        for (const value of Object.values(r)) {
+          if (typeof value !== 'string') continue;
+          expect(value).not.toContain(stored);
+          expect(value).not.toContain(secretPart);
         }
       }
-    } finally {
-      db.close();
     }
 
+    // And in the bytes of a SQLite store's files.
     for (const file of ['platform.db', 'platform.db-wal']) {
       const path = join(p.dataDir, file);
       if (!existsSync(path)) continue;

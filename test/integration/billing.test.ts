@@ -6,12 +6,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, UsageEntry } from '../../src/shared/api/account.js';
+import { describeLocation } from '../../src/server/store/location.js';
 import { assertBuilt, runWharf } from '../helpers/cli.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 let p: TestPlatform;
 
-const run = (args: string[]) => runWharf(args);
+/** The CLI, pointed at the platform's PostgreSQL database when it runs on one (the postgres project). */
+const run = (args: string[]) =>
+  runWharf(
+    args,
+    p?.platform.config.databaseUrl ? { env: { WHARF_DATABASE_URL: p.platform.config.databaseUrl } } : {},
+  );
+/** How `wharf admin` names the store of the test platform. */
+const storeName = () =>
+  p.platform.config.databaseUrl ? describeLocation(p.platform.config.databaseUrl) : p.dataDir;
 
 async function account(key = p.key): Promise<Account> {
   const result = await call(`${p.api}/account`, { key });
@@ -179,7 +188,12 @@ describe('wharf admin credit', () => {
       '5',
     ]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr.trim()).toBe(`wharf: there is no account acc_nobody in ${p.dataDir}`);
+    expect(missing.stderr.trim()).toBe(`wharf: there is no account acc_nobody in ${storeName()}`);
+    expect(missing.stderr).not.toContain(
+      new URL(p.platform.config.databaseUrl ?? 'postgres://x:unset@h/d').password,
+    );
+    // A data dir without a platform: for SQLite, whose file opening would create.
+    if (p.platform.config.databaseUrl) return;
     const empty = mkdtempSync(join(tmpdir(), 'wharf-credit-'));
     try {
       const result = await run(['admin', 'credit', '--data-dir', empty, '--account', 'acc_x', '--usd', '5']);

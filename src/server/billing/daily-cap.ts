@@ -4,6 +4,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
+import { locksRows } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import type { Database } from '../store/schema.js';
 import { dayOf, nextUtcMidnight } from './money.js';
@@ -58,6 +59,7 @@ export class DailyCap {
       .select('count')
       .where('account_id', '=', accountId)
       .where('day', '=', day)
+      .$if(locksRows(trx), (query) => query.forUpdate())
       .executeTakeFirstOrThrow();
     const cap = this.config.emailDailyCap;
     if (count + n > cap) {
@@ -87,7 +89,10 @@ export class DailyCap {
     if (n <= 0) return;
     await trx
       .updateTable('email_daily_counts')
-      .set((eb) => ({ count: sql<number>`max(0, ${eb.ref('count')} - ${n})` }))
+      // max(0, …) in SQLite is greatest(0, …) in PostgreSQL: a CASE is the same in both.
+      .set((eb) => ({
+        count: sql<number>`case when ${eb.ref('count')} > ${n} then ${eb.ref('count')} - ${n} else 0 end`,
+      }))
       .where('account_id', '=', accountId)
       .where('day', '=', day)
       .execute();

@@ -14,6 +14,7 @@ import type { Balance, UsageEntry } from '../../shared/api/account.js';
 import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
+import { locksRows } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import type { BalancesTable, Database } from '../store/schema.js';
 import { assertMicros, formatUsd, microsToUsd, nextMonthStart, periodOf, usdToMicros } from './money.js';
@@ -172,6 +173,7 @@ export class Ledger {
         .selectFrom('balances')
         .selectAll()
         .where('account_id', '=', accountId)
+        .$if(locksRows(trx), (query) => query.forUpdate())
         .executeTakeFirst();
       if (!state) throw new ApiError('not_found', `account ${accountId} was not found`);
       const period = periodOf(now);

@@ -13,6 +13,7 @@ import type {
 import type { PlatformConfig } from '../config.js';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
+import { isUniqueViolation } from '../store/errors.js';
 import type { Store } from '../store/open.js';
 import type { Selectable } from 'kysely';
 import type { CertificateStatus } from '../tls/certificates.js';
@@ -377,8 +378,4 @@ export class DomainService {
 
 function takenElsewhere(domain: string): ApiError {
   return new ApiError('conflict', `the domain ${domain} has been verified by another account`);
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE';
 }

@@ -28,7 +28,7 @@ import { serviceLabel } from '../../shared/dns-label.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, notFound, validationError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Store } from '../store/open.js';
+import { type Store, dialectOf } from '../store/open.js';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
 import { maskRepoUrl, refusedRepoTarget, refusedRepoUrl, splitUserinfo, unmaskRepoUrl } from './repo-url.js';
 import type { ProjectsTable } from '../store/schema.js';
@@ -83,7 +83,10 @@ export class ProjectService {
       (row) => row.repo_url !== null && splitUserinfo(row.repo_url).userinfo !== null,
     );
     if (legacy.length === 0) return 0;
-    await sql`PRAGMA secure_delete = ON`.execute(this.db);
+    // SQLite: the old values' bytes are zeroed in the file as they are replaced, and the WAL emptied
+    // after. (PostgreSQL keeps old row versions until VACUUM: its operator vacuums the table.)
+    const sqlite = dialectOf(this.db) === 'sqlite';
+    if (sqlite) await sql`PRAGMA secure_delete = ON`.execute(this.db);
     try {
       for (const row of legacy) {
         const sealed = this.sealUserinfo(row.id, row.repo_url!);
@@ -102,13 +105,14 @@ export class ProjectService {
             .updateTable('project_logs')
             .set({ line: sql<string>`replace(line, ${exposed}, '***@')` })
             .where('project_id', '=', row.id)
-            .where(sql<boolean>`instr(line, ${exposed}) > 0`)
+            // The lines that hold it (instr() is SQLite's, strpos() PostgreSQL's; this is both's).
+            .where(sql<boolean>`replace(line, ${exposed}, '') <> line`)
             .execute();
         });
       }
-      await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(this.db);
+      if (sqlite) await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(this.db);
     } finally {
-      await sql`PRAGMA secure_delete = OFF`.execute(this.db);
+      if (sqlite) await sql`PRAGMA secure_delete = OFF`.execute(this.db);
     }
     this.listCache.clear();
     return legacy.length;

@@ -1,14 +1,24 @@
 // Schema migrations, kept in code so the platform can migrate its own database on start.
 import { type Kysely, type Migration, sql } from 'kysely';
+import { dialectOf } from './dialect.js';
+
+/**
+ * The integer column type: 64-bit in both databases (SQLite's INTEGER is; PostgreSQL's is 32-bit, and
+ * micro-dollars pass 2^31 at $2,147). SQLite keeps the type it always had, so its schema is unchanged.
+ */
+function intType(db: Kysely<unknown>): 'integer' | 'bigint' {
+  return dialectOf(db) === 'postgres' ? 'bigint' : 'integer';
+}
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts_keys_projects': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       await db.schema
         .createTable('accounts')
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('email', 'text', (c) => c.notNull().unique())
-        .addColumn('email_verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('email_verified', int, (c) => c.notNull().defaultTo(0))
         .addColumn('plan', 'text', (c) => c.notNull())
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
@@ -59,15 +69,20 @@ export const migrations: Record<string, Migration> = {
         .addColumn('project_id', 'text', (c) =>
           c.notNull().unique().references('projects.id').onDelete('cascade'),
         )
-        .addColumn('size_bytes', 'integer', (c) => c.notNull())
-        .addColumn('files', 'integer', (c) => c.notNull())
+        .addColumn('size_bytes', int, (c) => c.notNull())
+        .addColumn('files', int, (c) => c.notNull())
         .addColumn('path', 'text', (c) => c.notNull())
         .addColumn('uploaded_at', 'text', (c) => c.notNull())
         .execute();
 
       await db.schema
         .createTable('project_logs')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('seq', int, (c) =>
+          // SQLite: INTEGER PRIMARY KEY AUTOINCREMENT (seq never reused); PostgreSQL: an identity.
+          dialectOf(db) === 'postgres'
+            ? c.primaryKey().generatedByDefaultAsIdentity()
+            : c.primaryKey().autoIncrement(),
+        )
         .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
         .addColumn('ts', 'text', (c) => c.notNull())
         .addColumn('stream', 'text', (c) => c.notNull())
@@ -102,6 +117,7 @@ export const migrations: Record<string, Migration> = {
   },
   '0004_billing_domains': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // The billing ledger: append-only entries in integer micro-dollars, with the part each one took
       // from (or gave to) the monthly allowance and the top-up; the per-account idempotency key makes
       // retried charges and the monthly grant happen once.
@@ -111,9 +127,9 @@ export const migrations: Record<string, Migration> = {
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
         .addColumn('at', 'text', (c) => c.notNull())
         .addColumn('kind', 'text', (c) => c.notNull())
-        .addColumn('amount_micros', 'integer', (c) => c.notNull())
-        .addColumn('allowance_micros', 'integer', (c) => c.notNull())
-        .addColumn('topup_micros', 'integer', (c) => c.notNull())
+        .addColumn('amount_micros', int, (c) => c.notNull())
+        .addColumn('allowance_micros', int, (c) => c.notNull())
+        .addColumn('topup_micros', int, (c) => c.notNull())
         .addColumn('period', 'text', (c) => c.notNull())
         .addColumn('description', 'text', (c) => c.notNull())
         .addColumn('idempotency_key', 'text', (c) => c.notNull())
@@ -129,16 +145,16 @@ export const migrations: Record<string, Migration> = {
         .createTable('balances')
         .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id').onDelete('cascade'))
         .addColumn('period', 'text')
-        .addColumn('allowance_micros', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('allowance_used_micros', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('topup_micros', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('allowance_micros', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('allowance_used_micros', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('topup_micros', int, (c) => c.notNull().defaultTo(0))
         .addColumn('updated_at', 'text', (c) => c.notNull())
         .execute();
       await db.schema
         .createTable('email_daily_counts')
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
         .addColumn('day', 'text', (c) => c.notNull())
-        .addColumn('count', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('count', int, (c) => c.notNull().defaultTo(0))
         .addPrimaryKeyConstraint('email_daily_counts_pk', ['account_id', 'day'])
         .execute();
 
@@ -149,12 +165,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
         .addColumn('domain', 'text', (c) => c.notNull().unique())
         .addColumn('project_id', 'text', (c) => c.references('projects.id').onDelete('set null'))
-        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('verified', int, (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('verified_at', 'text')
         .addColumn('checked_at', 'text')
         .addColumn('check_detail', 'text')
-        .addColumn('check_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('check_attempts', int, (c) => c.notNull().defaultTo(0))
         .addColumn('next_check_at', 'text')
         .execute();
       await db.schema.createIndex('domains_account').on('domains').columns(['account_id', 'id']).execute();
@@ -208,6 +224,7 @@ export const migrations: Record<string, Migration> = {
   },
   '0008_domain_ownership': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // Ownership of custom domains (API.md §5): several accounts may hold a name pending, one at most
       // verified (a partial unique index, so two proofs racing cannot both win), one row per account and
       // name. SQLite cannot drop a column's UNIQUE: the table is rebuilt without it.
@@ -217,12 +234,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
         .addColumn('domain', 'text', (c) => c.notNull())
         .addColumn('project_id', 'text', (c) => c.references('projects.id').onDelete('set null'))
-        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('verified', int, (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('verified_at', 'text')
         .addColumn('checked_at', 'text')
         .addColumn('check_detail', 'text')
-        .addColumn('check_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('check_attempts', int, (c) => c.notNull().defaultTo(0))
         .addColumn('next_check_at', 'text')
         .execute();
       // Domains verified before by their CNAME alone proved nothing about who owns them: they go back
@@ -266,6 +283,7 @@ export const migrations: Record<string, Migration> = {
   },
   '0010_idempotency': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // Requests named by an Idempotency-Key, per account and endpoint: reserved (`in_flight`) before any
       // work, then the stored answer (`done`) until `expires_at`. See src/server/billing/idempotency.ts.
       await db.schema
@@ -276,7 +294,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('id', 'text', (c) => c.notNull().unique())
         .addColumn('body_hash', 'text', (c) => c.notNull())
         .addColumn('state', 'text', (c) => c.notNull())
-        .addColumn('status', 'integer')
+        .addColumn('status', int)
         .addColumn('response', 'text')
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('expires_at', 'text', (c) => c.notNull())
@@ -291,11 +309,12 @@ export const migrations: Record<string, Migration> = {
   },
   '0011_sandbox_users': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // The uid each project's commands run as in the sandbox of a root platform. Never reused: a row
       // stays after its project is deleted, so a new project never inherits files an old one left.
       await db.schema
         .createTable('sandbox_users')
-        .addColumn('uid', 'integer', (c) => c.primaryKey())
+        .addColumn('uid', int, (c) => c.primaryKey())
         .addColumn('project_id', 'text', (c) => c.notNull().unique())
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
@@ -303,6 +322,7 @@ export const migrations: Record<string, Migration> = {
   },
   '0012_releases': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // Every deploy of a project, what it ran (the runtime's plan, the image, the env vars) and how it
       // ended: the history behind GET /projects/:id/releases and what a rollback starts again.
       await db.schema
@@ -315,7 +335,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('image', 'text')
         .addColumn('env_vars', 'text', (c) => c.notNull())
         .addColumn('plan', 'text')
-        .addColumn('kept', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('kept', int, (c) => c.notNull().defaultTo(0))
         .addColumn('error', 'text')
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('finished_at', 'text')
@@ -336,6 +356,7 @@ export const migrations: Record<string, Migration> = {
   },
   '0014_tls': {
     async up(db: Kysely<unknown>) {
+      const int = intType(db);
       // The ACME account of each directory this platform has used: its key sealed with the server
       // secret, and the account URL the CA gave it.
       await db.schema
@@ -359,7 +380,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('not_before', 'text')
         .addColumn('not_after', 'text')
         .addColumn('error', 'text')
-        .addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('failures', int, (c) => c.notNull().defaultTo(0))
         .addColumn('next_attempt_at', 'text')
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('updated_at', 'text', (c) => c.notNull())
@@ -367,7 +388,7 @@ export const migrations: Record<string, Migration> = {
       // HSTS is opt-in per custom domain: once sent, browsers refuse plain HTTP for it for a long time.
       await db.schema
         .alterTable('domains')
-        .addColumn('hsts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('hsts', int, (c) => c.notNull().defaultTo(0))
         .execute();
     },
   },

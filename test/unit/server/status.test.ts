@@ -8,16 +8,19 @@ import { ProjectService } from '../../../src/server/projects/projects.js';
 import { type StatusEvent, TRANSITIONS, transition } from '../../../src/server/runtime/status.js';
 import { openStore, type Store } from '../../../src/server/store/open.js';
 import { createAccount } from '../../../src/server/accounts/accounts.js';
+import { testStoreLocation } from '../../helpers/test-store.js';
 import { PROJECT_STATUSES, type ProjectStatus } from '../../../src/shared/api/projects.js';
 
 describe('the status transition table', () => {
   let dir: string;
   let db: Store;
+  let store: Awaited<ReturnType<typeof testStoreLocation>>;
   let projects: ProjectService;
   let accountId: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'wharf-status-'));
-    db = await openStore(join(dir, 'platform.db'));
+    store = await testStoreLocation(dir);
+    db = await openStore(store.location);
     const config = resolveConfig({ dataDir: dir });
     projects = new ProjectService(db, config, 'a secret of at least thirty-two bytes!!');
     accountId = (
@@ -26,6 +29,7 @@ describe('the status transition table', () => {
   });
   afterAll(async () => {
     await db.destroy();
+    await store.drop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -12,10 +12,12 @@ import { DailyCap, Ledger } from '../../../../src/server/billing/index.js';
 import { resolveConfig } from '../../../../src/server/config.js';
 import { ApiError, problemHandler } from '../../../../src/server/errors.js';
 import { type Store, openStore } from '../../../../src/server/store/open.js';
+import { testStoreLocation } from '../../../helpers/test-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-cap-'));
 const config = resolveConfig({ dataDir: dir, emailDailyCap: 3 });
 let db: Store;
+let store: Awaited<ReturnType<typeof testStoreLocation>>;
 let now: Date;
 let cap: DailyCap;
 let accounts = 0;
@@ -32,7 +34,8 @@ async function newAccount(): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await openStore(join(dir, 'platform.db'));
+  store = await testStoreLocation(dir);
+  db = await openStore(store.location);
 });
 
 beforeEach(() => {
@@ -42,6 +45,7 @@ beforeEach(() => {
 
 afterAll(async () => {
   await db.destroy();
+  await store.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -11,6 +11,7 @@ import { Ledger, MICROS_PER_USD, usdToMicros } from '../../../../src/server/bill
 import { resolveConfig } from '../../../../src/server/config.js';
 import { ApiError } from '../../../../src/server/errors.js';
 import { type Store, openStore } from '../../../../src/server/store/open.js';
+import { testStoreLocation } from '../../../helpers/test-store.js';
 import { UsageEntry } from '../../../../src/shared/api/account.js';
 
 const USD = MICROS_PER_USD;
@@ -20,6 +21,7 @@ const config = resolveConfig({
   plans: { free: { allowance_usd: 5 }, pro: { allowance_usd: 50 }, none: { allowance_usd: 0 } },
 });
 let db: Store;
+let store: Awaited<ReturnType<typeof testStoreLocation>>;
 let now: Date;
 let ledger: Ledger;
 let accounts = 0;
@@ -69,7 +71,8 @@ async function rejection(promise: Promise<unknown>): Promise<ApiError> {
 }
 
 beforeAll(async () => {
-  db = await openStore(join(dir, 'platform.db'));
+  store = await testStoreLocation(dir);
+  db = await openStore(store.location);
 });
 
 beforeEach(() => {
@@ -79,6 +82,7 @@ beforeEach(() => {
 
 afterAll(async () => {
   await db.destroy();
+  await store.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 

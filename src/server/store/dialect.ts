@@ -1,0 +1,23 @@
+// Which SQL a store speaks: the few places where SQLite and PostgreSQL differ ask.
+import { PostgresAdapter } from 'kysely';
+
+/** A Kysely of any schema, or a transaction of one: all that telling its dialect needs. */
+interface HasExecutor {
+  getExecutor(): { readonly adapter: object };
+}
+
+export type StoreDialect = 'sqlite' | 'postgres';
+
+/**
+ * Whether a transaction's reads must lock the rows they will write (SELECT … FOR UPDATE). On SQLite a
+ * transaction runs alone (one connection, and its first write takes the database's lock); PostgreSQL
+ * runs them side by side, so two charges reading one balance would both spend it.
+ */
+export function locksRows(db: HasExecutor): boolean {
+  return dialectOf(db) === 'postgres';
+}
+
+/** The dialect of a store, a migration's Kysely, or a transaction of either. */
+export function dialectOf(db: HasExecutor): StoreDialect {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}

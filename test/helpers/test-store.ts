@@ -1,0 +1,52 @@
+// Which store the tests use: SQLite files, as the platform does by default, or, with
+// WHARF_TEST_STORE=postgres (the `postgres` project of vitest.config.ts), a PostgreSQL database of its
+// own for each store a test opens, on the one server the project started for the run
+// (postgres-global.ts).
+import { join } from 'node:path';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+export const TEST_STORE: 'sqlite' | 'postgres' =
+  process.env.WHARF_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+let databases = 0;
+
+export interface TestDatabase {
+  /** postgres://…/<a database of its own> */
+  url: string;
+  /** Drops the database (its connections first). */
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty PostgreSQL database when the tests run on PostgreSQL; null on SQLite. */
+export async function testDatabase(): Promise<TestDatabase | null> {
+  if (TEST_STORE !== 'postgres') return null;
+  const adminUrl = inject('postgresUrl');
+  databases += 1;
+  const name = `wharf_test_${process.pid}_${databases}`;
+  await admin(adminUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+/** Where a test that opens the store itself opens it: `<dir>/platform.db`, or a fresh database. */
+export async function testStoreLocation(dir: string): Promise<{ location: string; drop(): Promise<void> }> {
+  const database = await testDatabase();
+  if (database) return { location: database.url, drop: database.drop };
+  return { location: join(dir, 'platform.db'), drop: async () => undefined };
+}
+
+async function admin(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
