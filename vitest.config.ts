@@ -9,6 +9,7 @@ const POSTGRES_SUITES = [
   'test/unit/server/billing/daily-cap.test.ts',
   'test/unit/server/status.test.ts',
   'test/integration/store-postgres.test.ts',
+  'test/integration/migrate-store.test.ts',
   'test/integration/auth.test.ts',
   'test/integration/account-keys.test.ts',
   'test/integration/projects.test.ts',
@@ -42,7 +43,8 @@ export default defineConfig({
             'test/e2e/**/*.test.ts',
             'test/electron/**/*.test.ts',
           ],
-          exclude: ['test/integration/store-postgres.test.ts'],
+          // PostgreSQL's own suites: the postgres project runs them.
+          exclude: ['test/integration/store-postgres.test.ts', 'test/integration/migrate-store.test.ts'],
         },
       },
       {

@@ -256,6 +256,49 @@ export function adminCommand(io: Io): Command {
       });
     });
 
+  admin
+    .command('migrate-store')
+    .description(
+      "move a single-node platform's data (accounts, keys, projects, ledger, domains, certificates) from its SQLite file into an empty PostgreSQL database; stop the platform first",
+    )
+    .requiredOption('--from <file>', 'the SQLite store: <data-dir>/platform.db')
+    .requiredOption(
+      '--to <url>',
+      'the PostgreSQL database, empty (postgres://user:password@host:5432/name; it must exist)',
+      parseDatabaseUrl,
+    )
+    .option('--json', 'print { tables: { name: rows } } as JSON', false)
+    .action(async (options: { from: string; to: string; json: boolean }) => {
+      const from = resolve(options.from);
+      // Opening would create an empty database: a mistyped path should say so instead.
+      if (!existsSync(from)) throw new Error(`there is no platform database at ${from}`);
+      const [{ openStore }, { copyStore }] = await Promise.all([
+        import('../server/store/open.js'),
+        import('../server/store/copy.js'),
+      ]);
+      const source = await openStore(from);
+      try {
+        const target = await openStore(options.to);
+        try {
+          const counts = await copyStore(source, target, (table, rows) => {
+            if (!options.json) io.out(`  ${table.padEnd(20)} ${rows}`);
+          });
+          if (options.json) io.out(JSON.stringify({ tables: counts }));
+          else {
+            const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
+            io.out(`Copied ${total} rows from ${from} to ${describeLocation(options.to)}.`);
+            io.out(
+              'Start every node with --database-url and the secret of this data dir (its file "secret", or WHARF_SECRET): keys and credentials are stored sealed with it.',
+            );
+          }
+        } finally {
+          await target.destroy();
+        }
+      } finally {
+        await source.destroy();
+      }
+    });
+
   return admin;
 }
 

@@ -1,6 +1,7 @@
 // Option parsers shared by the subcommands: they turn bad values into one readable usage error.
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
+import { UsageError } from './io.js';
 import { isHostname } from '../shared/dns-label.js';
 
 export function parsePort(value: string): number {
@@ -33,22 +34,23 @@ export function parseUrl(value: string): string {
 }
 
 /**
- * A PostgreSQL database URL (postgres:// or postgresql://, with a host and a database name). The
- * error never repeats the value: it may hold a password.
+ * A PostgreSQL database URL (postgres:// or postgresql://, with a host and a database name). Refused as
+ * a UsageError rather than commander's InvalidArgumentError, whose message quotes the value: a URL
+ * holds the database's password.
  */
 export function parseDatabaseUrl(value: string): string {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new InvalidArgumentError('must be a URL such as postgres://wharf:password@127.0.0.1:5432/wharf');
+    throw new UsageError('a database URL must look like postgres://wharf:password@127.0.0.1:5432/wharf');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new InvalidArgumentError('must be a postgres:// URL (SQLite, the default, needs no option)');
+    throw new UsageError('a database URL must be a postgres:// URL (SQLite, the default, needs no option)');
   }
   if (url.hostname === '' || url.pathname.replace(/^\//, '') === '') {
-    throw new InvalidArgumentError(
-      'must name a host and a database: postgres://user:password@host:5432/database',
+    throw new UsageError(
+      'a database URL must name a host and a database: postgres://user:password@host:5432/database',
     );
   }
   return value;
