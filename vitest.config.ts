@@ -20,6 +20,12 @@ const POSTGRES_SUITES = [
   'test/integration/spec-contract-projects.test.ts',
   'test/integration/spec-contract-domains-email.test.ts',
   'test/integration/tenant-isolation.test.ts',
+  'test/integration/email-api.test.ts',
+  'test/integration/releases.test.ts',
+  'test/integration/tunnel.test.ts',
+  'test/integration/tunnels-manager.test.ts',
+  'test/integration/tls.test.ts',
+  'test/integration/logs.test.ts',
 ];
 
 export default defineConfig({

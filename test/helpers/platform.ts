@@ -52,8 +52,8 @@ export async function startPlatform(
 ): Promise<TestPlatform> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
   // WHARF_TEST_STORE=postgres (the `postgres` test project): the store in a PostgreSQL database of its
-  // own, on a server started for this file, unless the test names a database itself.
-  const database = config.databaseUrl === undefined ? await testDatabase() : null;
+  // own (the same one again for a data dir the test keeps), unless the test names a database itself.
+  const database = config.databaseUrl === undefined ? await testDatabase(config.dataDir) : null;
   // Host processes in a sandbox unless a test asks for another runtime: `auto` would pick containers
   // wherever an engine answers, and most tests are about the platform, not the runtime.
   let platform: Platform;

@@ -10,6 +10,8 @@ export const TEST_STORE: 'sqlite' | 'postgres' =
   process.env.WHARF_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 
 let databases = 0;
+/** The database of each data dir a test named: a platform started again on it finds its store. */
+const byDataDir = new Map<string, TestDatabase>();
 
 export interface TestDatabase {
   /** postgres://…/<a database of its own> */
@@ -18,9 +20,23 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty PostgreSQL database when the tests run on PostgreSQL; null on SQLite. */
-export async function testDatabase(): Promise<TestDatabase | null> {
+/**
+ * A fresh, empty PostgreSQL database when the tests run on PostgreSQL; null on SQLite. With `dataDir`
+ * (a data dir the test made and keeps), the same database each time it is asked for, as a SQLite store
+ * in that dir would be: it is left for the server's teardown rather than dropped at a platform's close.
+ */
+export async function testDatabase(dataDir?: string): Promise<TestDatabase | null> {
   if (TEST_STORE !== 'postgres') return null;
+  const known = dataDir === undefined ? undefined : byDataDir.get(dataDir);
+  if (known) return known;
+  const database = await newDatabase();
+  if (dataDir === undefined) return database;
+  const kept = { url: database.url, drop: async () => undefined };
+  byDataDir.set(dataDir, kept);
+  return kept;
+}
+
+async function newDatabase(): Promise<TestDatabase> {
   const adminUrl = inject('postgresUrl');
   databases += 1;
   const name = `wharf_test_${process.pid}_${databases}`;
