@@ -563,7 +563,9 @@ describe.each(['raw', 'websocket'] as const)('the relay over the %s transport', 
     expect((await once(ws, 'close'))[0]).toBe(4001);
     expect(await withTimeout(appSawClose, 5_000, 'the app to see the close')).toEqual([4001, 'bye']);
 
-    // The handshake is captured on both sides, under one id, with the app's 101.
+    // The handshake is captured on both sides, under one id, with the app's 101 (a relay client gets
+    // its record from the edge's capture stream a moment later).
+    await until(() => exchanges.some((e) => e.request.path === '/socket?x=1'), 'the client to capture it');
     const onClient = exchanges.find((e) => e.request.path === '/socket?x=1');
     expect(onClient?.request).toMatchObject({ method: 'GET', status_code: 101, error: null });
     expect(onClient?.request.response_header_list).toContainEqual({ name: 'Upgrade', value: 'websocket' });
