@@ -63,7 +63,7 @@ ensure_docker() {
     rm -f "$pidfile" # a stale pid file makes dockerd refuse to start
     log "docker: starting dockerd (log: $DOCKERD_LOG)"
     # Its own session, no inherited descriptors: it outlives this script and its caller's pipes.
-    setsid nohup dockerd </dev/null >>"$DOCKERD_LOG" 2>&1 &
+    (cd / && setsid nohup dockerd </dev/null >>"$DOCKERD_LOG" 2>&1 &)
   fi
   local deadline=$(($(now) + 60))
   until docker_answers; do
@@ -237,7 +237,9 @@ ensure_podman_service() {
   fi
   rm -f "$PODMAN_SOCKET" # a stale socket file from a service that is gone
   log "podman: starting podman system service (log: $PODMAN_LOG)"
-  setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" </dev/null >>"$PODMAN_LOG" 2>&1 &
+  # From /: the service outlives this checkout, and conmon fails every container start ("Failed to get
+  # working directory") once the folder it was started in is deleted (a CI clone removed after its run).
+  (cd / && setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" </dev/null >>"$PODMAN_LOG" 2>&1 &)
   local deadline=$(($(now) + 30))
   until podman_answers; do
     if [ "$(now)" -ge "$deadline" ]; then
