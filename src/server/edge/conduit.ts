@@ -138,7 +138,11 @@ export class Conduit {
     const { socket, upstream, host } = options;
     this.socket = socket;
     this.upstream = upstream;
-    this.toPublic = gatheredWriter(socket, () => upstream.pause());
+    // A gather flushed after the conduit ended (rerouted, or closed) must not pause the upstream that
+    // finish() left reading to its end.
+    this.toPublic = gatheredWriter(socket, () => {
+      if (!this.done) upstream.pause();
+    });
     this.requests = new Http1Framer('request', {
       head: (head) => {
         if (normalizeHost(headerValue(head.headers, 'host')) !== host) return { stop: true };
