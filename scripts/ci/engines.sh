@@ -5,6 +5,7 @@
 #     imported as wharf-ci/node:bookworm and wharf-ci/python:bookworm; the root filesystem tarballs
 #     are cached under /var/cache/wharf-ci/ by a hash of their package list, so a second run only
 #     imports them, and a run where the engine already has the images does nothing;
+#   - a one-node Swarm on that engine (advertised on 127.0.0.1), for the swarm runtime;
 #   - Podman, when installed: its Docker-compatible API on unix:///run/wharf-podman.sock, with the
 #     node base image imported too.
 # Idempotent. Ends by printing the env exports the tests read, also written to
@@ -252,6 +253,27 @@ ensure_podman_service() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# A one-node Swarm on the Docker engine, for the swarm runtime's tests (`--runtime swarm`). Its
+# address is loopback: nothing outside this machine joins it. Services of earlier runs' platforms
+# (a killed run cannot remove its own) go.
+ensure_swarm() {
+  local state
+  state=$(docker info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null || echo unknown)
+  if [ "$state" != active ]; then
+    log "swarm: initialising a one-node Swarm on 127.0.0.1 (state was $state)"
+    docker swarm init --advertise-addr 127.0.0.1 >/dev/null || die "docker swarm init failed"
+  fi
+  local stale
+  stale=$(docker service ls -q --filter label=dev.wharf.platform 2>/dev/null || true)
+  if [ -n "$stale" ]; then
+    # shellcheck disable=SC2086
+    docker service rm $stale >/dev/null 2>&1 || true
+    log "swarm: removed $(wc -w <<<"$stale") services left by earlier runs"
+  fi
+  log "swarm: a manager ($(docker info --format '{{.Swarm.NodeID}}' 2>/dev/null))"
+}
+
+# ---------------------------------------------------------------------------------------------
 started=$(now)
 HAVE_PODMAN=0
 command -v podman >/dev/null && HAVE_PODMAN=1
@@ -262,6 +284,7 @@ ensure_docker
 pruned=$(docker network prune -f --filter label=dev.wharf.platform 2>/dev/null | grep -c '^wharf-' || true)
 log "docker: removed $pruned unused project networks left by earlier runs"
 [ "$HAVE_PODMAN" = 0 ] || ensure_containers_conf
+ensure_swarm
 ensure_images
 if [ "$HAVE_PODMAN" = 1 ]; then
   ensure_podman_service

@@ -183,7 +183,7 @@ export function withPlatformOptions(command: Command): Command {
     .addOption(
       new Option(
         '--runtime <kind>',
-        'how deployed apps run: container (an image per release on Docker or Podman at DOCKER_HOST or the default socket), sandbox (bwrap, a user per project when run as root), process (as this user: one account only), or auto, the strongest available',
+        'how deployed apps run: container (an image per release on Docker or Podman at DOCKER_HOST or the default socket), swarm (an image per release run as a Docker Swarm service; the engine must manage a Swarm), sandbox (bwrap, a user per project when run as root), process (as this user: one account only), or auto, the strongest available',
       )
         .choices(RUNTIME_KINDS)
         .default('auto')

@@ -109,7 +109,7 @@ function printBanner(
   io.out(`  Data       ${config.dataDir}`);
   if (config.databaseUrl) io.out(`  Database   ${describeLocation(config.databaseUrl)} (PostgreSQL)`);
   io.out(
-    `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
+    `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' || running.runtime.kind === 'swarm' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
   );
   for (const note of running.runtimeNotes) io.out(`             ${note}`);
   io.out(

@@ -230,7 +230,7 @@ export type PlatformConfigInput = Partial<
   limits?: Partial<LimitsConfig>;
 };
 
-export const RUNTIME_KINDS = ['auto', 'container', 'sandbox', 'process'] as const;
+export const RUNTIME_KINDS = ['auto', 'container', 'swarm', 'sandbox', 'process'] as const;
 export const FRONT_KINDS = ['none', 'haproxy'] as const;
 export type FrontKind = (typeof FRONT_KINDS)[number];
 

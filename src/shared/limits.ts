@@ -5,6 +5,7 @@ export const LIMITS = {
   envVars: 200,
   envValueBytes: 32 * 1024,
   services: 5,
+  replicas: 10,
   jsonBodyBytes: 1024 * 1024,
   uploadBytes: 100 * 1024 * 1024,
   uploadEntries: 10_000,

@@ -309,6 +309,7 @@ describe('build configuration', () => {
 
     await form.getByTestId('build-root-dir').fill('../up');
     await form.getByTestId('build-port-override').fill('0');
+    await form.getByTestId('build-replicas').fill('11');
     await form.getByTestId('add-service').click();
     await form.getByTestId('add-service').click();
     await form.getByTestId('service-0-name').fill('web');
@@ -326,6 +327,7 @@ describe('build configuration', () => {
     await screenshot(app, 'build-config-errors', { show: form.getByTestId('build-config-errors') });
     expect(await errorNextTo(form.getByTestId('build-root-dir'))).toMatch(/\.\./);
     expect(await errorNextTo(form.getByTestId('build-port-override'))).toMatch(/between 1 and 65535/);
+    expect(await errorNextTo(form.getByTestId('build-replicas'))).toMatch(/between 1 and 10/);
     // Naming the service as it was typed.
     expect(await errorNextTo(form.getByTestId('service-1-name'))).toContain(
       '"web" is used by another service',
@@ -336,7 +338,26 @@ describe('build configuration', () => {
     expect(await form.getByTestId('build-root-dir').inputValue()).toBe('../up');
 
     const saved = await apiProject('bad-build');
-    expect(saved?.build_config).toMatchObject({ root_dir: '.', services: [] });
+    expect(saved?.build_config).toMatchObject({ root_dir: '.', replicas: 1, services: [] });
+  });
+
+  it('says replicas must be a whole number before sending, then saves them', async () => {
+    const project = await seedProject({ name: 'Many', subdomain: 'many', image: 'nginx:1.27' });
+    const app = await open();
+    await openProject(app, project);
+    const form = app.getByTestId('build-config');
+    expect(await form.getByTestId('build-replicas').inputValue()).toBe('1');
+    await form.getByTestId('build-replicas').fill('two');
+    await form.getByTestId('save-build-config').click();
+    await expect
+      .poll(() => errorNextTo(form.getByTestId('build-replicas')), { timeout: 5_000 })
+      .toMatch(/whole number/);
+    expect((await apiProject('many'))?.build_config.replicas).toBe(1);
+    await form.getByTestId('build-replicas').fill('3');
+    await form.getByTestId('save-build-config').click();
+    await form.getByTestId('build-config-saved').waitFor();
+    expect((await apiProject('many'))?.build_config.replicas).toBe(3);
+    await screenshot(app, 'build-config-replicas', { show: form.getByTestId('build-replicas') });
   });
 
   it('saves a configuration with two services and shows their URLs', async () => {
@@ -367,6 +388,7 @@ describe('build configuration', () => {
       install_cmd: 'npm ci',
       start_cmd: 'node index.js',
       port_override: 8080,
+      replicas: 1,
       services: [
         { name: 'api', kind: 'web', port: 4000, start_cmd: 'node api.js' },
         { name: 'jobs', kind: 'worker', port: null, start_cmd: 'node jobs.js', root_dir: 'workers' },

@@ -38,7 +38,12 @@ async function openSettings(options: BrowserContextOptions = {}, harness: AppHar
   return page;
 }
 
-const RUNTIME_LABELS = { container: 'Containers', sandbox: 'Sandbox (bubblewrap)', process: 'Processes' };
+const RUNTIME_LABELS = {
+  container: 'Containers',
+  swarm: 'Docker Swarm',
+  sandbox: 'Sandbox (bubblewrap)',
+  process: 'Processes',
+};
 
 /** Waits for the Runtime card to name a runtime; its label. */
 async function runtimeLabel(app: Page): Promise<string> {

@@ -125,6 +125,37 @@ export function viaEdge(
   });
 }
 
+/**
+ * Requests `host` through the edge one after another until stopped (during a redeploy, say): stop()
+ * resolves to what did not answer 200 and how many did.
+ */
+export function keepRequesting(
+  port: number,
+  host: string,
+): { stop(): Promise<{ failures: string[]; served: number }> } {
+  const failures: string[] = [];
+  let served = 0;
+  let polling = true;
+  const loop = (async () => {
+    while (polling) {
+      try {
+        const answer = await viaEdge(port, host, '/');
+        if (answer.status !== 200) failures.push(`${answer.status} ${answer.body}`);
+        served += 1;
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      polling = false;
+      await loop;
+      return { failures, served };
+    },
+  };
+}
+
 export async function createProject(tp: TestPlatform, body: Record<string, unknown>): Promise<Project> {
   const created = await call<Project>(`${tp.api}/projects`, { key: tp.key, body });
   if (created.status !== 201) throw new Error(`create failed: ${JSON.stringify(created.body)}`);

@@ -113,6 +113,17 @@ export async function requireEngine(): Promise<string | null> {
   return skipOrThrow(await engineReason());
 }
 
+/** Like requireEngine(), for an engine that manages a Swarm (engines.sh makes this one a one-node Swarm). */
+export async function requireSwarm(): Promise<string | null> {
+  const reason = await engineReason();
+  if (reason) return skipOrThrow(reason);
+  const info = (await dockerClient().info()) as {
+    Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean };
+  };
+  const manager = info.Swarm?.LocalNodeState === 'active' && info.Swarm.ControlAvailable === true;
+  return skipOrThrow(manager ? null : `the Docker engine manages no Swarm; ${HOW}`);
+}
+
 /** Like requireEngine(), for Podman's API (CI installs Podman, so CI fails without it too). */
 export async function requirePodman(): Promise<string | null> {
   return skipOrThrow(await podmanReason());

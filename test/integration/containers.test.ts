@@ -15,6 +15,7 @@ import {
   deploy,
   deployFiles,
   gitRepo,
+  keepRequesting,
   logLines,
   nodeApp,
   settled,
@@ -278,20 +279,7 @@ http.createServer((req, res) => res.end('${name} ' + process.cwd() + ' ' + proce
   it('redeploys without a failed request, rolls back without a build, and prunes images beyond keepReleases', async () => {
     const project = await createProject(tp, { name: 'Roll', subdomain: 'c-roll', deploy_source: 'upload' });
     await deployFiles(tp, project.id, plainNode('v1'));
-    const failures: string[] = [];
-    let served = 0;
-    let polling = true;
-    const loop = (async () => {
-      while (polling) {
-        try {
-          const answer = await viaEdge(tp.edgePort, 'c-roll.localhost', '/');
-          if (answer.status !== 200) failures.push(`${answer.status} ${answer.body}`);
-          served += 1;
-        } catch (error) {
-          failures.push((error as Error).message);
-        }
-      }
-    })();
+    const traffic = keepRequesting(tp.edgePort, 'c-roll.localhost');
     await deployFiles(tp, project.id, plainNode('v2'));
     expect((await viaEdge(tp.edgePort, 'c-roll.localhost', '/')).body).toBe('v2 /');
     const [v2, v1] = await releasesOf(tp, project.id);
@@ -305,8 +293,7 @@ http.createServer((req, res) => res.end('${name} ' + process.cwd() + ' ' + proce
     expect(rolled.status).toBe(202);
     expect(rolled.body.status).toBe('building');
     const detail = await waitFor(tp, project.id, settled, 60_000);
-    polling = false;
-    await loop;
+    const { failures, served } = await traffic.stop();
     expect(detail.project.status).toBe('running');
     expect(failures).toEqual([]);
     expect(served).toBeGreaterThan(10);

@@ -388,6 +388,7 @@ describe('PUT /projects/:id/build-config', () => {
       build_cmd: null,
       start_cmd: null,
       port_override: null,
+      replicas: 1,
       services: [
         {
           name: 'api',

@@ -11,7 +11,8 @@ import { forwardingLines, publicProto } from './forwarded.js';
 import { notRunningPage, pageParts } from './pages.js';
 
 export interface AppConduitOptions extends CarriedConnection {
-  /** The app's port when the connection was routed. */
+  /** Where the app answered when the connection was routed: an address (loopback, a Swarm node's), a port. */
+  appAddress: string;
   port: number;
   /**
    * Where the app runs now, asked on every request (which then counts toward the app's drain until
@@ -23,9 +24,10 @@ export interface AppConduitOptions extends CarriedConnection {
 /** Connects to the app's port and carries `socket` there. */
 export function openAppConduit(options: AppConduitOptions): Conduit {
   const { socket, host, port } = options;
+  const upstreamHost = options.appAddress;
   const address = socket.remoteAddress ?? '';
   const proto = publicProto(socket);
-  const upstream = connect({ host: '127.0.0.1', port });
+  const upstream = connect({ host: upstreamHost, port });
   upstream.setNoDelay(true);
   let connected = false;
   upstream.once('connect', () => (connected = true));
@@ -36,7 +38,7 @@ export function openAppConduit(options: AppConduitOptions): Conduit {
     admit: (head) => {
       const target = options.target();
       if (target?.kind !== 'proxy') return null;
-      if (target.port !== port) {
+      if (target.port !== port || target.host !== upstreamHost) {
         target.done();
         return null;
       }

@@ -174,9 +174,12 @@ export class Edge {
       host,
       socket,
       first,
+      appAddress: routed.host,
       port: routed.port,
       target: () =>
-        this.routes.stillRoutes(host, route) ? this.runtime.target(route.projectId, route.service) : null,
+        this.routes.stillRoutes(host, route)
+          ? this.runtime.target(route.projectId, route.service, { host: routed.host, port: routed.port })
+          : null,
       bodyLimit: this.config.limits.bodyBytes,
       bodyLimitText: formatBytes(this.config.limits.bodyBytes),
       idleMs: KEEP_ALIVE_MS,
@@ -304,7 +307,7 @@ export class Edge {
     res.once('close', target.done);
     // The edge is where requests enter: what a client claims in X-Forwarded-* is replaced, not kept.
     setForwarding(req, false);
-    this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: target.agent });
+    this.proxy.web(req, res, { target: `http://${target.host}:${target.port}`, agent: target.agent });
   }
 
   /**
@@ -367,7 +370,7 @@ export class Edge {
     // A WebSocket is long-lived: it does not hold a redeploy's drain.
     target.done();
     setForwarding(req, true);
-    this.proxy.ws(req, socket, head, { target: `http://127.0.0.1:${target.port}` });
+    this.proxy.ws(req, socket, head, { target: `http://${target.host}:${target.port}` });
   }
 
   /** A custom domain's routing changed (verified, unverified, deleted): look it up afresh. */

@@ -395,8 +395,12 @@ export class ProjectService {
   toProject(row: ProjectsTable): Project {
     // Stored configs were validated (and given their defaults) when they were written.
     const stored = JSON.parse(row.build_config) as BuildConfigType;
-    // Configs stored before port_override existed lack it.
-    const buildConfig = { ...stored, port_override: stored.port_override ?? null };
+    // Configs stored before port_override (or replicas) existed lack it.
+    const buildConfig = {
+      ...stored,
+      port_override: stored.port_override ?? null,
+      replicas: stored.replicas ?? 1,
+    };
     const host = (label: string) => `${label}.${this.config.baseDomain}`;
     return {
       id: row.id,

@@ -8,6 +8,7 @@
 // host-plan.ts, container-plan.ts (built-site.ts copies a static site out), image-plan.ts.
 import type Docker from 'dockerode';
 import type { PlatformConfig } from '../config.js';
+import type { BuildConfig } from '../../shared/api/projects.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Build } from './build.js';
 import { containerPlan, imageTag } from './container-plan.js';
@@ -24,6 +25,8 @@ export interface ReleasePlan {
   dir: string;
   /** Processes on this machine, or one container. Plans stored before containers: host. */
   runs?: 'host' | 'container';
+  /** The tasks of its service on the swarm runtime (the build config's replicas; 1 when absent). */
+  replicas?: number;
   /** Container plans: the image. */
   image?: string | null;
   /** Container plans: the command (null: the image's own) and its folder (null: the image's). */
@@ -80,7 +83,7 @@ export interface PlanContext {
 export interface PlannerDeps {
   config: PlatformConfig;
   /** The runtime chosen: `container` builds images; the others install and build on the host. */
-  kind: 'container' | 'sandbox' | 'process';
+  kind: 'container' | 'swarm' | 'sandbox' | 'process';
   driver: CommandDriver;
   /** The engine, or a DeployError saying why there is none. */
   docker(): Promise<Docker>;
@@ -103,8 +106,20 @@ export class Planner {
   }
 
   async plan(ctx: PlanContext): Promise<ReleasePlan> {
+    const plan = await this.planOf(ctx);
+    const replicas = (JSON.parse(ctx.row.build_config) as Partial<BuildConfig>).replicas ?? 1;
+    if (this.deps.kind === 'swarm') plan.replicas = replicas;
+    else if (replicas > 1) {
+      ctx.log.system(
+        `replicas: ${replicas} applies on the swarm runtime; this platform runs apps with the ${this.deps.kind} runtime, one instance each`,
+      );
+    }
+    return plan;
+  }
+
+  private planOf(ctx: PlanContext): Promise<ReleasePlan> {
     if (ctx.row.deploy_source === 'image') return imagePlan(this.deps, ctx);
-    if (this.deps.kind === 'container') return containerPlan(this.deps, ctx);
+    if (this.deps.kind === 'container' || this.deps.kind === 'swarm') return containerPlan(this.deps, ctx);
     return hostPlan(this.deps, ctx);
   }
 }

@@ -41,7 +41,8 @@ import { ReleaseStore } from './releases.js';
 import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
 import { transition } from './status.js';
-import { type EdgeTarget, Supervisor } from './supervisor.js';
+import { type EdgeTarget, Supervisor, swarmNetworkOf } from './supervisor.js';
+import { type Endpoint, listServices, removeService } from './drivers/swarm.js';
 
 export type { EdgeTarget } from './supervisor.js';
 export type { ReleasePlan } from './plan.js';
@@ -96,6 +97,7 @@ export class Runtime {
       driver: commands,
       docker,
       platformId: this.platformId,
+      swarm: chosen.kind === 'swarm',
       resources,
       closed: () => this.closed,
       changed: (projectId) => this.routes.changed(projectId),
@@ -121,7 +123,7 @@ export class Runtime {
     };
   }
 
-  /** How tenant code runs here: `container`, `sandbox` or `process`. */
+  /** How tenant code runs here: `container`, `swarm`, `sandbox` or `process`. */
   get kind(): ChosenDriver['kind'] {
     return this.chosen.kind;
   }
@@ -238,11 +240,15 @@ export class Runtime {
       this.states.delete(projectId);
     }
     const images = (await this.releases.keptOf(projectId)).map((r) => r.image);
-    if (images.some((image) => image?.startsWith('wharf/')) || this.chosen.kind === 'container') {
+    const engine = this.chosen.kind === 'container' || this.chosen.kind === 'swarm';
+    if (images.some((image) => image?.startsWith('wharf/')) || engine) {
       const docker = await this.docker().catch(() => null);
       for (const image of images) if (image?.startsWith('wharf/')) this.images.remove(image);
       await this.images.idle();
-      if (docker) await removeNetwork(docker, `wharf-${projectId.toLowerCase()}`);
+      if (docker) {
+        await removeNetwork(docker, `wharf-${projectId.toLowerCase()}`);
+        if (this.chosen.kind === 'swarm') await removeNetwork(docker, swarmNetworkOf(projectId));
+      }
     }
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
     this.chosen.driver?.forget(projectId);
@@ -297,10 +303,13 @@ export class Runtime {
       await removeIdleNetworks(this.engine, this.platformId).catch(() => undefined);
   }
 
-  /** The edge's question: where does a request for `service` (null: the main one) of a project go? */
-  target(projectId: string, service: string | null): EdgeTarget | null {
+  /**
+   * The edge's question: where does a request for `service` (null: the main one) of a project go?
+   * `stay`: where a kept-alive connection went, kept while the app still answers there.
+   */
+  target(projectId: string, service: string | null, stay?: Endpoint): EdgeTarget | null {
     const instance = this.states.get(projectId)?.current;
-    return instance ? this.supervisor.target(instance, service) : null;
+    return instance ? this.supervisor.target(instance, service, stay) : null;
   }
 
   /**
@@ -378,11 +387,21 @@ export class Runtime {
     };
   }
 
-  /** Containers of this platform that belong to no serving release (a crash left them): removed. */
+  /**
+   * Containers (and Swarm services) of this platform that belong to no serving release (a crash left
+   * them): removed.
+   */
   private async removeStrayContainers(rows: ProjectsTable[]): Promise<void> {
     const docker = this.engine;
     if (!docker) return;
     const serving = new Set(rows.map((row) => servingId(row)).filter((id): id is string => id !== null));
+    if (this.chosen.kind === 'swarm') {
+      for (const service of await listServices(docker, this.platformId).catch(() => [])) {
+        const release = service.Spec?.Labels?.[RELEASE_LABEL];
+        if (!release || !serving.has(release)) await removeService(docker, service.ID);
+      }
+      return;
+    }
     const containers = await listContainers(docker, this.platformId).catch(() => []);
     for (const container of containers) {
       const release = container.Labels[RELEASE_LABEL];
@@ -401,7 +420,9 @@ export class Runtime {
       try {
         const followed = await this.supervisor.reattach(state, stored).catch(() => null);
         if (followed)
-          state.log.system(`platform restarted: release ${stored.id} kept running in its container`);
+          state.log.system(
+            `platform restarted: release ${stored.id} kept running in its ${this.chosen.kind === 'swarm' ? 'Swarm service' : 'container'}`,
+          );
         else state.log.system(`platform restarted: starting release ${stored.id} again`);
         const instance = followed ?? (await this.supervisor.start(state, stored, null));
         if (this.closed) {

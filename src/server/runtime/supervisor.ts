@@ -12,7 +12,9 @@ import type { PlatformConfig } from '../config.js';
 import type { Build } from './build.js';
 import { DeployError } from './build.js';
 import { parseSupervisedLine, serviceLabel } from './dockerfile.js';
+import type { ResourceLimits } from './cgroups.js';
 import {
+  type ContainerSpec,
   type ContainerUnit,
   PLATFORM_LABEL,
   PROJECT_LABEL,
@@ -23,6 +25,16 @@ import {
   waitForHttp,
 } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
+import {
+  type Endpoint,
+  NodeAddresses,
+  createService,
+  ensureOverlayNetwork,
+  findService,
+  followService,
+  removeService,
+  waitForTasks,
+} from './drivers/swarm.js';
 import { describeExit, hostEnv } from './host-plan.js';
 import type { ReleasePlan, ReleaseService } from './plan.js';
 import { type RunningProcess, freePort, waitForPort } from './process.js';
@@ -34,6 +46,13 @@ export interface LiveService {
   spec: ReleaseService;
   /** Where the edge reaches it on 127.0.0.1 (a container's published port); null for workers. */
   port: number | null;
+  /**
+   * The swarm runtime: where each running task answers (a node's address and the port published
+   * there), kept fresh as Swarm restarts and moves them; requests take them in turn.
+   */
+  endpoints: Endpoint[] | null;
+  /** The next of `endpoints` to take. */
+  turn: number;
   up: boolean;
   /** Requests the edge is proxying to it right now. */
   inflight: number;
@@ -63,7 +82,7 @@ export interface Supervised {
 
 /** Where the edge sends a request for one host of a project. */
 export type EdgeTarget =
-  | { kind: 'proxy'; port: number; agent: Agent; done(): void }
+  | { kind: 'proxy'; host: string; port: number; agent: Agent; done(): void }
   | { kind: 'static'; root: string }
   | { kind: 'down'; status: 502 | 503; reason: string }
   | { kind: 'no-service'; reason: string };
@@ -77,6 +96,8 @@ export interface SupervisorDeps {
   driver: CommandDriver;
   docker(): Promise<Docker>;
   platformId: string;
+  /** Whether releases run as Swarm services (the swarm runtime) rather than containers of this engine. */
+  swarm: boolean;
   /** What each project may use, from its account's plan (read at each start: a plan change applies). */
   resources: PlanResources;
   /** The serving instance went down for good: the runtime marks the project failed. */
@@ -117,6 +138,7 @@ export class Supervisor {
    */
   async reattach(project: Supervised, plan: ReleasePlan): Promise<Instance | null> {
     if (plan.runs !== 'container') return null;
+    if (this.deps.swarm) return this.reattachService(project, plan);
     const docker = await this.deps.docker();
     const [found] = await docker.listContainers({
       filters: {
@@ -181,7 +203,8 @@ export class Supervisor {
       instance.units.map(async (unit) => {
         const process = unit.process;
         unit.process = null;
-        const container = process && 'hostPorts' in process;
+        // Containers and Swarm services keep running; host processes stop.
+        const container = process && 'detach' in process;
         if (process && (!container || this.deps.config.stopContainersOnExit)) await process.stop();
         else if (process) (process as ContainerUnit).detach();
       }),
@@ -189,8 +212,11 @@ export class Supervisor {
     for (const live of instance.services) live.agent.destroy();
   }
 
-  /** The edge's question: where does a request for `service` (null: the main one) go? */
-  target(instance: Instance, service: string | null): EdgeTarget {
+  /**
+   * The edge's question: where does a request for `service` (null: the main one) go? `stay`: where a
+   * kept-alive connection went, taken again while it is still one of the service's endpoints.
+   */
+  target(instance: Instance, service: string | null, stay?: Endpoint): EdgeTarget {
     const live =
       service === null
         ? mainService(instance.services)
@@ -203,14 +229,16 @@ export class Supervisor {
     }
     if (live.spec.kind === 'worker') return { kind: 'no-service', reason: `"${service}" is a worker` };
     if (live.spec.kind === 'static') return { kind: 'static', root: live.spec.staticRoot! };
-    if (!live.up || live.port === null) {
+    const endpoint = live.endpoints ? nextEndpoint(live, stay) : live.port === null ? null : local(live.port);
+    if (!live.up || endpoint === null) {
       return { kind: 'down', status: 502, reason: 'the app crashed and is being restarted' };
     }
     live.inflight += 1;
     let done = false;
     return {
       kind: 'proxy',
-      port: live.port,
+      host: endpoint.host,
+      port: endpoint.port,
       agent: live.agent,
       done: () => {
         if (!done) live.inflight -= 1;
@@ -220,8 +248,9 @@ export class Supervisor {
   }
 
   private async launch(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
-    if (instance.plan.runs === 'container') await this.launchContainer(project, instance, unit, build);
-    else await this.launchProcess(project, instance, unit, build);
+    if (instance.plan.runs !== 'container') await this.launchProcess(project, instance, unit, build);
+    else if (this.deps.swarm) await this.launchService(project, instance, unit, build);
+    else await this.launchContainer(project, instance, unit, build);
     for (const live of unit.services) live.up = true;
     this.deps.changed?.(project.id);
   }
@@ -276,20 +305,11 @@ export class Supervisor {
   private async launchContainer(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
     const { plan } = instance;
     const docker = await this.deps.docker();
-    const labels = {
-      [PLATFORM_LABEL]: this.deps.platformId,
-      [PROJECT_LABEL]: project.id,
-      [RELEASE_LABEL]: plan.id,
-    };
+    const { labels, networkLabels } = this.labelsOf(project, plan);
     const network = `wharf-${project.id.toLowerCase()}`;
-    await ensureNetwork(docker, network, {
-      [PLATFORM_LABEL]: this.deps.platformId,
-      [PROJECT_LABEL]: project.id,
-    });
+    await ensureNetwork(docker, network, networkLabels);
     const { limits } = await this.deps.resources.forProject(project.id);
-    const ports = unit.services
-      .map((s) => s.spec.containerPort)
-      .filter((p): p is number => typeof p === 'number');
+    const ports = containerPorts(unit);
     const started = Date.now();
     project.log.system(
       `starting a container of ${plan.image}${ports.length > 0 ? ` (port${ports.length > 1 ? 's' : ''} ${ports.join(', ')} inside)` : ''}`,
@@ -299,20 +319,13 @@ export class Supervisor {
     try {
       container = await runContainer(
         docker,
-        {
-          image: plan.image!,
-          // A restart after a crash makes a new container: the name stays unique.
+        // A restart after a crash makes a new container: the name stays unique.
+        containerSpec(plan, unit, {
           name: `wharf-${project.id}-${plan.id}-${Date.now().toString(36)}`.toLowerCase(),
-          cmd: plan.cmd ?? null,
-          workingDir: plan.workingDir ?? null,
-          env: plan.env ?? unit.services[0]?.spec.env ?? {},
-          ports,
           labels,
           network,
-          memoryBytes: limits.memoryBytes,
-          pids: limits.pids,
-          cpus: limits.cpus,
-        },
+          limits,
+        }),
         this.lineSink(project, plan),
       );
     } catch (error) {
@@ -327,6 +340,135 @@ export class Supervisor {
       throw new DeployError((error as Error).message);
     }
     project.log.system(`the container is up (${seconds(started)})`);
+  }
+
+  /** The swarm runtime: the release as a Swarm service on the project's overlay network. */
+  private async launchService(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
+    const { plan } = instance;
+    const docker = await this.deps.docker();
+    const { labels, networkLabels } = this.labelsOf(project, plan);
+    const network = swarmNetworkOf(project.id);
+    await ensureOverlayNetwork(docker, network, networkLabels);
+    const { limits } = await this.deps.resources.forProject(project.id);
+    const ports = containerPorts(unit);
+    const replicas = plan.replicas ?? 1;
+    const started = Date.now();
+    project.log.system(
+      `starting a Swarm service of ${plan.image} (${replicas} task${replicas === 1 ? '' : 's'}${ports.length > 0 ? `, port${ports.length > 1 ? 's' : ''} ${ports.join(', ')} inside` : ''})`,
+    );
+    build?.check();
+    let serviceId: string;
+    try {
+      serviceId = await createService(docker, {
+        ...containerSpec(plan, unit, {
+          name: `wharf-${plan.id}-${Date.now().toString(36)}`.toLowerCase().replace(/_/g, '-'),
+          labels,
+          network,
+          limits,
+        }),
+        replicas,
+        startPeriodMs: this.deps.config.healthTimeoutMs,
+        restartDelayMs: this.deps.config.restartBackoffMs,
+      });
+    } catch (error) {
+      throw new DeployError(`Swarm did not create the service: ${(error as Error).message}`);
+    }
+    const since = Math.floor(started / 1000);
+    await this.followService(project, instance, unit, serviceId, since);
+    try {
+      const endpoints = await waitForTasks(docker, serviceId, {
+        replicas,
+        timeoutMs: this.deps.config.healthTimeoutMs + 30_000,
+        nodes: this.nodes(docker),
+        cancelled: () => build?.cancelled != null,
+      });
+      setEndpoints(unit, endpoints);
+      await this.answering(unit, this.deps.config.healthTimeoutMs);
+    } catch (error) {
+      build?.check();
+      throw new DeployError((error as Error).message);
+    }
+    project.log.system(
+      `the service is up: ${replicas} task${replicas === 1 ? '' : 's'} running (${seconds(started)})`,
+    );
+  }
+
+  /** After a platform restart: follows the release's service if it is still there and answers. */
+  private async reattachService(project: Supervised, plan: ReleasePlan): Promise<Instance | null> {
+    const docker = await this.deps.docker();
+    const serviceId = await findService(docker, this.deps.platformId, plan.id);
+    if (serviceId === null) return null;
+    const instance = newInstance(plan);
+    const unit = instance.units[0];
+    if (!unit) return null;
+    await this.followService(project, instance, unit, serviceId, Math.floor(Date.now() / 1000));
+    try {
+      const endpoints = await waitForTasks(docker, serviceId, {
+        replicas: 1,
+        timeoutMs: 10_000,
+        nodes: this.nodes(docker),
+        cancelled: () => false,
+      });
+      setEndpoints(unit, endpoints);
+      await this.answering(unit, 10_000);
+    } catch {
+      await removeService(docker, serviceId);
+      return null;
+    }
+    return instance;
+  }
+
+  private async followService(
+    project: Supervised,
+    instance: Instance,
+    unit: Unit,
+    serviceId: string,
+    since: number,
+  ): Promise<void> {
+    const docker = await this.deps.docker();
+    unit.process = await followService(docker, serviceId, {
+      since,
+      nodes: this.nodes(docker),
+      onLine: this.lineSink(project, instance.plan),
+      onEndpoints: (endpoints) => {
+        const before = unit.services.map((s) => s.up);
+        setEndpoints(unit, endpoints);
+        if (unit.services.some((s, i) => s.up !== before[i])) this.deps.changed?.(project.id);
+      },
+    });
+  }
+
+  /** Every task of every web service answers HTTP where the edge reaches it. */
+  private async answering(unit: Unit, timeoutMs: number): Promise<void> {
+    await Promise.all(
+      unit.services.flatMap((live) =>
+        (live.endpoints ?? []).map(async (endpoint) => {
+          try {
+            await waitForHttp(endpoint.port, {
+              timeoutMs,
+              exited: new Promise(() => undefined),
+              host: endpoint.host,
+            });
+          } catch (error) {
+            const name = live.spec.name ? `service ${live.spec.name}: ` : '';
+            throw new Error(`${name}${(error as Error).message} (port ${live.spec.containerPort} inside)`);
+          }
+        }),
+      ),
+    );
+  }
+
+  /** What marks a release's container or service, and its project's network, as this platform's. */
+  private labelsOf(project: Supervised, plan: ReleasePlan) {
+    const networkLabels = { [PLATFORM_LABEL]: this.deps.platformId, [PROJECT_LABEL]: project.id };
+    return { labels: { ...networkLabels, [RELEASE_LABEL]: plan.id }, networkLabels };
+  }
+
+  private swarmNodes: NodeAddresses | null = null;
+
+  private nodes(docker: Docker): NodeAddresses {
+    this.swarmNodes ??= new NodeAddresses(docker);
+    return this.swarmNodes;
   }
 
   /** Every web service of a container answers HTTP on its published port; workers stay up. */
@@ -463,6 +605,8 @@ function newInstance(plan: ReleasePlan): Instance {
   const services: LiveService[] = plan.services.map((spec) => ({
     spec,
     port: null,
+    endpoints: null,
+    turn: 0,
     up: spec.kind === 'static',
     inflight: 0,
     agent: new Agent({ keepAlive: true, maxSockets: 256 }),
@@ -492,4 +636,56 @@ function mainService(services: LiveService[]): LiveService | undefined {
 
 function seconds(since: number): string {
   return `${((Date.now() - since) / 1000).toFixed(1)} s`;
+}
+
+/** The project's overlay network on the swarm runtime. */
+export function swarmNetworkOf(projectId: string): string {
+  return `wharf-swarm-${projectId.toLowerCase()}`;
+}
+
+function containerPorts(unit: Unit): number[] {
+  return unit.services.map((s) => s.spec.containerPort).filter((p): p is number => typeof p === 'number');
+}
+
+/** Where each web service of a service's unit answers now; a service is up while one task answers. */
+function setEndpoints(unit: Unit, endpoints: Map<number, Endpoint[]>): void {
+  for (const live of unit.services) {
+    const inside = live.spec.containerPort;
+    if (typeof inside !== 'number') continue;
+    live.endpoints = endpoints.get(inside) ?? [];
+    live.up = live.endpoints.length > 0;
+  }
+}
+
+function nextEndpoint(live: LiveService, stay?: Endpoint): Endpoint | null {
+  const endpoints = live.endpoints ?? [];
+  if (endpoints.length === 0) return null;
+  if (stay && endpoints.some((e) => e.host === stay.host && e.port === stay.port)) return stay;
+  live.turn = (live.turn + 1) % endpoints.length;
+  return endpoints[live.turn]!;
+}
+
+function local(port: number): Endpoint {
+  return { host: '127.0.0.1', port };
+}
+
+/** What runs a container plan's unit: its image and command, its env, its ports inside, its limits. */
+function containerSpec(
+  plan: ReleasePlan,
+  unit: Unit,
+  how: { name: string; labels: Record<string, string>; network: string; limits: ResourceLimits },
+): ContainerSpec {
+  return {
+    image: plan.image!,
+    name: how.name,
+    cmd: plan.cmd ?? null,
+    workingDir: plan.workingDir ?? null,
+    env: plan.env ?? unit.services[0]?.spec.env ?? {},
+    ports: containerPorts(unit),
+    labels: how.labels,
+    network: how.network,
+    memoryBytes: how.limits.memoryBytes,
+    pids: how.limits.pids,
+    cpus: how.limits.cpus,
+  };
 }

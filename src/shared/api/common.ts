@@ -62,9 +62,9 @@ export const IdParams = z.object({ id: z.string() });
 /** GET /platform: how this platform runs apps (shown in the desktop app's Settings). */
 export const PlatformInfo = z
   .object({
-    runtime: z.enum(['container', 'sandbox', 'process']).meta({
+    runtime: z.enum(['container', 'swarm', 'sandbox', 'process']).meta({
       description:
-        '`container`: an image per release on a Docker-compatible engine; `sandbox`: bubblewrap; `process`: plain processes (one account only)',
+        '`container`: an image per release on a Docker-compatible engine; `swarm`: an image per release, run as a Docker Swarm service; `sandbox`: bubblewrap; `process`: plain processes (one account only)',
     }),
     runtime_notes: z
       .array(z.string())

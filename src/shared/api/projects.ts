@@ -98,6 +98,16 @@ export const BuildConfig = z
           'service named web (else the first web service) if it declares none. For an image source, the ' +
           'port inside the container',
       }),
+    replicas: z
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, `must be between 1 and ${LIMITS.replicas}`)
+      .max(LIMITS.replicas, `must be between 1 and ${LIMITS.replicas}`)
+      .default(1)
+      .meta({
+        description:
+          'Instances of the app, each answering in turn: Swarm tasks on the swarm runtime; the other runtimes run one',
+      }),
     services: z
       .array(ServiceConfig)
       .max(LIMITS.services, `must have at most ${LIMITS.services} services`)

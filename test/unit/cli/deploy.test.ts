@@ -28,6 +28,7 @@ function project(patch: Partial<Project> = {}): Project {
       build_cmd: null,
       start_cmd: null,
       port_override: null,
+      replicas: 1,
       services: [],
     },
     status: 'building',

@@ -27,6 +27,7 @@ function project(name: string, subdomain: string): Project {
       build_cmd: null,
       start_cmd: null,
       port_override: null,
+      replicas: 1,
       services: [],
     },
     status: 'created',

@@ -61,6 +61,7 @@ function project(extra: Partial<Project> = {}): Project {
       build_cmd: null,
       start_cmd: null,
       port_override: null,
+      replicas: 1,
       services: [],
     },
     status: 'running',

@@ -53,6 +53,7 @@ function project(name: string, status: ProjectStatus, extra: Partial<Project> = 
       build_cmd: null,
       start_cmd: null,
       port_override: null,
+      replicas: 1,
       services: [],
     },
     status,

@@ -1,11 +1,13 @@
 // Which runtime runs tenant code: `--runtime auto` (the default) takes the strongest this machine has
 // (containers when an engine answers, else the bwrap sandbox, else plain processes with a warning);
-// `container`, `sandbox` and `process` are taken as asked, and fail to start when impossible.
+// `container`, `swarm`, `sandbox` and `process` are taken as asked, and fail to start when impossible
+// (`swarm` only when asked: it needs an engine that manages a Swarm).
 import type Docker from 'dockerode';
 import { wharfHome, type PlatformConfig } from '../../config.js';
 import type { Store } from '../../store/open.js';
 import { detectCgroups } from '../cgroups.js';
 import { connectDocker, describeEngine } from './docker.js';
+import { swarmState } from './swarm.js';
 import {
   type CommandDriver,
   ProcessDriver,
@@ -14,7 +16,7 @@ import {
   type SandboxUsers,
 } from './host.js';
 
-export type ChosenKind = 'container' | 'sandbox' | 'process';
+export type ChosenKind = 'container' | 'swarm' | 'sandbox' | 'process';
 
 export interface ChosenDriver {
   kind: ChosenKind;
@@ -36,6 +38,20 @@ export async function chooseDriver(config: PlatformConfig, db: Store): Promise<C
       docker: null,
       notes: ['apps run as this platform’s own user: for one person’s machine only'],
       limits: false,
+    };
+  }
+  if (config.runtime === 'swarm') {
+    const engine = await connectDocker();
+    if ('reason' in engine) throw new Error(`--runtime swarm: ${engine.reason}`);
+    const swarm = await swarmState(engine.docker);
+    if ('reason' in swarm) throw new Error(`--runtime swarm: ${swarm.reason}`);
+    const what = await describeEngine(engine.docker).catch(() => 'a Docker engine');
+    return {
+      kind: 'swarm',
+      driver: null,
+      docker: engine.docker,
+      notes: [`apps run as Swarm services, managed through ${what} at ${engine.where}`],
+      limits: true,
     };
   }
   const notes: string[] = [];

@@ -342,19 +342,19 @@ export async function removeIdleNetworks(docker: Docker, platformId: string): Pr
 }
 
 /**
- * Waits until an HTTP server answers at 127.0.0.1:`port` (any status counts). A TCP connect is not
+ * Waits until an HTTP server answers at 127.0.0.1:`port` (or `host`; any status counts). A TCP connect is not
  * enough: the engine's port proxy accepts connections before the app inside listens.
  */
 export async function waitForHttp(
   port: number,
-  options: { timeoutMs: number; exited: Promise<unknown> },
+  options: { timeoutMs: number; exited: Promise<unknown>; host?: string },
 ): Promise<void> {
   let exited = false;
   void options.exited.then(() => (exited = true));
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     if (exited) throw new Error('the container exited before its app answered');
-    if (await answers(port)) return;
+    if (await answers(options.host ?? '127.0.0.1', port)) return;
     if (Date.now() > deadline) {
       throw new Error(`nothing answered HTTP on its port within ${Math.round(options.timeoutMs / 1000)} s`);
     }
@@ -362,10 +362,10 @@ export async function waitForHttp(
   }
 }
 
-function answers(port: number): Promise<boolean> {
+function answers(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request(
-      { host: '127.0.0.1', port, path: '/', method: 'GET', headers: { host: 'localhost' }, timeout: 2_000 },
+      { host, port, path: '/', method: 'GET', headers: { host: 'localhost' }, timeout: 2_000 },
       (res) => {
         res.resume();
         resolve(true);

@@ -38,6 +38,7 @@ interface Draft {
   build_cmd: string;
   start_cmd: string;
   port_override: string;
+  replicas: string;
   services: ServiceDraft[];
 }
 
@@ -50,6 +51,8 @@ function toDraft(config: BuildConfig): Draft {
     build_cmd: config.build_cmd ?? '',
     start_cmd: config.start_cmd ?? '',
     port_override: config.port_override == null ? '' : String(config.port_override),
+    // Configs saved before replicas existed lack it: one.
+    replicas: String(config.replicas ?? 1),
     services: config.services.map((service) => ({
       key: nextServiceKey++,
       name: service.name,
@@ -78,6 +81,14 @@ function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<stri
     }
     return Number(text.trim());
   };
+  const replicasOf = (text: string): number => {
+    if (text.trim() === '') return 1;
+    if (!/^\d+$/.test(text.trim())) {
+      problems.replicas = 'must be a whole number';
+      return 1;
+    }
+    return Number(text.trim());
+  };
   const services = draft.services.map((service, i) => {
     const port = service.kind === 'web' ? portOf(service.port, `services[${i}].port`) : null;
     return {
@@ -98,13 +109,14 @@ function toInput(draft: Draft): { input: BuildConfigInput; problems: Record<stri
       build_cmd: orNull(draft.build_cmd),
       start_cmd: orNull(draft.start_cmd),
       port_override: portOf(draft.port_override, 'port_override'),
+      replicas: replicasOf(draft.replicas),
       services,
     },
     problems,
   };
 }
 
-type TopField = 'root_dir' | 'install_cmd' | 'build_cmd' | 'start_cmd' | 'port_override';
+type TopField = 'root_dir' | 'install_cmd' | 'build_cmd' | 'start_cmd' | 'port_override' | 'replicas';
 
 /** The build's own fields, in the form's order; each one's test id is `build-` and its name, hyphenated. */
 const TOP_FIELDS: {
@@ -128,6 +140,13 @@ const TOP_FIELDS: {
     label: 'Port',
     placeholder: 'from PORT',
     hint: 'The port the app listens on; empty: the platform picks one and sets PORT.',
+    numeric: true,
+  },
+  {
+    field: 'replicas',
+    label: 'Replicas',
+    placeholder: '1',
+    hint: 'Instances of the app, answering in turn: Swarm tasks on a swarm platform; other runtimes run one.',
     numeric: true,
   },
 ];

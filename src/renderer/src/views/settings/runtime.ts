@@ -30,6 +30,7 @@ export interface RuntimeSummary {
 
 export const RUNTIME_LABELS: Record<RuntimeKind, string> = {
   container: 'Containers',
+  swarm: 'Docker Swarm',
   sandbox: 'Sandbox (bubblewrap)',
   process: 'Processes',
 };
@@ -37,6 +38,8 @@ export const RUNTIME_LABELS: Record<RuntimeKind, string> = {
 const DESCRIPTIONS: Record<RuntimeKind, string> = {
   container:
     'Every release is an image; each project runs in a container of its own, with memory, process and CPU ceilings.',
+  swarm:
+    'Every release is an image run as a Swarm service: Swarm places its tasks on its nodes, restarts what crashes and moves what a lost node ran; each with memory, process and CPU ceilings.',
   sandbox:
     'Every install, build and start runs inside bubblewrap: a read-only file system except the project’s releases, a private /tmp, the platform’s data hidden.',
   process:

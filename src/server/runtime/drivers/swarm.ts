@@ -1,0 +1,421 @@
+// The swarm runtime (`--runtime swarm`): each release of a project runs as a Docker Swarm service of its
+// image, with the plan's limits, its replicas, Swarm's restart policy and an in-task health check, on
+// an overlay network of its own project. Swarm places the tasks on its nodes, restarts what crashes and
+// reschedules what a lost node ran; the edge reaches each task on the port Swarm publishes on the node
+// that runs it (host mode).
+//
+// Why host mode and one service per release, not one service updated in place behind a virtual IP:
+// the edge is a process on the host, outside every overlay network, and the routing mesh's virtual
+// IPs do not route on every host (not in this VM: measured). And Swarm's rolling update stops an old
+// task the moment its replacement is healthy, before an edge outside Swarm can know of it: requests
+// sent to the old task in that moment fail (measured). So a release starts as a service beside the one
+// serving, the edge switches once the new one answers, and the old one is drained, then removed: the
+// zero-downtime switch the other runtimes make. Rollback starts a kept release's image again.
+import { connect } from 'node:net';
+import type { Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import { readLines } from '../lines.js';
+import type { ProcessExit } from '../process.js';
+import { type ContainerSpec, PLATFORM_LABEL, RELEASE_LABEL } from './docker.js';
+
+/** Where the edge reaches one task of a service: a Swarm node's address and the port published there. */
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+/** A container's spec (docker.ts), as a service of `replicas` tasks. */
+export interface ServiceSpec extends ContainerSpec {
+  replicas: number;
+  /** How long a task may take to answer before Swarm counts its failed health checks. */
+  startPeriodMs: number;
+  /** The pause before Swarm starts a crashed task again. */
+  restartDelayMs: number;
+}
+
+/** Whether this engine runs a Swarm this node manages; else why not (one line, with what to run). */
+export async function swarmState(docker: Docker): Promise<{ nodeId: string } | { reason: string }> {
+  const info = (await docker.info()) as {
+    Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean; NodeID?: string };
+  };
+  const swarm = info.Swarm;
+  if (!swarm || swarm.LocalNodeState !== 'active') {
+    return {
+      reason: `the engine is not part of a Swarm (state: ${swarm?.LocalNodeState ?? 'unknown'}): run \`docker swarm init\` on it, or join it to one as a manager`,
+    };
+  }
+  if (!swarm.ControlAvailable) {
+    return { reason: 'the engine is a Swarm worker: the platform needs a manager to create services' };
+  }
+  return { nodeId: swarm.NodeID ?? '' };
+}
+
+/** The project's overlay network (created once, attachable): its services see each other, not others'. */
+export async function ensureOverlayNetwork(docker: Docker, name: string, labels: Record<string, string>) {
+  try {
+    await docker.getNetwork(name).inspect();
+  } catch {
+    try {
+      await docker.createNetwork({
+        Name: name,
+        Driver: 'overlay',
+        Attachable: true,
+        Labels: labels,
+        CheckDuplicate: true,
+      });
+    } catch (error) {
+      if (!/already exists|409/i.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+/**
+ * A TCP check of every web port from inside the task, with what images commonly have (bash, nc, node,
+ * python3): Swarm keeps a task `starting` until it passes, so a task counts as running once its app
+ * listens.
+ */
+export function healthCommand(ports: number[]): string {
+  const one = (port: number) =>
+    [
+      `bash -c ': >/dev/tcp/127.0.0.1/${port}'`,
+      `nc -z 127.0.0.1 ${port}`,
+      `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"`,
+      `python3 -c "import socket;socket.create_connection(('127.0.0.1',${port}),2)"`,
+    ]
+      .map((check) => `${check} 2>/dev/null`)
+      .join(' || ');
+  return ports.map((port) => `{ ${one(port)}; }`).join(' && ');
+}
+
+/** Creates the service; its tasks start in the background (waitForTasks follows them). */
+export async function createService(docker: Docker, spec: ServiceSpec): Promise<string> {
+  const ms = 1_000_000;
+  const web = spec.ports.length > 0;
+  const created = await docker.createService({
+    Name: spec.name,
+    Labels: spec.labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: spec.image,
+        ...(spec.cmd ? { Command: spec.cmd } : {}),
+        ...(spec.workingDir ? { Dir: spec.workingDir } : {}),
+        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Labels: spec.labels,
+        // An init as PID 1 reaps zombies and passes the stop signal on.
+        Init: true,
+        CapabilityDrop: ['CAP_NET_RAW', 'CAP_SYS_CHROOT', 'CAP_MKNOD', 'CAP_AUDIT_WRITE', 'CAP_SETFCAP'],
+        StopGracePeriod: 10_000 * ms,
+        ...(web
+          ? {
+              Healthcheck: {
+                Test: ['CMD-SHELL', healthCommand(spec.ports)],
+                Interval: 1_000 * ms,
+                Timeout: 3_000 * ms,
+                Retries: 3,
+                StartPeriod: spec.startPeriodMs * ms,
+              },
+            }
+          : {}),
+      },
+      Resources: {
+        Limits: {
+          ...(spec.memoryBytes ? { MemoryBytes: spec.memoryBytes } : {}),
+          ...(spec.cpus ? { NanoCPUs: Math.round(spec.cpus * 1e9) } : {}),
+          ...(spec.pids ? { Pids: spec.pids } : {}),
+        },
+      },
+      RestartPolicy: { Condition: 'any', Delay: spec.restartDelayMs * ms, MaxAttempts: 0 },
+      LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '2' } },
+      Networks: [{ Target: spec.network }],
+    },
+    Mode: { Replicated: { Replicas: spec.replicas } },
+    EndpointSpec: {
+      // No virtual IP: the edge reaches tasks on their nodes, and names on the overlay resolve to tasks.
+      Mode: 'dnsrr',
+      Ports: spec.ports.map((port) => ({ Protocol: 'tcp', TargetPort: port, PublishMode: 'host' })),
+    },
+  } as Docker.CreateServiceOptions);
+  return created.id as string;
+}
+
+interface Task {
+  ID: string;
+  NodeID?: string;
+  Slot?: number;
+  DesiredState: string;
+  Status: {
+    State: string;
+    Err?: string;
+    Message?: string;
+    ContainerStatus?: { ExitCode?: number };
+    PortStatus?: { Ports?: Array<{ TargetPort: number; PublishedPort: number }> };
+  };
+}
+
+/** Where each web port of the service's running tasks is reached, by port inside; and the tasks. */
+export async function serviceEndpoints(
+  docker: Docker,
+  serviceId: string,
+  nodes: NodeAddresses,
+): Promise<{ endpoints: Map<number, Endpoint[]>; tasks: Task[] }> {
+  const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as Task[];
+  const endpoints = new Map<number, Endpoint[]>();
+  for (const task of tasks) {
+    if (task.DesiredState !== 'running' || task.Status.State !== 'running' || !task.NodeID) continue;
+    const host = await nodes.addressOf(task.NodeID);
+    if (host === null) continue;
+    const published = new Map<number, number[]>();
+    for (const { TargetPort, PublishedPort } of task.Status.PortStatus?.Ports ?? []) {
+      const ports = published.get(TargetPort) ?? [];
+      if (!ports.includes(PublishedPort)) ports.push(PublishedPort);
+      published.set(TargetPort, ports);
+    }
+    for (const [target, ports] of published) {
+      const port = await nodes.reachablePort(task.ID, target, host, ports);
+      if (port === null) continue;
+      const list = endpoints.get(target) ?? [];
+      list.push({ host, port });
+      endpoints.set(target, list);
+    }
+  }
+  return { endpoints, tasks };
+}
+
+/**
+ * Each Swarm node's address as the edge reaches it (its advertised address), looked up once; and
+ * which of a task's published ports the edge reaches there, found once per task.
+ */
+export class NodeAddresses {
+  private readonly known = new Map<string, string>();
+  private readonly ports = new Map<string, number>();
+
+  /**
+   * The port of `candidates` that answers at `host`. A task publishes one port per address family,
+   * and Docker 20.10 may pick a different number for each (moby#42442): only one of them is bound to
+   * the node's IPv4 address. A single candidate is taken as it is.
+   */
+  async reachablePort(
+    taskId: string,
+    target: number,
+    host: string,
+    candidates: number[],
+  ): Promise<number | null> {
+    if (candidates.length === 1) return candidates[0]!;
+    const key = `${taskId}/${target}`;
+    const known = this.ports.get(key);
+    if (known !== undefined) return known;
+    for (const port of candidates) {
+      if (await accepts(host, port)) {
+        if (this.ports.size > 10_000) this.ports.clear();
+        this.ports.set(key, port);
+        return port;
+      }
+    }
+    return null;
+  }
+
+  constructor(private readonly docker: Docker) {}
+
+  async addressOf(nodeId: string): Promise<string | null> {
+    const known = this.known.get(nodeId);
+    if (known !== undefined) return known;
+    const node = (await this.docker
+      .getNode(nodeId)
+      .inspect()
+      .catch(() => null)) as { Status?: { Addr?: string } } | null;
+    const address = node?.Status?.Addr;
+    if (!address) return null;
+    // A node that advertises the any-address is reached on loopback (a one-machine swarm).
+    const host = address === '0.0.0.0' ? '127.0.0.1' : address;
+    this.known.set(nodeId, host);
+    return host;
+  }
+}
+
+/**
+ * Waits until `replicas` tasks of the service run (Swarm counts a task running once its health check
+ * passes); throws with what Swarm said of the tasks that failed, when one fails before that.
+ */
+export async function waitForTasks(
+  docker: Docker,
+  serviceId: string,
+  options: { replicas: number; timeoutMs: number; nodes: NodeAddresses; cancelled(): boolean },
+): Promise<Map<number, Endpoint[]>> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const { endpoints, tasks } = await serviceEndpoints(docker, serviceId, options.nodes);
+    const running = tasks.filter((t) => t.DesiredState === 'running' && t.Status.State === 'running');
+    if (running.length >= options.replicas) return endpoints;
+    const failed = tasks.find((t) => ['failed', 'rejected'].includes(t.Status.State));
+    if (failed) throw new Error(describeTaskFailure(failed));
+    if (options.cancelled()) throw new Error('cancelled');
+    if (Date.now() > deadline) {
+      const starting = tasks.some((t) => t.Status.State === 'starting');
+      throw new Error(
+        starting
+          ? `its tasks did not pass their health check within ${Math.round(options.timeoutMs / 1000)} s: nothing listened on the app's port (the check runs bash, nc, node or python3 inside the image)`
+          : `Swarm did not start its tasks within ${Math.round(options.timeoutMs / 1000)} s${tasks[0]?.Status.Err ? ` (${tasks[0].Status.Err})` : tasks[0]?.Status.Message ? ` (${tasks[0].Status.Message})` : ''}`,
+      );
+    }
+    await delay(250);
+  }
+}
+
+function describeTaskFailure(task: Task): string {
+  const code = task.Status.ContainerStatus?.ExitCode;
+  const why = task.Status.Err ?? task.Status.Message ?? task.Status.State;
+  if (/unhealthy/i.test(why)) return "a task failed its health check: nothing listened on the app's port";
+  if (typeof code === 'number' && code !== 0)
+    return `a task exited with code ${code} before its app answered (its output is above)`;
+  return `a task ${task.Status.State}: ${why}`;
+}
+
+/**
+ * The service's output (every task's, from `since`, seconds since the epoch), line by line, until
+ * the returned stop is called.
+ */
+export async function followServiceLogs(
+  docker: Docker,
+  serviceId: string,
+  since: number,
+  onLine: (line: string) => void,
+): Promise<() => void> {
+  const service = docker.getService(serviceId);
+  const logs = (await service.logs({
+    follow: true,
+    stdout: true,
+    stderr: true,
+    since,
+  } as Parameters<Docker.Service['logs']>[0])) as unknown as Readable;
+  const out = new PassThrough();
+  const err = new PassThrough();
+  docker.modem.demuxStream(logs, out, err);
+  logs.once('end', () => {
+    out.end();
+    err.end();
+  });
+  logs.once('error', () => {
+    out.end();
+    err.end();
+  });
+  readLines(out, onLine);
+  readLines(err, onLine);
+  return () => logs.destroy();
+}
+
+/** The services of this platform, with their labels. */
+export async function listServices(docker: Docker, platformId: string) {
+  return docker.listServices({ filters: { label: [`${PLATFORM_LABEL}=${platformId}`] } });
+}
+
+/** The platform's service running `releaseId`, if any. */
+export async function findService(
+  docker: Docker,
+  platformId: string,
+  releaseId: string,
+): Promise<string | null> {
+  const [found] = await docker.listServices({
+    filters: { label: [`${PLATFORM_LABEL}=${platformId}`, `${RELEASE_LABEL}=${releaseId}`] },
+  });
+  return (found?.ID as string | undefined) ?? null;
+}
+
+/** Removes a service (its tasks stop, each given its grace period); gone already is fine. */
+export async function removeService(docker: Docker, serviceId: string): Promise<void> {
+  await docker
+    .getService(serviceId)
+    .remove()
+    .catch(() => undefined);
+}
+
+/** Settles when the service no longer exists (removed by someone else), checked every few seconds. */
+export function serviceGone(docker: Docker, serviceId: string, stopped: () => boolean): Promise<ProcessExit> {
+  return (async () => {
+    while (!stopped()) {
+      await delay(3_000, undefined, { ref: false });
+      const exists = await docker
+        .getService(serviceId)
+        .inspect()
+        .then(
+          () => true,
+          (error: { statusCode?: number }) => error.statusCode !== 404,
+        );
+      if (!exists) return { code: null, signal: null };
+    }
+    return new Promise<ProcessExit>(() => undefined);
+  })();
+}
+
+/** A release's service as the supervisor follows it: where its tasks answer, kept fresh while it runs. */
+export interface ServiceUnit {
+  id: string;
+  pid: number;
+  /** Settles when the service is gone without the platform removing it. */
+  exited: Promise<ProcessExit>;
+  /** Removes the service; resolves once it is gone. */
+  stop(graceMs?: number): Promise<ProcessExit>;
+  /** Stops following it, and leaves it running (a platform shutting down: the next start follows it). */
+  detach(): void;
+}
+
+/**
+ * Follows a service (just created, or found again after a platform restart): its output into
+ * `onLine` from `since`, and where its tasks answer into `onEndpoints` (every second, as Swarm
+ * restarts and reschedules them).
+ */
+export async function followService(
+  docker: Docker,
+  serviceId: string,
+  options: {
+    since: number;
+    nodes: NodeAddresses;
+    onLine(line: string): void;
+    onEndpoints(endpoints: Map<number, Endpoint[]>): void;
+  },
+): Promise<ServiceUnit> {
+  let stopped = false;
+  const stopLogs = await followServiceLogs(docker, serviceId, options.since, options.onLine).catch(
+    () => () => undefined,
+  );
+  const refresh = setInterval(() => {
+    serviceEndpoints(docker, serviceId, options.nodes).then(
+      ({ endpoints }) => {
+        if (!stopped) options.onEndpoints(endpoints);
+      },
+      () => undefined,
+    );
+  }, 1_000);
+  refresh.unref();
+  const leave = () => {
+    stopped = true;
+    clearInterval(refresh);
+    stopLogs();
+  };
+  return {
+    id: serviceId,
+    pid: 0,
+    exited: serviceGone(docker, serviceId, () => stopped),
+    detach: leave,
+    async stop() {
+      leave();
+      await removeService(docker, serviceId);
+      return { code: null, signal: 'SIGTERM' };
+    },
+  };
+}
+
+/** Whether something accepts a TCP connection at host:port within a second. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 1_000 });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  });
+}

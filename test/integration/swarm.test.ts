@@ -1,0 +1,297 @@
+// The swarm runtime against a real one-node Swarm (engines.sh makes the test engine one): each release
+// a Swarm service of its image, with the plan's limits, replicas, an in-task health check and an
+// overlay network per project; the edge reaches the tasks on their host-mode ports; redeploys and
+// rollbacks switch without a failed request; Swarm restarts a crashed task; a platform restart
+// follows the running service; stop and delete remove what the project had.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Project, Release } from '../../src/shared/api/projects.js';
+import { PLATFORM_LABEL, PROJECT_LABEL } from '../../src/server/runtime/drivers/docker.js';
+import { buildPlatform } from '../../src/server/app.js';
+import {
+  createProject,
+  deployFiles,
+  keepRequesting,
+  logLines,
+  nodeApp,
+  settled,
+  viaEdge,
+  waitFor,
+  waitForLog,
+} from '../helpers/deploy.js';
+import { requirePodman, requireSwarm, testImages } from '../helpers/engine.js';
+import { until } from '../helpers/poll.js';
+import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
+
+const reason = await requireSwarm();
+const podman = await requirePodman();
+const images = testImages() ?? { node: 'unset', python: 'unset' };
+const docker = new Docker();
+
+/** A Node app started with `node server.js`, that says which task answered. */
+const app = (greeting: string) => ({
+  ...nodeApp(greeting),
+  Procfile: 'web: node server.js\n',
+  'server.js': `
+const http = require('node:http');
+const os = require('node:os');
+const server = http.createServer((req, res) => {
+  if (req.url === '/task') return res.end(os.hostname());
+  if (req.url === '/crash') { res.end('bye'); setTimeout(() => process.exit(3), 10); return; }
+  res.end(${JSON.stringify(greeting)} + ' ' + req.url);
+});
+server.listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`,
+});
+
+async function servicesOf(tp: TestPlatform, projectId: string) {
+  return docker.listServices({
+    filters: {
+      label: [`${PLATFORM_LABEL}=${tp.platform.runtime.platformId}`, `${PROJECT_LABEL}=${projectId}`],
+    },
+  });
+}
+
+async function releasesOf(tp: TestPlatform, id: string): Promise<Release[]> {
+  const answer = await call<Release[]>(`${tp.api}/projects/${id}/releases`, { key: tp.key });
+  expect(answer.status).toBe(200);
+  return answer.body;
+}
+
+const config = {
+  runtime: 'swarm' as const,
+  images,
+  healthTimeoutMs: 20_000,
+  restartBackoffMs: 200,
+  keepReleases: 3,
+  sandbox: { memoryMiB: 256, pids: 200, cpus: 0.5 },
+};
+
+describe.skipIf(reason !== null)('the swarm runtime', () => {
+  let tp: TestPlatform;
+  beforeAll(async () => {
+    tp = await startPlatform(config);
+  }, 60_000);
+  afterAll(async () => {
+    await tp?.close();
+  }, 60_000);
+
+  it('says it runs apps as Swarm services', async () => {
+    expect(tp.platform.runtime.kind).toBe('swarm');
+    expect(tp.platform.runtimeNotes.join('\n')).toMatch(/apps run as Swarm services/);
+    const info = await call<{ runtime: string }>(`${tp.api}/platform`, { key: tp.key });
+    expect(info.body.runtime).toBe('swarm');
+  });
+
+  it('runs an upload as a service with the plan’s limits, a health check and replicas, reached in turn', async () => {
+    const project = await createProject(tp, {
+      name: 'Sw',
+      subdomain: 's-upload',
+      deploy_source: 'upload',
+      build_config: { replicas: 2 },
+    });
+    expect(project.build_config.replicas).toBe(2);
+    const detail = await deployFiles(tp, project.id, app('hello from a service'));
+    const lines = detail.logs.map((l) => l.line);
+    expect(
+      lines.some((l) => /starting a Swarm service of wharf\/.* \(2 tasks, port \d+ inside\)/.test(l)),
+    ).toBe(true);
+    expect(lines.some((l) => l.startsWith('the service is up: 2 tasks running'))).toBe(true);
+    expect((await viaEdge(tp.edgePort, 's-upload.localhost', '/x')).body).toBe('hello from a service /x');
+
+    const [service] = await servicesOf(tp, project.id);
+    expect(service).toBeDefined();
+    const spec = service!.Spec!;
+    expect(spec.Mode?.Replicated?.Replicas).toBe(2);
+    const template = spec.TaskTemplate as {
+      Resources: { Limits: { MemoryBytes: number; NanoCPUs: number; Pids?: number } };
+      ContainerSpec: {
+        Healthcheck?: { Test: string[] };
+        Env: string[];
+        CapabilityDrop?: string[];
+        Init?: boolean;
+      };
+      Networks: Array<{ Target: string }>;
+    };
+    expect(template.Resources.Limits.MemoryBytes).toBe(256 * 1024 * 1024);
+    expect(template.Resources.Limits.NanoCPUs).toBe(0.5e9);
+    expect(template.ContainerSpec.Healthcheck?.Test[0]).toBe('CMD-SHELL');
+    expect(template.ContainerSpec.Init).toBe(true);
+    expect(template.ContainerSpec.CapabilityDrop).toContain('CAP_NET_RAW');
+    expect(spec.EndpointSpec?.Mode).toBe('dnsrr');
+    expect(spec.EndpointSpec?.Ports?.every((p) => p.PublishMode === 'host')).toBe(true);
+    const network = await docker.getNetwork(template.Networks[0]!.Target).inspect();
+    expect(network.Driver).toBe('overlay');
+    expect(network.Name).toBe(`wharf-swarm-${project.id.toLowerCase()}`);
+
+    // Both tasks answer, in turn.
+    const tasks = new Set<string>();
+    for (let i = 0; i < 6; i++) tasks.add((await viaEdge(tp.edgePort, 's-upload.localhost', '/task')).body);
+    expect(tasks.size).toBe(2);
+  }, 180_000);
+
+  it('refuses replicas out of range at the field, and keeps the config', async () => {
+    const project = await createProject(tp, { name: 'Rep', subdomain: 's-rep', deploy_source: 'upload' });
+    for (const replicas of [0, 11, 1.5, '2']) {
+      const answer = await call(`${tp.api}/projects/${project.id}/build-config`, {
+        key: tp.key,
+        method: 'PUT',
+        body: { replicas },
+      });
+      expect(answer.status).toBe(422);
+      expect(JSON.stringify(answer.body)).toMatch(/replicas/);
+    }
+    const kept = await call<{ project: Project }>(`${tp.api}/projects/${project.id}`, { key: tp.key });
+    expect(kept.body.project.build_config.replicas).toBe(1);
+  });
+
+  it('redeploys and rolls back without a failed request, a service per release, the old one removed', async () => {
+    const project = await createProject(tp, { name: 'Roll', subdomain: 's-roll', deploy_source: 'upload' });
+    await deployFiles(tp, project.id, app('v1'));
+    const traffic = keepRequesting(tp.edgePort, 's-roll.localhost');
+    await deployFiles(tp, project.id, app('v2'));
+    expect((await viaEdge(tp.edgePort, 's-roll.localhost', '/')).body).toBe('v2 /');
+    const [v2, v1] = await releasesOf(tp, project.id);
+    expect(v1!.rollback_available).toBe(true);
+    await until(async () => (await servicesOf(tp, project.id)).length === 1, 'the old service to go', 30_000);
+
+    const rolled = await call<Project>(`${tp.api}/projects/${project.id}/rollback`, {
+      key: tp.key,
+      body: { release_id: v1!.id },
+    });
+    expect(rolled.status).toBe(202);
+    const detail = await waitFor(tp, project.id, settled, 90_000);
+    const { failures, served } = await traffic.stop();
+    expect(detail.project.status).toBe('running');
+    expect(failures).toEqual([]);
+    expect(served).toBeGreaterThan(10);
+    expect((await viaEdge(tp.edgePort, 's-roll.localhost', '/')).body).toBe('v1 /');
+    await until(async () => (await servicesOf(tp, project.id)).length === 1, 'v2’s service to go', 30_000);
+    const [serving] = await servicesOf(tp, project.id);
+    expect(serving!.Spec!.Labels!['dev.wharf.release']).toBe(v1!.id);
+    expect(v2!.id).not.toBe(v1!.id);
+  }, 300_000);
+
+  it('has Swarm start a crashed task again, and the edge follows it', async () => {
+    const project = await createProject(tp, { name: 'Crash', subdomain: 's-crash', deploy_source: 'upload' });
+    await deployFiles(tp, project.id, app('crashy'));
+    const before = (await viaEdge(tp.edgePort, 's-crash.localhost', '/task')).body;
+    await viaEdge(tp.edgePort, 's-crash.localhost', '/crash');
+    await until(
+      async () => {
+        const answer = await viaEdge(tp.edgePort, 's-crash.localhost', '/task');
+        return answer.status === 200 && answer.body !== before;
+      },
+      'a new task to answer',
+      60_000,
+      250,
+    );
+    expect(
+      (await call<{ project: Project }>(`${tp.api}/projects/${project.id}`, { key: tp.key })).body.project
+        .status,
+    ).toBe('running');
+  }, 120_000);
+
+  it('fails a deploy whose app never listens, with the old version serving', async () => {
+    const project = await createProject(tp, { name: 'Deaf', subdomain: 's-deaf', deploy_source: 'upload' });
+    await deployFiles(tp, project.id, app('still here'));
+    const detail = await deployFiles(tp, project.id, {
+      ...app('never'),
+      'server.js': 'setInterval(() => {}, 1000); console.log("not listening");\n',
+    }).catch(() => null);
+    const after = detail ?? (await waitFor(tp, project.id, settled, 120_000));
+    const lines = after.logs.map((l) => l.line);
+    expect(
+      lines.some((l) => /deploy failed: .*health check/.test(l)),
+      lines.join('\n'),
+    ).toBe(true);
+    expect((await viaEdge(tp.edgePort, 's-deaf.localhost', '/')).body).toBe('still here /');
+    await until(
+      async () => (await servicesOf(tp, project.id)).length === 1,
+      'the failed service to go',
+      30_000,
+    );
+  }, 240_000);
+
+  it('stops and deletes a project: its service and network go', async () => {
+    const project = await createProject(tp, { name: 'Gone', subdomain: 's-gone', deploy_source: 'upload' });
+    await deployFiles(tp, project.id, app('soon gone'));
+    const stopped = await call<Project>(`${tp.api}/projects/${project.id}/stop`, {
+      key: tp.key,
+      method: 'POST',
+    });
+    expect(stopped.body.status).toBe('stopped');
+    expect(await servicesOf(tp, project.id)).toEqual([]);
+    expect((await viaEdge(tp.edgePort, 's-gone.localhost', '/')).status).toBe(503);
+    await deployFiles(tp, project.id, app('back'));
+    const deleted = await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
+    expect(deleted.status).toBe(200);
+    expect(await servicesOf(tp, project.id)).toEqual([]);
+    await until(
+      () =>
+        docker
+          .getNetwork(`wharf-swarm-${project.id.toLowerCase()}`)
+          .inspect()
+          .then(
+            () => false,
+            () => true,
+          ),
+      'the project network to go',
+      30_000,
+    );
+  }, 240_000);
+});
+
+describe.skipIf(reason !== null)('a platform restart with the swarm runtime', () => {
+  it('follows the running service instead of rebuilding or restarting it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-restart-'));
+    const restartConfig = { ...config, dataDir, stopContainersOnExit: false };
+    let tp = await startPlatform(restartConfig);
+    try {
+      const project = await createProject(tp, { name: 'Stay', subdomain: 's-stay', deploy_source: 'upload' });
+      await deployFiles(tp, project.id, app('survives restarts'));
+      const [before] = await servicesOf(tp, project.id);
+      await tp.platform.app.close();
+      expect((await servicesOf(tp, project.id)).map((s) => s.ID)).toEqual([before!.ID]);
+
+      tp = await startPlatform({ ...restartConfig, stopContainersOnExit: true });
+      await waitForLog(tp, project.id, /kept running in its Swarm service/, 30_000);
+      await until(
+        async () => (await viaEdge(tp.edgePort, 's-stay.localhost', '/')).status === 200,
+        'the app to answer',
+        30_000,
+      );
+      expect((await viaEdge(tp.edgePort, 's-stay.localhost', '/')).body).toBe('survives restarts /');
+      expect((await servicesOf(tp, project.id)).map((s) => s.ID)).toEqual([before!.ID]);
+      const lines = await logLines(tp, project.id);
+      expect(lines.filter((l) => l.startsWith('deploy rel_'))).toHaveLength(1);
+    } finally {
+      await tp.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  // Podman's Docker-compatible API has no Swarm: the platform must say so, not start half-way.
+  it.skipIf(podman !== null)(
+    'refuses to start on an engine that manages no Swarm, saying what to run',
+    async () => {
+      const saved = process.env.DOCKER_HOST;
+      process.env.DOCKER_HOST = process.env.WHARF_TEST_PODMAN_HOST;
+      const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-refused-'));
+      try {
+        await expect(buildPlatform({ ...config, dataDir })).rejects.toThrow(
+          /--runtime swarm: the engine is not part of a Swarm .*docker swarm init/,
+        );
+      } finally {
+        if (saved === undefined) delete process.env.DOCKER_HOST;
+        else process.env.DOCKER_HOST = saved;
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+});
