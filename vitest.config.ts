@@ -26,6 +26,7 @@ const POSTGRES_SUITES = [
   'test/integration/tunnels-manager.test.ts',
   'test/integration/tls.test.ts',
   'test/integration/logs.test.ts',
+  'test/integration/cluster.test.ts',
 ];
 
 export default defineConfig({
@@ -49,8 +50,12 @@ export default defineConfig({
             'test/e2e/**/*.test.ts',
             'test/electron/**/*.test.ts',
           ],
-          // PostgreSQL's own suites: the postgres project runs them.
-          exclude: ['test/integration/store-postgres.test.ts', 'test/integration/migrate-store.test.ts'],
+          // PostgreSQL's own suites, and several nodes on one database: the postgres project runs them.
+          exclude: [
+            'test/integration/store-postgres.test.ts',
+            'test/integration/migrate-store.test.ts',
+            'test/integration/cluster.test.ts',
+          ],
         },
       },
       {

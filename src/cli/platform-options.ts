@@ -34,6 +34,7 @@ import { UsageError } from './io.js';
 export interface PlatformOptions {
   dataDir?: string;
   databaseUrl?: string;
+  nodeUrl?: string;
   plans?: string;
   host: string;
   port: number;
@@ -88,6 +89,14 @@ export function withPlatformOptions(command: Command): Command {
         '--data-dir <dir>',
         `where its database, uploads and secret live (default: ${join(wharfHome(), 'platform')})`,
       ).env('WHARF_DATA_DIR'),
+    )
+    .addOption(
+      envOption(
+        '--node-url <url>',
+        "run as one node of a cluster: how the other nodes reach this one's edge (http://10.0.0.5:8788); needs --database-url, --runtime swarm and WHARF_SECRET, the same on every node",
+        'WHARF_NODE_URL',
+        { parse: parseNodeUrl },
+      ),
     )
     .addOption(
       envOption(
@@ -404,6 +413,7 @@ export function platformConfig(options: PlatformOptions): {
   const config = resolveConfig({
     dataDir,
     databaseUrl: options.databaseUrl ?? null,
+    nodeUrl: options.nodeUrl ?? null,
     ...(plans ? { plans: plans.plans, defaultPlan: plans.defaultPlan } : {}),
     edgePort: options.edgePort,
     front: options.front,
@@ -483,4 +493,18 @@ function envOption<T>(
   if (value.default !== undefined) option.default(value.default);
   if (value.parse) option.argParser(value.parse);
   return option.env(env);
+}
+
+/** `--node-url`: an http(s) origin without a path (the edge of this node as the others reach it). */
+function parseNodeUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--node-url must be a URL such as http://10.0.0.5:8788, not "${value}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search !== '') {
+    throw new UsageError(`--node-url must be an http(s) origin without a path, such as http://10.0.0.5:8788`);
+  }
+  return url.origin;
 }

@@ -108,6 +108,8 @@ function printBanner(
   }
   io.out(`  Data       ${config.dataDir}`);
   if (config.databaseUrl) io.out(`  Database   ${describeLocation(config.databaseUrl)} (PostgreSQL)`);
+  if (running.cluster.clustered)
+    io.out(`  Cluster    node ${running.cluster.nodeId}, reached by the other nodes at ${config.nodeUrl}`);
   io.out(
     `  Runtime    ${running.runtime.kind}${running.runtime.kind === 'sandbox' ? ' (bwrap)' : ''}${config.runtime === 'auto' ? ', picked by --runtime auto' : ''}${running.runtime.kind === 'container' || running.runtime.kind === 'swarm' ? `; generated Dockerfiles FROM ${config.images.node} or ${config.images.python}` : ''}`,
   );

@@ -44,6 +44,12 @@ import { type Store, openStore } from './store/open.js';
 import { EventEmitter } from 'node:events';
 import { type PlatformTls, setUpTls } from './tls/setup.js';
 import { FrontProxy, requireHaproxy } from './front/front.js';
+import { Cluster } from './cluster/cluster.js';
+import { NodeForwarder } from './cluster/forward.js';
+import { HopSigner } from './cluster/hop.js';
+import { TunnelHolders } from './cluster/tunnels.js';
+import { notRunningPage, sendPage } from './edge/pages.js';
+import { isPostgresUrl } from './store/location.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -80,6 +86,8 @@ export interface Platform {
   tls: PlatformTls | null;
   /** HAProxy in front of the edge (`front: 'haproxy'`), started by servePlatform on the public ports. */
   front: FrontProxy | null;
+  /** The other nodes sharing the database (`--node-url`), or this one alone. */
+  cluster: Cluster;
   /** What the operator should see as it happens (`event`: { level, message }), e.g. certificates issued. */
   events: EventEmitter<{ event: [PlatformEvent] }>;
 }
@@ -99,7 +107,9 @@ declare module 'fastify' {
 
 export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<Platform> {
   const config = resolveConfig(partial);
-  // Before anything is opened: a front that cannot run is said at once.
+  // Before anything is opened: a cluster or a front that cannot run is said at once.
+  const refused = refusedCluster(config);
+  if (refused) throw new Error(refused);
   const haproxy = config.front === 'haproxy' ? requireHaproxy() : null;
   const db = await openStore(config.databaseUrl ?? join(config.dataDir, 'platform.db'));
   const secret = loadOrCreateSecret(config.dataDir, config.secret);
@@ -110,8 +120,18 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const logs = new LogStore(db);
   const chosen = await chooseDriver(config, db);
   const runtimeNotes = chosen.notes;
-  const runtime = new Runtime(db, config, projects, logs, chosen);
-  const tunnels = new TunnelHub(config, db, auth);
+  const cluster = new Cluster(db, config, (error, what) => app.log.error({ err: error }, `${what} failed`));
+  const signer = new HopSigner(secret, cluster.nodeId);
+  const forwarder = new NodeForwarder(signer, `api.${config.baseDomain}`, (res) =>
+    sendPage(res, notRunningPage(502)),
+  );
+  const runtime = new Runtime(db, config, projects, logs, chosen, cluster);
+  const tunnels = new TunnelHub(config, db, auth, {
+    cluster,
+    holders: new TunnelHolders(db, cluster),
+    signer,
+    forwarder,
+  });
   const edge = new Edge(config, db, runtime, tunnels);
   const ledger = new Ledger(db, config);
   const dailyCap = new DailyCap(db, config);
@@ -158,12 +178,17 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       front?.schedule();
     };
   }
-  const domains = new DomainService(db, config, dnsLookup(config), {
-    onRouteChange: (domain) => {
-      edge.forgetDomain(domain);
+  // A domain's route changed, here or on another node.
+  cluster.on((event) => {
+    if (event.kind === 'route' && event.host !== null) {
+      edge.forgetDomain(event.host);
       tls?.certificates.nudge();
       front?.schedule();
-    },
+    }
+    if (event.kind === 'domains') domainChecker.wake();
+  });
+  const domains = new DomainService(db, config, dnsLookup(config), {
+    onRouteChange: (domain) => cluster.publish({ kind: 'route', host: domain }),
     ...(tls ? { certificateOf: (domain: string) => tls.certificates.statusOfHost(domain) } : {}),
   });
 
@@ -220,6 +245,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   });
   app.addHook('preClose', async () => tunnels.close());
   app.addHook('onClose', async () => {
+    await cluster.close();
     await domainChecker.stop();
     // The builder's loops deploy through the runtime: they end first.
     await aiBuilder.close();
@@ -291,7 +317,11 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       await api.register(accountRoutes, { db, config, auth, ledger, dailyCap, aiKeys: engines.keys });
       await api.register(projectRoutes, { db, config, projects, logs, runtime });
       await api.register(tunnelRoutes, { hub: tunnels });
-      await api.register(domainRoutes, { domains, checker: domainChecker });
+      await api.register(domainRoutes, {
+        domains,
+        // The node that runs the checks (it may be another) looks at the new domain's schedule.
+        checker: { wake: () => cluster.publish({ kind: 'domains' }) },
+      });
       await api.register(emailRoutes, { config, verifier: emailVerifier, ledger, dailyCap });
       await api.register(aiBuildRoutes, { builder: aiBuilder, engines });
       await api.register(aiAgentRoutes, {
@@ -314,17 +344,38 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   void databases.sweep();
 
   // What was running when the platform last stopped runs again (in the background); AI projects whose
-  // deploy was cut short go through their deploy loop again, self-repair included.
-  const interrupted = await aiBuilder.interrupted();
-  void runtime.restore({ except: new Set(interrupted.map((p) => p.projectId)) }).catch((error: unknown) => {
-    app.log.error({ err: error }, 'restoring the running projects failed');
-  });
-  void aiBuilder.resume(interrupted).catch((error: unknown) => {
-    app.log.error({ err: error }, 'resuming the interrupted AI deploys failed');
+  // deploy was cut short go through their deploy loop again, self-repair included. In a cluster, every
+  // node first routes to the services that run, and one node (the job's leader) does the rest.
+  if (cluster.clustered) await runtime.viewAll();
+  let restored = false;
+  cluster.singleton('restore', {
+    start: () => {
+      if (restored) return;
+      restored = true;
+      void (async () => {
+        const interrupted = await aiBuilder.interrupted();
+        await Promise.all([
+          runtime
+            .restore({ except: new Set(interrupted.map((p) => p.projectId)) })
+            .catch((error: unknown) => {
+              app.log.error({ err: error }, 'restoring the running projects failed');
+            }),
+          aiBuilder.resume(interrupted).catch((error: unknown) => {
+            app.log.error({ err: error }, 'resuming the interrupted AI deploys failed');
+          }),
+        ]);
+      })();
+    },
+    stop: async () => {},
   });
 
-  // Unverified domains are looked at again in the background, on the schedule kept in the store.
-  domainChecker.start();
+  // Unverified domains are looked at again in the background, on the schedule kept in the store (by
+  // one node of a cluster).
+  cluster.singleton('domain-checks', {
+    start: () => domainChecker.start(),
+    stop: () => domainChecker.stop(),
+  });
+  await cluster.start();
 
   return {
     app,
@@ -346,5 +397,27 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
     tls,
     front,
     events,
+    cluster,
   };
+}
+
+/**
+ * Why this config cannot run as a node of a cluster (`nodeUrl` set), or null. The nodes share a
+ * PostgreSQL database and a secret, and run apps where every node reaches them (Swarm services).
+ */
+function refusedCluster(config: PlatformConfig): string | null {
+  if (config.runtime === 'swarm' && config.front === 'haproxy')
+    return '--front haproxy does not route to Swarm services yet: run the swarm runtime without it';
+  if (config.nodeUrl === null) return null;
+  if (!/^https?:\/\/[^/]+\/?$/.test(config.nodeUrl))
+    return `--node-url must be this node's edge as the other nodes reach it, such as http://10.0.0.5:8788 (no path)`;
+  if (config.databaseUrl === null || !isPostgresUrl(config.databaseUrl))
+    return '--node-url needs --database-url: the nodes of a cluster share one PostgreSQL database';
+  if (config.secret === undefined)
+    return '--node-url needs WHARF_SECRET: every node of a cluster signs tokens and seals secrets with the same one, which is never stored in the database';
+  if (config.runtime !== 'swarm')
+    return '--node-url needs --runtime swarm: the apps of a cluster run as Swarm services, which every node reaches';
+  if (config.tls.httpsPort !== null)
+    return 'HTTPS on several nodes is not supported yet (each node would order its own certificates): put the load balancer in front of the nodes in charge of TLS';
+  return null;
 }

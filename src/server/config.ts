@@ -129,6 +129,11 @@ export interface PlatformConfig {
    * that several platform nodes may share. Never shown with its password.
    */
   databaseUrl: string | null;
+  /**
+   * How the other platform nodes reach this one (its edge, e.g. `http://10.0.0.5:8788`), when several
+   * share the database (cluster/): null for a platform of one node.
+   */
+  nodeUrl: string | null;
   /** Apps are served at `<subdomain>.<baseDomain>`. */
   baseDomain: string;
   /** Tunnels are served at `<subdomain>.<tunnelDomain>`. */
@@ -251,6 +256,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
   return {
     dataDir: partial.dataDir ?? join(wharfHome(), 'platform'),
     databaseUrl: partial.databaseUrl ?? null,
+    nodeUrl: partial.nodeUrl ?? null,
     baseDomain: partial.baseDomain ?? 'localhost',
     tunnelDomain: partial.tunnelDomain ?? 'tunnel.localhost',
     edgePort: partial.edgePort ?? DEFAULT_EDGE_PORT,

@@ -14,7 +14,8 @@ import type { DomainService } from './domains.js';
 
 export interface DomainRoutesOptions {
   domains: DomainService;
-  checker: DomainChecker;
+  /** Told when a domain is added: the checks look at its schedule. */
+  checker: Pick<DomainChecker, 'wake'>;
 }
 
 export const domainRoutes: FastifyPluginAsyncZod<DomainRoutesOptions> = async (app, { domains, checker }) => {

@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
+import { HOP_HEADER } from '../cluster/hop.js';
 import type { PlatformConfig } from '../config.js';
 import { formatBytes } from '../limits.js';
 import type { EdgeTarget, Runtime } from '../runtime/runtime.js';
@@ -33,6 +34,8 @@ import { type Route, RouteCache } from './route-cache.js';
 import { serveStaticSite } from './static-site.js';
 import type { CertificateManager } from '../tls/certificates.js';
 import { CHALLENGE_PATH, type HttpChallenges } from '../tls/challenges.js';
+
+const HOP_IN_HEAD = new RegExp(`\r\n${HOP_HEADER}:`, 'i');
 
 /** A year, as HSTS preload lists ask; sent only for custom domains whose owner turned it on. */
 const HSTS = 'max-age=31536000';
@@ -125,7 +128,8 @@ export class Edge {
         if (rest.length > 0) again.unshift(rest);
         this.sniff(again, give);
       };
-      if (host === null || host === this.apiHost) {
+      // A request another node sent on (HOP_HEADER) is read whole: its hop is checked first.
+      if (host === null || host === this.apiHost || HOP_IN_HEAD.test(read.toString('latin1', 0, end))) {
         give(socket, read);
         return;
       }
@@ -286,7 +290,7 @@ export class Edge {
     if (!this.bodyLimit.admit(req, res)) return;
     const tunnel = this.tunnels.subdomainOf(host);
     if (tunnel !== null) {
-      this.tunnels.relay(req, res, tunnel);
+      await this.tunnels.relayAnywhere(req, res, tunnel);
       return;
     }
     const route = await this.routes.route(host).catch(() => null);
@@ -355,7 +359,7 @@ export class Edge {
     }
     const tunnel = this.tunnels.subdomainOf(hostOf(req));
     if (tunnel !== null) {
-      this.tunnels.relayUpgrade(req, socket, head, tunnel);
+      await this.tunnels.relayUpgradeAnywhere(req, socket, head, tunnel);
       return;
     }
     const route = await this.routes.route(hostOf(req)).catch(() => null);

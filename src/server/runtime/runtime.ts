@@ -23,6 +23,7 @@ import type { Store } from '../store/open.js';
 import type { ProjectsTable } from '../store/schema.js';
 import { type AttemptDeps, type ProjectState, deploy, latestUpload, rollback } from './attempt.js';
 import { Build, DeployError } from './build.js';
+import type { Cluster } from '../cluster/cluster.js';
 import type { ChosenDriver } from './drivers/choose.js';
 import {
   ImageJanitor,
@@ -67,10 +68,18 @@ export class Runtime {
     private readonly projects: ProjectService,
     private readonly logs: LogStore,
     private readonly chosen: ChosenDriver,
+    private readonly cluster: Cluster,
   ) {
     this.releases = new ReleaseStore(db);
     this.engine = chosen.docker;
-    this.platformId = createHash('sha256').update(realDir(config.dataDir)).digest('hex').slice(0, 16);
+    // The nodes of a cluster share their Swarm's services: they share the id (from the shared secret).
+    this.platformId = createHash('sha256')
+      .update(cluster.clustered ? `wharf platform ${config.secret ?? ''}` : realDir(config.dataDir))
+      .digest('hex')
+      .slice(0, 16);
+    cluster.on((event) => {
+      if (event.kind === 'serving') void this.view(event.projectId, event.releaseId);
+    });
     const docker = () => this.docker();
     const resources = new PlanResources(db, config);
     this.images = new ImageJanitor(docker);
@@ -293,7 +302,9 @@ export class Runtime {
         state.build?.cancel('the platform is shutting down');
         const current = state.current;
         state.current = null;
-        if (current) await this.supervisor.leave(current);
+        // A node of a cluster leaves the services to the others, whatever it was told to stop.
+        if (current && this.cluster.clustered) this.supervisor.forget(current);
+        else if (current) await this.supervisor.leave(current);
         await state.log.flush();
       }),
     );
@@ -336,11 +347,51 @@ export class Runtime {
     return connected.docker;
   }
 
+  /**
+   * Another node switched what serves a project (a deploy, a rollback, a stop, a crash loop): this node
+   * routes to the new release's service too, without following its log or deciding over it (the swarm
+   * runtime, where every node reaches every service). Ignored while this node deploys the project.
+   */
+  private async view(projectId: string, releaseId: string | null): Promise<void> {
+    if (this.chosen.kind !== 'swarm' || this.closed) return;
+    const state = this.state(projectId);
+    if (state.build || state.current?.plan.id === releaseId) return;
+    let next: ProjectState['current'] = null;
+    if (releaseId !== null) {
+      const release = await this.releases.row(projectId, releaseId).catch(() => undefined);
+      if (!release?.plan) return;
+      const plan = normalizePlan(JSON.parse(release.plan) as ReleasePlan);
+      next = await this.supervisor.reattach(state, plan, { owner: false }).catch(() => null);
+      if (!next || this.closed) return;
+    }
+    const previous = state.current;
+    this.viewing.add(projectId);
+    try {
+      state.current = next;
+    } finally {
+      this.viewing.delete(projectId);
+    }
+    if (previous) this.supervisor.forget(previous);
+  }
+
+  /**
+   * At a node's start in a cluster: routes to what serves each running project (its release's
+   * service), as the other nodes do.
+   */
+  async viewAll(): Promise<void> {
+    const rows = await this.db.selectFrom('projects').selectAll().where('status', '=', 'running').execute();
+    await Promise.all(rows.map((row) => this.view(row.id, servingId(row))));
+  }
+
+  private readonly viewing = new Set<string>();
+
   private state(projectId: string): ProjectState {
     let state = this.states.get(projectId);
     if (!state) {
       let current: ProjectState['current'] = null;
       const routes = this.routes;
+      const cluster = this.cluster;
+      const viewing = this.viewing;
       state = {
         id: projectId,
         // Whoever switches the serving version (a deploy, a stop, a restore, a crash loop) says so.
@@ -351,6 +402,9 @@ export class Runtime {
           const changed = instance !== current;
           current = instance;
           if (changed) routes.changed(projectId);
+          // The other nodes route to what serves now (a view of it is no news to them).
+          if (changed && !viewing.has(projectId))
+            cluster.publish({ kind: 'serving', projectId, releaseId: instance?.plan.id ?? null });
         },
         build: null,
         crashes: 0,
@@ -415,6 +469,8 @@ export class Runtime {
   private async restoreOne(row: ProjectsTable): Promise<void> {
     const state = this.state(row.id);
     const stored = row.release ? normalizePlan(JSON.parse(row.release) as ReleasePlan) : null;
+    // In a cluster, the service runs and this node routes to it already (viewAll): nothing to start.
+    if (stored && state.current?.plan.id === stored.id) return;
     const startable = stored && (stored.runs === 'container' || isDirectory(stored.dir));
     if (row.status === 'running' && stored && startable) {
       try {

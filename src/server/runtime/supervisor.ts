@@ -28,6 +28,7 @@ import type { CommandDriver } from './drivers/host.js';
 import {
   type Endpoint,
   NodeAddresses,
+  type ServiceUnit,
   createService,
   ensureOverlayNetwork,
   findService,
@@ -136,9 +137,17 @@ export class Supervisor {
    * After a platform restart: follows the release's container if it kept running (no restart, no
    * build); null when there is none to follow, so the caller starts the plan anew.
    */
-  async reattach(project: Supervised, plan: ReleasePlan): Promise<Instance | null> {
+  async reattach(
+    project: Supervised,
+    plan: ReleasePlan,
+    /**
+     * `owner`: this node copies the output into the project log and removes a service that does not
+     * answer; false for a node that only routes to it (another node deployed it).
+     */
+    options: { owner: boolean } = { owner: true },
+  ): Promise<Instance | null> {
     if (plan.runs !== 'container') return null;
-    if (this.deps.swarm) return this.reattachService(project, plan);
+    if (this.deps.swarm) return this.reattachService(project, plan, options.owner);
     const docker = await this.deps.docker();
     const [found] = await docker.listContainers({
       filters: {
@@ -209,6 +218,20 @@ export class Supervisor {
         else if (process) (process as ContainerUnit).detach();
       }),
     );
+    for (const live of instance.services) live.agent.destroy();
+  }
+
+  /**
+   * Stops following an instance without stopping it: another node now decides over it (a node that
+   * only routed to a release another node deployed).
+   */
+  forget(instance: Instance): void {
+    instance.retiring = true;
+    for (const unit of instance.units) {
+      const process = unit.process;
+      unit.process = null;
+      if (process && 'detach' in process) (process as ServiceUnit).detach();
+    }
     for (const live of instance.services) live.agent.destroy();
   }
 
@@ -394,14 +417,24 @@ export class Supervisor {
   }
 
   /** After a platform restart: follows the release's service if it is still there and answers. */
-  private async reattachService(project: Supervised, plan: ReleasePlan): Promise<Instance | null> {
+  private async reattachService(
+    project: Supervised,
+    plan: ReleasePlan,
+    owner: boolean,
+  ): Promise<Instance | null> {
     const docker = await this.deps.docker();
     const serviceId = await findService(docker, this.deps.platformId, plan.id);
     if (serviceId === null) return null;
     const instance = newInstance(plan);
     const unit = instance.units[0];
     if (!unit) return null;
-    await this.followService(project, instance, unit, serviceId, Math.floor(Date.now() / 1000));
+    await this.followService(
+      project,
+      instance,
+      unit,
+      serviceId,
+      owner ? Math.floor(Date.now() / 1000) : null,
+    );
     try {
       const endpoints = await waitForTasks(docker, serviceId, {
         replicas: 1,
@@ -412,7 +445,8 @@ export class Supervisor {
       setEndpoints(unit, endpoints);
       await this.answering(unit, 10_000);
     } catch {
-      await removeService(docker, serviceId);
+      if (owner) await removeService(docker, serviceId);
+      else (unit.process as ServiceUnit | null)?.detach();
       return null;
     }
     return instance;
@@ -423,7 +457,7 @@ export class Supervisor {
     instance: Instance,
     unit: Unit,
     serviceId: string,
-    since: number,
+    since: number | null,
   ): Promise<void> {
     const docker = await this.deps.docker();
     unit.process = await followService(docker, serviceId, {

@@ -29,6 +29,8 @@ export const TABLE_ORDER = [
   'idempotency_keys',
   'acme_accounts',
   'tls_certificates',
+  'cluster_nodes',
+  'tunnel_holders',
 ] as const satisfies ReadonlyArray<keyof Database>;
 
 // Every table of the schema is in the list: a table added to schema.ts and not here fails to compile.

@@ -392,6 +392,28 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Several platform nodes on one database (cluster/): the nodes alive (each says so every few
+  // seconds), and which node holds each connected tunnel, for the others to forward its traffic to.
+  '0015_cluster': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('cluster_nodes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'text', (c) => c.notNull())
+        .addColumn('seen_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('tunnel_holders')
+        .addColumn('subdomain', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull())
+        .addColumn('tunnel_id', 'text', (c) => c.notNull())
+        .addColumn('node_id', 'text', (c) => c.notNull())
+        .addColumn('connected_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('tunnel_holders_node').on('tunnel_holders').column('node_id').execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

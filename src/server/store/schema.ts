@@ -194,6 +194,26 @@ export interface Database {
   releases: ReleasesTable;
   acme_accounts: AcmeAccountsTable;
   tls_certificates: TlsCertificatesTable;
+  cluster_nodes: ClusterNodesTable;
+  tunnel_holders: TunnelHoldersTable;
+}
+
+/** A platform node sharing this database (cluster/nodes.ts): alive while `seen_at` is recent. */
+export interface ClusterNodesTable {
+  id: string;
+  /** How the other nodes reach it (`--node-url`). */
+  url: string;
+  started_at: string;
+  seen_at: string;
+}
+
+/** The node a connected tunnel's client is connected to (cluster/tunnels.ts). */
+export interface TunnelHoldersTable {
+  subdomain: string;
+  account_id: string;
+  tunnel_id: string;
+  node_id: string;
+  connected_at: string;
 }
 
 /** The ACME account of one directory (tls/acme.ts). */

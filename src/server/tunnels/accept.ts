@@ -23,6 +23,7 @@ import { type PlatformConfig, edgeUrl } from '../config.js';
 import { ApiError, problem, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AccountLimits, Lease } from '../limits.js';
+import type { TunnelHolders } from '../cluster/tunnels.js';
 import type { TunnelRegistry } from './registry.js';
 import { CaptureSender } from './capture-sender.js';
 import { Tunnel } from './tunnel.js';
@@ -35,6 +36,8 @@ export interface UpgradeContext {
   readonly auth: Authenticator;
   /** Shared by tunnel connections and traffic feeds: close() of the hub closes it. */
   readonly wss: WebSocketServer;
+  /** Which node holds each tunnel, when several share the database. */
+  readonly holders: TunnelHolders;
 }
 
 /** Takes a tunnel client's upgrade to the tunnel connection; throws the ApiError that refuses it. */
@@ -45,7 +48,7 @@ export async function acceptTunnel(
   head: Buffer,
   url: URL,
 ): Promise<void> {
-  const { config, tunnels, limits, auth, wss } = context;
+  const { config, tunnels, limits, auth, wss, holders } = context;
   const caller = await callerOf(auth, req);
   const protocol = String(req.headers.upgrade ?? '').toLowerCase();
   if (protocol !== TUNNEL_UPGRADE_PROTOCOL && protocol !== 'websocket') {
@@ -84,10 +87,12 @@ export async function acceptTunnel(
     if (slot !== known?.slot) slot.release();
     throw error;
   }
+  // A client that held the subdomain on another node keeps its tunnel's id here.
+  const previousId = known ? null : await holders.previousId(subdomain, caller.accountId);
   const tunnel =
     known ??
     new Tunnel(
-      newId('tun'),
+      previousId ?? newId('tun'),
       caller.accountId,
       subdomain,
       edgeUrl(config, `${subdomain}.${config.tunnelDomain}`),
@@ -115,6 +120,8 @@ export async function acceptTunnel(
     tunnel.slot?.release();
     tunnel.slot = null;
     tunnel.offlineSince = Date.now();
+    // Another node may hold it by now (the row is then its): only this node's row goes.
+    holders.release(subdomain, tunnel.id).catch(() => undefined);
   };
   // The same account connecting again takes the subdomain over from its older connection, and tells
   // that one why, so that it stops instead of reconnecting and taking it back in turn.
@@ -179,6 +186,9 @@ export async function acceptTunnel(
   tunnel.session = session;
   tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session) : null;
   tunnel.connectedAt = new Date().toISOString();
+  // The other nodes forward its traffic here from now on. The connection is up already: should the
+  // store not answer, the tunnel still serves what reaches this node.
+  await holders.hold(subdomain, caller.accountId, tunnel.id).catch(() => undefined);
 }
 
 /** The Host a relay client's app is sent (TUNNEL_HEADERS.appHost), null for the public one. */

@@ -17,12 +17,27 @@ import type { Authenticator } from '../auth/authenticate.js';
 import type { PlatformConfig } from '../config.js';
 import { accountLimits } from '../limits.js';
 import type { Store } from '../store/open.js';
-import { type UpgradeContext, acceptTunnel, refuse } from './accept.js';
+import http2 from 'node:http2';
+import { GOAWAY_REPLACED } from '../../core/tunnel/protocol.js';
+import type { Cluster } from '../cluster/cluster.js';
+import type { NodeForwarder } from '../cluster/forward.js';
+import { type HopSigner, clientOf, isHopped } from '../cluster/hop.js';
+import type { Holder, TunnelHolders } from '../cluster/tunnels.js';
+import { publicProto } from '../edge/forwarded.js';
+import { type UpgradeContext, acceptTunnel, callerOf, refuse } from './accept.js';
 import { openTrafficFeed } from './feed.js';
 import { TunnelRegistry } from './registry.js';
 import { type Reroute, TunnelRelay } from './relay.js';
 import { replayThroughTunnel } from './replay.js';
 import type { Tunnel } from './tunnel.js';
+
+/** What the hub needs of the other nodes: who holds which tunnel, and the hop to them. */
+export interface TunnelCluster {
+  cluster: Cluster;
+  holders: TunnelHolders;
+  signer: HopSigner;
+  forwarder: NodeForwarder;
+}
 
 export class TunnelHub {
   private readonly tunnels: TunnelRegistry;
@@ -38,11 +53,37 @@ export class TunnelHub {
     private readonly config: PlatformConfig,
     db: Store,
     auth: Authenticator,
+    private readonly nodes: TunnelCluster,
   ) {
     this.tunnels = new TunnelRegistry(config, db);
-    this.upgrades = { config, tunnels: this.tunnels, limits: accountLimits(config), auth, wss: this.wss };
+    this.upgrades = {
+      config,
+      tunnels: this.tunnels,
+      limits: accountLimits(config),
+      auth,
+      wss: this.wss,
+      holders: nodes.holders,
+    };
     // The relay reads this hub's capture and idleMs as they are when each connection or request comes.
     this.relays = new TunnelRelay(config, this.tunnels, this);
+    // A client that connected to another node takes its tunnel there: this node lets its connection go.
+    nodes.cluster.on((event) => {
+      if (event.kind === 'tunnel-taken' && event.node !== nodes.cluster.nodeId) this.letGo(event.subdomain);
+    });
+  }
+
+  /** The tunnel's client connected elsewhere: its connection here is told so (a GOAWAY) and closed. */
+  private letGo(subdomain: string): void {
+    const tunnel = this.tunnels.get(subdomain);
+    const session = tunnel?.session;
+    if (!tunnel || !session || session.closed || session.destroyed) return;
+    try {
+      session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
+    } catch {
+      // already going away
+    }
+    tunnel.captures?.end();
+    session.close();
   }
 
   /**
@@ -91,6 +132,103 @@ export class TunnelHub {
     }
     this.wss.close();
     this.relays.close();
+    this.nodes.forwarder.close();
+  }
+
+  /**
+   * A public request for a tunnel host, relayed over the tunnel here, or sent on to the node that holds
+   * it (a request that came from another node is never sent on again).
+   */
+  relayAnywhere(req: IncomingMessage, res: ServerResponse, subdomain: string): void | Promise<void> {
+    if (!this.forOtherNode(req, subdomain)) {
+      this.relays.relay(req, res, subdomain);
+      return;
+    }
+    // The body waits while the holder is looked up: none of it may go by before a reader is there.
+    req.pause();
+    return this.nodes.holders
+      .elsewhere(subdomain)
+      .catch(() => null)
+      .then((holder) => {
+        if (holder) {
+          this.nodes.forwarder.web(req, res, holder.url, this.clientOf(req), req.headers.host ?? '');
+          return;
+        }
+        req.resume();
+        this.relays.relay(req, res, subdomain);
+      });
+  }
+
+  /** A public Upgrade for a tunnel host, the same way. */
+  async relayUpgradeAnywhere(req: IncomingMessage, socket: Duplex, head: Buffer, subdomain: string) {
+    const holder = await this.holderFor(req, subdomain);
+    if (holder)
+      this.nodes.forwarder.ws(req, socket, head, holder.url, this.clientOf(req), req.headers.host ?? '');
+    else this.relays.relayUpgrade(req, socket, head, subdomain);
+  }
+
+  /**
+   * The tunnel the caller names, when this node holds it; else, when another live node holds it for
+   * the caller's account, that node (to send the call on to); else not found.
+   */
+  async locate(req: IncomingMessage, accountId: string, tunnelUrl: string): Promise<Tunnel | Holder> {
+    try {
+      return this.tunnels.find(accountId, tunnelUrl);
+    } catch (error) {
+      this.nodes.signer.verify(req, req.headers.host ?? '');
+      if (isHopped(req)) throw error;
+      const holder = await this.nodes.holders.elsewhere(this.tunnels.subdomainIn(tunnelUrl));
+      if (holder?.accountId !== accountId) throw error;
+      return holder;
+    }
+  }
+
+  /** An API call about a tunnel another node holds, made there; its answer as it came. */
+  forwardApi(
+    holder: Holder,
+    request: { method: string; url: string; headers: IncomingMessage['headers']; body?: unknown },
+    req: IncomingMessage,
+  ) {
+    return this.nodes.forwarder.api(holder.url, request, this.clientOf(req));
+  }
+
+  /** The caller's tunnels held by other nodes, as those nodes list them. */
+  async listElsewhere(
+    accountId: string,
+    request: { url: string; headers: IncomingMessage['headers'] },
+    req: IncomingMessage,
+  ): Promise<TunnelView[]> {
+    this.nodes.signer.verify(req, req.headers.host ?? '');
+    if (isHopped(req)) return [];
+    const urls = await this.nodes.holders.nodesHolding(accountId);
+    const lists = await Promise.all(
+      urls.map(async (url) => {
+        const answer = await this.nodes.forwarder
+          .api(url, { method: 'GET', url: request.url, headers: request.headers }, this.clientOf(req))
+          .catch(() => null);
+        if (answer?.status !== 200) return [];
+        return JSON.parse(answer.body.toString()) as TunnelView[];
+      }),
+    );
+    return lists.flat();
+  }
+
+  /**
+   * Whether a request for a tunnel host may be for another node: in a cluster, when no client of the
+   * tunnel is connected here and the request did not come from another node.
+   */
+  private forOtherNode(req: IncomingMessage, subdomain: string): boolean {
+    this.nodes.signer.verify(req, req.headers.host ?? '');
+    return this.nodes.cluster.clustered && !isHopped(req) && !this.tunnels.isOnline(subdomain);
+  }
+
+  private async holderFor(req: IncomingMessage, subdomain: string): Promise<Holder | null> {
+    if (!this.forOtherNode(req, subdomain)) return null;
+    return this.nodes.holders.elsewhere(subdomain).catch(() => null);
+  }
+
+  private clientOf(req: IncomingMessage) {
+    return clientOf(req, publicProto(req.socket));
   }
 
   /** The API server's `upgrade` requests: tunnel connections and the traffic feed. */
@@ -104,12 +242,33 @@ export class TunnelHub {
     }
     const feed = new RegExp(`^${prefix}/ws/traffic/([^/]+)$`).exec(url.pathname);
     if (feed) {
-      await openTrafficFeed(this.upgrades, req, socket, head, decodeParam(feed[1]!)).catch((error: unknown) =>
-        refuse(socket, error),
-      );
+      const tunnelUrl = decodeParam(feed[1]!);
+      const open = async () => {
+        if (await this.feedElsewhere(req, socket, head, tunnelUrl)) return;
+        await openTrafficFeed(this.upgrades, req, socket, head, tunnelUrl);
+      };
+      await open().catch((error: unknown) => refuse(socket, error));
       return true;
     }
     return false;
+  }
+
+  /**
+   * A live feed of a tunnel another node holds: sent on there, where the caller is authenticated. The
+   * caller is authenticated here first, so that nothing is said of tunnels to anyone else.
+   */
+  private async feedElsewhere(req: IncomingMessage, socket: Duplex, head: Buffer, tunnelUrl: string) {
+    if (!this.nodes.cluster.clustered) return false;
+    this.nodes.signer.verify(req, req.headers.host ?? '');
+    if (isHopped(req)) return false;
+    const subdomain = this.tunnels.subdomainIn(tunnelUrl);
+    if (this.tunnels.get(subdomain)) return false;
+    const holder = await this.nodes.holders.elsewhere(subdomain);
+    if (!holder) return false;
+    const caller = await callerOf(this.upgrades.auth, req);
+    if (caller.accountId !== holder.accountId) return false;
+    this.nodes.forwarder.apiUpgrade(req, socket, head, holder.url, this.clientOf(req));
+    return true;
   }
 
   /** Puts a public connection for a tunnel host on the byte path, if it can go there (see relay.ts). */

@@ -90,6 +90,13 @@ export class TunnelRegistry {
 
   /** `:tunnelUrl` of API.md §7: a host name, a whole URL (percent-encoded), or a bare subdomain. */
   find(accountId: string, tunnelUrl: string): Tunnel {
+    const tunnel = this.tunnels.get(this.subdomainIn(tunnelUrl));
+    if (!tunnel || tunnel.accountId !== accountId) throw notFound(`tunnel ${tunnelUrl}`);
+    return tunnel;
+  }
+
+  /** The subdomain `:tunnelUrl` names: a host name, a whole URL (percent-encoded), or a bare subdomain. */
+  subdomainIn(tunnelUrl: string): string {
     let host = tunnelUrl.trim().toLowerCase();
     try {
       if (/^https?:\/\//.test(host)) host = new URL(host).hostname;
@@ -97,10 +104,7 @@ export class TunnelRegistry {
       // not a URL: a host or a subdomain
     }
     host = host.replace(/:\d+$/, '');
-    const subdomain = this.subdomainOf(host) ?? host;
-    const tunnel = this.tunnels.get(subdomain);
-    if (!tunnel || tunnel.accountId !== accountId) throw notFound(`tunnel ${tunnelUrl}`);
-    return tunnel;
+    return this.subdomainOf(host) ?? host;
   }
 
   /**

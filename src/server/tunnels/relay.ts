@@ -17,6 +17,7 @@ import {
 import { STREAM_HEADERS, requestHeadersToH2 } from '../../core/tunnel/protocol.js';
 import type { HeaderList } from '../../shared/api/tunnels.js';
 import { type PlatformConfig, edgeUrl } from '../config.js';
+import { clientOf, isHopped } from '../cluster/hop.js';
 import { forwardingHeaders, publicProto } from '../edge/forwarded.js';
 import { sendPage } from '../edge/pages.js';
 import { formatBytes } from '../limits.js';
@@ -110,7 +111,7 @@ export class TunnelRelay {
           url: tunnel.url + path,
           httpVersion: `HTTP/${req.httpVersion}`,
           requestHeaders: headerList(req.rawHeaders),
-          remoteAddr: peerAddress(req.socket),
+          remoteAddr: peerAddress(peerOf(req)),
         })
       : null;
     const body = hasBody(req);
@@ -205,7 +206,7 @@ export class TunnelRelay {
             url: edgeUrl(this.config, `${subdomain}.${this.config.tunnelDomain}`) + (req.url ?? '/'),
             httpVersion: `HTTP/${req.httpVersion}`,
             requestHeaders: headerList(req.rawHeaders),
-            remoteAddr: peerAddress(req.socket),
+            remoteAddr: peerAddress(peerOf(req)),
           })
         : null;
     let recorded = false;
@@ -224,7 +225,7 @@ export class TunnelRelay {
           {
             ...forwarded(req),
             [STREAM_HEADERS.upgrade]: String(req.headers.upgrade ?? 'websocket'),
-            [STREAM_HEADERS.remoteAddr]: peerAddress(req.socket),
+            [STREAM_HEADERS.remoteAddr]: peerAddress(peerOf(req)),
             ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
             // The app needs the hop-by-hop headers of an upgrade; they travel in one header of ours.
             [STREAM_HEADERS.upgradeHeaders]: JSON.stringify({
@@ -301,7 +302,7 @@ export class TunnelRelay {
           {
             ...forwarded(req),
             ...(exchange ? { [STREAM_HEADERS.requestId]: exchange.id } : {}),
-            [STREAM_HEADERS.remoteAddr]: peerAddress(req.socket),
+            [STREAM_HEADERS.remoteAddr]: peerAddress(peerOf(req)),
           },
         ),
         // A request without a body ends with its HEADERS: the client then sends none to the app either.
@@ -318,7 +319,14 @@ export class TunnelRelay {
  * client claims in these headers is replaced, not kept (as the app edge does).
  */
 function forwarded(req: IncomingMessage): Record<string, string> {
-  return forwardingHeaders(req.socket.remoteAddress ?? '', req.headers.host ?? '', publicProto(req.socket));
+  const client = clientOf(req, publicProto(req.socket));
+  return forwardingHeaders(client.address, req.headers.host ?? '', client.proto);
+}
+
+/** The public client's end of the connection: another node's when the request came over a hop. */
+function peerOf(req: IncomingMessage): { remoteAddress?: string; remotePort?: number } {
+  if (!isHopped(req)) return req.socket;
+  return { remoteAddress: clientOf(req, 'http').address, remotePort: 0 };
 }
 
 /** Whether a public request has a body (HTTP/1.1 framing: a length, or chunked). */

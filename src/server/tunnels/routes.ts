@@ -10,7 +10,10 @@ import {
   Tunnel,
 } from '../../shared/api/tunnels.js';
 import { ApiError, notFound } from '../errors.js';
+import type { FastifyReply } from 'fastify';
+import type { ApiAnswer } from '../cluster/forward.js';
 import type { TunnelHub } from './hub.js';
+import { Tunnel as TunnelOfEdge } from './tunnel.js';
 
 const TunnelParams = z.object({ tunnelUrl: z.string().min(1).max(300) });
 const RequestParams = TunnelParams.extend({ requestId: z.string().min(1).max(100) });
@@ -41,7 +44,11 @@ export const tunnelRoutes: FastifyPluginAsyncZod<{ hub: TunnelHub }> = async (ap
   app.get('/tunnels', {
     config: { scope: 'deploy' },
     schema: { summary: 'Connected tunnels', tags, response: { 200: z.array(Tunnel) } },
-    handler: async (request) => hub.list(request.caller.accountId),
+    handler: async (request) => [
+      ...hub.list(request.caller.accountId),
+      // Those whose clients are connected to other nodes, as those nodes list them.
+      ...(await hub.listElsewhere(request.caller.accountId, request, request.raw)),
+    ],
   });
 
   app.get('/tunnels/:tunnelUrl/requests', {
@@ -52,7 +59,12 @@ export const tunnelRoutes: FastifyPluginAsyncZod<{ hub: TunnelHub }> = async (ap
       params: TunnelParams,
       response: { 200: z.array(CapturedRequest) },
     },
-    handler: async (request) => hub.find(request.caller.accountId, request.params.tunnelUrl).ring.list(),
+    handler: async (request, reply) => {
+      const tunnel = await hub.locate(request.raw, request.caller.accountId, request.params.tunnelUrl);
+      if (!(tunnel instanceof TunnelOfEdge))
+        return sendOn(reply, await hub.forwardApi(tunnel, request, request.raw));
+      return tunnel.ring.list();
+    },
   });
 
   app.get('/tunnels/:tunnelUrl/requests/:requestId', {
@@ -63,8 +75,10 @@ export const tunnelRoutes: FastifyPluginAsyncZod<{ hub: TunnelHub }> = async (ap
       params: RequestParams,
       response: { 200: CapturedRequestDetail },
     },
-    handler: async (request) => {
-      const tunnel = hub.find(request.caller.accountId, request.params.tunnelUrl);
+    handler: async (request, reply) => {
+      const tunnel = await hub.locate(request.raw, request.caller.accountId, request.params.tunnelUrl);
+      if (!(tunnel instanceof TunnelOfEdge))
+        return sendOn(reply, await hub.forwardApi(tunnel, request, request.raw));
       const exchange = tunnel.ring.get(request.params.requestId);
       if (!exchange) throw notFound(`request ${request.params.requestId}`);
       return toDetail(exchange);
@@ -79,7 +93,18 @@ export const tunnelRoutes: FastifyPluginAsyncZod<{ hub: TunnelHub }> = async (ap
       params: RequestParams,
       response: { 200: CapturedRequest },
     },
-    handler: async (request) =>
-      hub.replay(request.caller.accountId, request.params.tunnelUrl, request.params.requestId),
+    handler: async (request, reply) => {
+      const tunnel = await hub.locate(request.raw, request.caller.accountId, request.params.tunnelUrl);
+      if (!(tunnel instanceof TunnelOfEdge))
+        return sendOn(reply, await hub.forwardApi(tunnel, request, request.raw));
+      return hub.replay(request.caller.accountId, request.params.tunnelUrl, request.params.requestId);
+    },
   });
 };
+
+/** The answer of the node that holds the tunnel, as it came. */
+function sendOn(reply: FastifyReply, answer: ApiAnswer): FastifyReply {
+  reply.code(answer.status);
+  if (answer.contentType) reply.header('content-type', answer.contentType);
+  return reply.send(answer.body);
+}

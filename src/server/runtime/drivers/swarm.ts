@@ -369,16 +369,19 @@ export async function followService(
   docker: Docker,
   serviceId: string,
   options: {
-    since: number;
+    /** Seconds since the epoch to copy its output from; null: copy none (another node does). */
+    since: number | null;
     nodes: NodeAddresses;
     onLine(line: string): void;
     onEndpoints(endpoints: Map<number, Endpoint[]>): void;
   },
 ): Promise<ServiceUnit> {
   let stopped = false;
-  const stopLogs = await followServiceLogs(docker, serviceId, options.since, options.onLine).catch(
-    () => () => undefined,
-  );
+  const none = () => undefined;
+  const stopLogs =
+    options.since === null
+      ? none
+      : await followServiceLogs(docker, serviceId, options.since, options.onLine).catch(() => none);
   const refresh = setInterval(() => {
     serviceEndpoints(docker, serviceId, options.nodes).then(
       ({ endpoints }) => {

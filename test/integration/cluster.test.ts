@@ -1,0 +1,290 @@
+// Two platform nodes on loopback over one PostgreSQL database and a one-node Swarm, as an operator runs
+// them behind a load balancer: whatever is created through one node is there on the other; an app
+// deployed through one is served by both edges; a tunnel whose client is connected to node A answers
+// public requests that reach node B, whose API lists, replays and feeds its captures; when node A goes
+// away, its tunnel's client reconnects through the balancer to B and keeps its subdomain.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { TunnelClient } from '../../src/core/tunnel/client.js';
+import { buildPlatform } from '../../src/server/app.js';
+import type { PlatformConfigInput } from '../../src/server/config.js';
+import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
+import type { Project } from '../../src/shared/api/projects.js';
+import type { CapturedRequest, Tunnel } from '../../src/shared/api/tunnels.js';
+import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { requireSwarm, testImages } from '../helpers/engine.js';
+import { type LocalApp, startTextApp } from '../helpers/local-app.js';
+import { until } from '../helpers/poll.js';
+import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+import { type TestDatabase, testDatabase } from '../helpers/test-store.js';
+
+const reason = await requireSwarm();
+const images = testImages() ?? { node: 'unset', python: 'unset' };
+const secret = randomBytes(36).toString('base64url');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The operator's load balancer, as small as it gets: each connection goes to the first backend that
+ * accepts it (node A while it is up, else node B).
+ */
+async function failover(backends: () => number[]): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.pause();
+    const tryNext = (left: number[]) => {
+      const [port, ...rest] = left;
+      if (port === undefined) {
+        socket.destroy();
+        return;
+      }
+      const upstream = connect(port, '127.0.0.1');
+      upstream.once('error', () => tryNext(rest));
+      upstream.once('connect', () => {
+        upstream.removeAllListeners('error');
+        sockets.add(upstream);
+        upstream.once('close', () => sockets.delete(upstream));
+        upstream.on('error', () => socket.destroy());
+        socket.on('error', () => upstream.destroy());
+        socket.pipe(upstream).pipe(socket);
+        socket.resume();
+      });
+    };
+    tryNext(backends());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe.skipIf(reason !== null)('two platform nodes on one database', () => {
+  let database: TestDatabase;
+  let a: TestPlatform;
+  let b: TestPlatform;
+  let app: LocalApp;
+  const dirs: string[] = [];
+
+  async function node(name: string): Promise<TestPlatform> {
+    const dataDir = mkdtempSync(join(tmpdir(), `wharf-node-${name}-`));
+    dirs.push(dataDir);
+    const edgePort = await freePort();
+    return startPlatform({
+      dataDir,
+      databaseUrl: database.url,
+      nodeUrl: `http://127.0.0.1:${edgePort}`,
+      edgePort,
+      secret,
+      runtime: 'swarm',
+      images,
+      healthTimeoutMs: 20_000,
+    });
+  }
+
+  beforeAll(async () => {
+    const made = await testDatabase();
+    if (!made) throw new Error('the cluster suite runs on PostgreSQL (the postgres test project)');
+    database = made;
+    a = await node('a');
+    b = await node('b');
+    app = await startTextApp(
+      (req) => `local app: ${req.method} ${req.url} from ${req.headers['x-forwarded-for']}`,
+    );
+  }, 90_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await b?.close();
+    await a?.close().catch(() => undefined);
+    // The nodes leave their services to each other: the last one out removes them here.
+    const docker = new Docker();
+    const services = await docker.listServices({
+      filters: { label: [`${PLATFORM_LABEL}=${b.platform.runtime.platformId}`] },
+    });
+    for (const service of services)
+      await docker
+        .getService(service.ID)
+        .remove()
+        .catch(() => undefined);
+    await database?.drop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }, 90_000);
+
+  it('refuses a node without a shared database, a secret or the swarm runtime, saying which', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-node-refused-'));
+    dirs.push(dataDir);
+    const base: PlatformConfigInput = {
+      dataDir,
+      databaseUrl: database.url,
+      nodeUrl: 'http://127.0.0.1:1',
+      secret,
+      runtime: 'swarm',
+    };
+    await expect(buildPlatform({ ...base, databaseUrl: null })).rejects.toThrow(
+      /--node-url needs --database-url/,
+    );
+    const { secret: _none, ...withoutSecret } = base;
+    await expect(buildPlatform(withoutSecret)).rejects.toThrow(/--node-url needs WHARF_SECRET/);
+    await expect(buildPlatform({ ...base, runtime: 'container' })).rejects.toThrow(
+      /--node-url needs --runtime swarm/,
+    );
+    await expect(buildPlatform({ ...base, nodeUrl: 'http://127.0.0.1:1/api' })).rejects.toThrow(/no path/);
+  });
+
+  it('knows both nodes alive', async () => {
+    const nodes = await a.platform.cluster.liveNodes();
+    expect(nodes.size).toBe(2);
+    expect(nodes.get(b.platform.cluster.nodeId)).toBe(`http://127.0.0.1:${b.edgePort}`);
+  });
+
+  it('answers any API call on either node: created on A, read and changed on B', async () => {
+    const created = await createProject(a, {
+      name: 'Shared',
+      subdomain: 'shared-one',
+      deploy_source: 'upload',
+    });
+    const read = await call<{ project: Project }>(`${b.api}/projects/${created.id}`, { key: a.key });
+    expect(read.status).toBe(200);
+    expect(read.body.project.name).toBe('Shared');
+    const changed = await call<Project>(`${b.api}/projects/${created.id}`, {
+      key: a.key,
+      method: 'PUT',
+      body: { env_vars: { FROM: 'b' } },
+    });
+    expect(changed.status).toBe(200);
+    const again = await call<{ project: Project }>(`${a.api}/projects/${created.id}`, { key: a.key });
+    expect(again.body.project.env_vars).toEqual({ FROM: 'b' });
+  });
+
+  it('serves an app deployed through A on B’s edge, and a redeploy through B on A’s', async () => {
+    const project = await createProject(a, { name: 'Both', subdomain: 'c-both', deploy_source: 'upload' });
+    await deployFiles(a, project.id, { ...nodeApp('v1'), Procfile: 'web: node server.js\n' });
+    await until(
+      async () => (await viaEdge(b.edgePort, 'c-both.localhost', '/')).body === 'v1 /',
+      'B’s edge to serve v1',
+      20_000,
+    );
+    await deployFiles(b, project.id, { ...nodeApp('v2'), Procfile: 'web: node server.js\n' });
+    expect((await viaEdge(b.edgePort, 'c-both.localhost', '/')).body).toBe('v2 /');
+    await until(
+      async () => (await viaEdge(a.edgePort, 'c-both.localhost', '/')).body === 'v2 /',
+      'A’s edge to serve v2',
+      20_000,
+    );
+  }, 240_000);
+
+  describe('a tunnel held by node A', () => {
+    let client: TunnelClient;
+    let balancer: { port: number; close(): Promise<void> };
+    let aUp = true;
+    const apiPort = (tp: TestPlatform) => Number(new URL(tp.api).port);
+
+    beforeAll(async () => {
+      balancer = await failover(() => (aUp ? [apiPort(a), apiPort(b)] : [apiPort(b)]));
+      client = new TunnelClient({
+        platformUrl: `http://127.0.0.1:${balancer.port}`,
+        apiKey: a.key,
+        localPort: app.port,
+        subdomain: 'held',
+        backoffMs: 50,
+      });
+      await client.start();
+    });
+
+    afterAll(async () => {
+      await client?.stop();
+      await balancer?.close();
+    });
+
+    it('answers public requests that reach B, with the public client’s address', async () => {
+      const answer = await viaEdge(b.edgePort, 'held.tunnel.localhost', '/via-b');
+      expect(answer.status).toBe(200);
+      expect(answer.body).toBe('local app: GET /via-b from 127.0.0.1');
+      // A hop header a public client makes up is not believed, and does not reach the app.
+      const forged = await viaEdge(b.edgePort, 'held.tunnel.localhost', '/forged', {
+        headers: { 'wharf-node-hop': 'node_x 0 203.0.113.9 https bad' },
+      });
+      expect(forged.body).toBe('local app: GET /forged from 127.0.0.1');
+    });
+
+    it('lists, shows and replays its captures through B’s API, for its account only', async () => {
+      const listed = await call<Tunnel[]>(`${b.api}/tunnels`, { key: a.key });
+      expect(listed.body.map((t) => t.subdomain)).toContain('held');
+      const requests = await call<CapturedRequest[]>(`${b.api}/tunnels/held/requests`, { key: a.key });
+      expect(requests.status).toBe(200);
+      const first = requests.body.find((r) => r.path === '/via-b');
+      expect(first).toBeDefined();
+      const detail = await call(`${b.api}/tunnels/held/requests/${first!.id}`, { key: a.key });
+      expect(detail.status).toBe(200);
+      const replayed = await call<CapturedRequest>(`${b.api}/tunnels/held/replay/${first!.id}`, {
+        key: a.key,
+        method: 'POST',
+      });
+      expect(replayed.status).toBe(200);
+      expect(replayed.body.path).toBe('/via-b');
+
+      const other = await b.newAccount();
+      const refused = await call(`${b.api}/tunnels/held/requests`, { key: other.key });
+      expect(refused.status).toBe(404);
+      expect((await call<Tunnel[]>(`${b.api}/tunnels`, { key: other.key })).body).toEqual([]);
+    });
+
+    it('feeds its traffic live through B', async () => {
+      const token = await call<{ token: string }>(`${b.api}/auth/token`, { key: a.key, method: 'POST' });
+      const ws = new WebSocket(`${b.api.replace('http', 'ws')}/ws/traffic/held?token=${token.body.token}`);
+      const seen: CapturedRequest[] = [];
+      ws.on('message', (data) => seen.push(JSON.parse(String(data)) as CapturedRequest));
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('error', reject);
+      });
+      await viaEdge(b.edgePort, 'held.tunnel.localhost', '/live');
+      await until(() => seen.some((r) => r.path === '/live'), 'the live feed to carry the request', 10_000);
+      ws.close();
+    });
+
+    it('moves to B when A goes away: its client reconnects there and keeps its subdomain', async () => {
+      const before = (await call<Tunnel[]>(`${b.api}/tunnels`, { key: a.key })).body.find(
+        (t) => t.subdomain === 'held',
+      );
+      aUp = false;
+      await a.platform.app.close();
+      await until(
+        async () => (await viaEdge(b.edgePort, 'held.tunnel.localhost', '/after')).status === 200,
+        'B to serve the tunnel itself',
+        20_000,
+        100,
+      );
+      const listed = await call<Tunnel[]>(`${b.api}/tunnels`, { key: a.key });
+      const moved = listed.body.find((t) => t.subdomain === 'held');
+      expect(moved?.id).toBe(before?.id);
+      expect((await viaEdge(b.edgePort, 'held.tunnel.localhost', '/after')).body).toBe(
+        'local app: GET /after from 127.0.0.1',
+      );
+      // A's leaving took nothing from B: the app deployed earlier still answers there.
+      expect((await viaEdge(b.edgePort, 'c-both.localhost', '/')).body).toBe('v2 /');
+    }, 60_000);
+  });
+});
