@@ -346,25 +346,24 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   // What was running when the platform last stopped runs again (in the background); AI projects whose
   // deploy was cut short go through their deploy loop again, self-repair included. In a cluster, every
   // node first routes to the services that run, and one node (the job's leader) does the rest.
+  // The projects to look at are read before this returns: a deploy started right after is not taken
+  // for one the last stop interrupted.
   if (cluster.clustered) await runtime.viewAll();
+  const interrupted = await aiBuilder.interrupted();
+  const restoring = await runtime.prepareRestore();
   let restored = false;
   cluster.singleton('restore', {
     start: () => {
       if (restored) return;
       restored = true;
-      void (async () => {
-        const interrupted = await aiBuilder.interrupted();
-        await Promise.all([
-          runtime
-            .restore({ except: new Set(interrupted.map((p) => p.projectId)) })
-            .catch((error: unknown) => {
-              app.log.error({ err: error }, 'restoring the running projects failed');
-            }),
-          aiBuilder.resume(interrupted).catch((error: unknown) => {
-            app.log.error({ err: error }, 'resuming the interrupted AI deploys failed');
-          }),
-        ]);
-      })();
+      void runtime
+        .restore({ except: new Set(interrupted.map((p) => p.projectId)), rows: restoring })
+        .catch((error: unknown) => {
+          app.log.error({ err: error }, 'restoring the running projects failed');
+        });
+      void aiBuilder.resume(interrupted).catch((error: unknown) => {
+        app.log.error({ err: error }, 'resuming the interrupted AI deploys failed');
+      });
     },
     stop: async () => {},
   });

@@ -267,15 +267,9 @@ export class Runtime {
    * After a platform start: run again what was running (or being deployed) when it stopped, but the
    * projects in `except` (the AI builder deploys those through its loop).
    */
-  async restore(options: { except?: ReadonlySet<string> } = {}): Promise<void> {
+  async restore(options: { except?: ReadonlySet<string>; rows?: ProjectsTable[] } = {}): Promise<void> {
+    const rows = options.rows ?? (await this.prepareRestore());
     killOrphans(join(this.config.dataDir, 'apps'));
-    // Deploys the last stop interrupted never finish; their projects deploy anew below.
-    await this.releases.cancelUnfinished('the platform stopped during this deploy');
-    const rows = await this.db
-      .selectFrom('projects')
-      .selectAll()
-      .where('status', 'in', ['running', 'building'])
-      .execute();
     await this.removeStrayContainers(rows);
     const unsafe = await this.unsafeForAccounts();
     if (unsafe) {
@@ -288,6 +282,22 @@ export class Runtime {
       return;
     }
     await Promise.all(rows.filter((row) => !options.except?.has(row.id)).map((row) => this.restoreOne(row)));
+  }
+
+  /**
+   * Before the platform answers: the deploys the last stop interrupted are marked cancelled (they never
+   * finish; their projects deploy anew in restore()), and the projects restore() is about are read, so
+   * that a deploy started meanwhile is not taken for an interrupted one. In a cluster, other nodes may
+   * be deploying right now: no deploy is marked, and only what runs is looked at.
+   */
+  async prepareRestore(): Promise<ProjectsTable[]> {
+    const clustered = this.cluster.clustered;
+    if (!clustered) await this.releases.cancelUnfinished('the platform stopped during this deploy');
+    return this.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('status', 'in', clustered ? ['running'] : ['running', 'building'])
+      .execute();
   }
 
   /**
