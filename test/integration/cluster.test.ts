@@ -17,7 +17,18 @@ import type { PlatformConfigInput } from '../../src/server/config.js';
 import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import type { CapturedRequest, Tunnel } from '../../src/shared/api/tunnels.js';
-import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import {
+  archiveOf,
+  createProject,
+  deploy,
+  deployFiles,
+  nodeApp,
+  settled,
+  upload,
+  viaEdge,
+  waitFor,
+  waitForLog,
+} from '../helpers/deploy.js';
 import { requireSwarm, testImages } from '../helpers/engine.js';
 import { type LocalApp, startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
@@ -193,6 +204,32 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       'A’s edge to serve v2',
       20_000,
     );
+  }, 240_000);
+
+  it('cancels a deploy through A once one through B starts: the newer one serves', async () => {
+    const project = await createProject(a, { name: 'Twice', subdomain: 'c-twice', deploy_source: 'upload' });
+    await upload(
+      a,
+      project.id,
+      archiveOf({
+        ...nodeApp('slow'),
+        Dockerfile: [
+          `FROM ${images.node}`,
+          'RUN sleep 60',
+          'COPY server.js .',
+          'CMD ["node", "server.js"]',
+          '',
+        ].join('\n'),
+      }),
+    );
+    await deploy(a, project.id);
+    await waitForLog(a, project.id, /RUN sleep 60/, 30_000);
+    await upload(b, project.id, archiveOf({ ...nodeApp('fast'), Procfile: 'web: node server.js\n' }));
+    await deploy(b, project.id);
+    const detail = await waitFor(b, project.id, settled, 120_000);
+    expect(detail.project.status).toBe('running');
+    await waitForLog(a, project.id, /cancelled: a newer deploy started on another node/, 20_000);
+    expect((await viaEdge(a.edgePort, 'c-twice.localhost', '/')).body).toBe('fast /');
   }, 240_000);
 
   describe('a tunnel held by node A', () => {

@@ -79,6 +79,11 @@ export class Runtime {
       .slice(0, 16);
     cluster.on((event) => {
       if (event.kind === 'serving') void this.view(event.projectId, event.releaseId);
+      if (event.kind === 'deploy-started' && event.node !== cluster.nodeId) {
+        const state = this.states.get(event.projectId);
+        state?.build?.cancel('a newer deploy started on another node');
+        if (state) state.build = null;
+      }
     });
     const docker = () => this.docker();
     const resources = new PlanResources(db, config);
@@ -222,6 +227,8 @@ export class Runtime {
     state.build = build;
     state.crashes = 0;
     await transition(this.projects, projectId, { type: 'deploy-started' });
+    // A deploy of the project through another node gives way to this one, as one here would.
+    this.cluster.publish({ kind: 'deploy-started', projectId, node: this.cluster.nodeId });
     return build;
   }
 
