@@ -31,10 +31,11 @@ import { fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort } from './lib/ports.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -131,17 +132,6 @@ const children = new Set();
 const sum = ({ user, system }) => user + system;
 const median = (list) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function accepts(port) {
   return new Promise((resolve) => {

@@ -29,12 +29,12 @@
 import { execFileSync, fork } from 'node:child_process';
 import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { deployApp } from './lib/deploy-app.mjs';
 import { HAVE_WRK, fmt, latency as sequential, wrk as runWrk } from './lib/load.mjs';
+import { freePort } from './lib/ports.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -100,17 +100,6 @@ function seal(secret, context, plaintext) {
     iv: iv.toString('base64'),
     tag: cipher.getAuthTag().toString('base64'),
   };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function listen(server, port) {

@@ -9,12 +9,22 @@ export const HAVE_WRK = !spawnSync('wrk', ['--version']).error;
 
 /**
  * One wrk load after a 1 s warm-up: requests/s, p50/p99 in ms. `url` is what wrk connects to (its
- * host is the TLS name), `host` the Host header sent.
+ * host is the TLS name), `host` the Host header sent, `headers` more (`Name: value` each).
  */
-export async function wrk({ url, host, connections, seconds, name = url }) {
+export async function wrk({ url, host, connections, seconds, name = url, headers = [] }) {
   const run = (duration) =>
     new Promise((resolve, reject) => {
-      const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', '-H', `Host: ${host}`, url];
+      const extra = headers.flatMap((header) => ['-H', header]);
+      const args = [
+        '-t1',
+        `-c${connections}`,
+        `-d${duration}s`,
+        '--latency',
+        '-H',
+        `Host: ${host}`,
+        ...extra,
+        url,
+      ];
       const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
       child.stdout.on('data', (d) => (out += d));
