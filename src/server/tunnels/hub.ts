@@ -136,7 +136,7 @@ export class TunnelHub {
   }
 
   /**
-   * A public request for a tunnel host, relayed over the tunnel here, or sent on to the node that holds
+   * A public request for a tunnel host, relayed over the tunnel here (relay.ts), or sent on to the node that holds
    * it (a request that came from another node is never sent on again).
    */
   relayAnywhere(req: IncomingMessage, res: ServerResponse, subdomain: string): void | Promise<void> {
@@ -159,7 +159,10 @@ export class TunnelHub {
       });
   }
 
-  /** A public Upgrade for a tunnel host, the same way. */
+  /**
+   * A public Upgrade (a WebSocket) for a tunnel host, the same way: relayed as a raw stream (the app's
+   * 101 and frames flow back as bytes), or sent on to the holder.
+   */
   async relayUpgradeAnywhere(req: IncomingMessage, socket: Duplex, head: Buffer, subdomain: string) {
     const holder = await this.holderFor(req, subdomain);
     if (holder)
@@ -274,16 +277,6 @@ export class TunnelHub {
   /** Puts a public connection for a tunnel host on the byte path, if it can go there (see relay.ts). */
   claim(socket: Socket, first: Buffer, host: string, reroute: Reroute): boolean {
     return this.relays.claim(socket, first, host, reroute);
-  }
-
-  /** Relays a public request for a tunnel host. */
-  relay(req: IncomingMessage, res: ServerResponse, subdomain: string): void {
-    this.relays.relay(req, res, subdomain);
-  }
-
-  /** Relays a public Upgrade (a WebSocket) as a raw stream: the app's 101 and frames flow back as bytes. */
-  relayUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, subdomain: string): void {
-    this.relays.relayUpgrade(req, socket, head, subdomain);
   }
 
   /** Sends a captured request again through the tunnel (see replay.ts). */
