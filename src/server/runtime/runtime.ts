@@ -467,9 +467,19 @@ export class Runtime {
     if (!docker) return;
     const serving = new Set(rows.map((row) => servingId(row)).filter((id): id is string => id !== null));
     if (this.chosen.kind === 'swarm') {
-      for (const service of await listServices(docker, this.platformId).catch(() => [])) {
+      const services = await listServices(docker, this.platformId).catch(() => []);
+      // In a cluster, another node may be deploying a release right now: its service stays.
+      const building = this.cluster.clustered
+        ? new Set(
+            (
+              await this.db.selectFrom('releases').select('id').where('status', '=', 'building').execute()
+            ).map((row) => row.id),
+          )
+        : new Set<string>();
+      for (const service of services) {
         const release = service.Spec?.Labels?.[RELEASE_LABEL];
-        if (!release || !serving.has(release)) await removeService(docker, service.ID);
+        if (!release || (!serving.has(release) && !building.has(release)))
+          await removeService(docker, service.ID);
       }
       return;
     }

@@ -8,7 +8,6 @@ import type { Duplex } from 'node:stream';
 import { type WebSocketServer, createWebSocketStream } from 'ws';
 import {
   CAPTURES_FEATURE,
-  GOAWAY_REPLACED,
   PIPE_FEATURE,
   RELAY_FEATURE,
   SESSION_SETTINGS,
@@ -126,15 +125,7 @@ export async function acceptTunnel(
   // The same account connecting again takes the subdomain over from its older connection, and tells
   // that one why, so that it stops instead of reconnecting and taking it back in turn.
   const previous = tunnel.session;
-  if (previous && !previous.closed && !previous.destroyed) {
-    try {
-      previous.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
-    } catch {
-      // already going away
-    }
-    previousCaptures?.end();
-    previous.close();
-  }
+  if (previous && !previous.closed && !previous.destroyed) tunnel.replaced(previous, previousCaptures);
   const responseHeaders = [
     `${TUNNEL_HEADERS.id}: ${tunnel.id}`,
     `${TUNNEL_HEADERS.subdomain}: ${subdomain}`,

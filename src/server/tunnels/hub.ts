@@ -17,8 +17,6 @@ import type { Authenticator } from '../auth/authenticate.js';
 import type { PlatformConfig } from '../config.js';
 import { accountLimits } from '../limits.js';
 import type { Store } from '../store/open.js';
-import http2 from 'node:http2';
-import { GOAWAY_REPLACED } from '../../core/tunnel/protocol.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { NodeForwarder } from '../cluster/forward.js';
 import { type HopSigner, clientOf, isHopped } from '../cluster/hop.js';
@@ -77,13 +75,7 @@ export class TunnelHub {
     const tunnel = this.tunnels.get(subdomain);
     const session = tunnel?.session;
     if (!tunnel || !session || session.closed || session.destroyed) return;
-    try {
-      session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
-    } catch {
-      // already going away
-    }
-    tunnel.captures?.end();
-    session.close();
+    tunnel.replaced(session, tunnel.captures);
   }
 
   /**

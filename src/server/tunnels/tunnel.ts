@@ -2,7 +2,8 @@
 // is connected, the account's slots it holds, its capture ring (the last 1,000 exchanges, bodies within
 // its share of the account's capture memory) and the live feed of what it captures.
 import { EventEmitter } from 'node:events';
-import type { ClientHttp2Session } from 'node:http2';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import { GOAWAY_REPLACED } from '../../core/tunnel/protocol.js';
 import type { CapturedExchange, Exchange } from '../../core/capture/capture.js';
 import { CaptureRing } from '../../core/capture/ring.js';
 import { CAPTURE_LIMITS, type Tunnel as TunnelView } from '../../shared/api/tunnels.js';
@@ -61,6 +62,20 @@ export class Tunnel {
   ) {
     this.ring = new CaptureRing(CAPTURE_LIMITS.perTunnel, captureBytes);
     this.feed.setMaxListeners(0);
+  }
+
+  /**
+   * Its client connected again (here or to another node): the older connection is told so (a GOAWAY
+   * saying it was replaced, so that it stops rather than reconnecting) and closed, its captures ended.
+   */
+  replaced(session: ClientHttp2Session, captures: CaptureSender | null): void {
+    try {
+      session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(GOAWAY_REPLACED));
+    } catch {
+      // already going away
+    }
+    captures?.end();
+    session.close();
   }
 
   get online(): boolean {
