@@ -28,6 +28,7 @@ import type { CommandDriver } from './drivers/host.js';
 import {
   type Endpoint,
   NodeAddresses,
+  ServiceWatcher,
   type ServiceUnit,
   createService,
   ensureOverlayNetwork,
@@ -402,7 +403,7 @@ export class Supervisor {
       const endpoints = await waitForTasks(docker, serviceId, {
         replicas,
         timeoutMs: this.deps.config.healthTimeoutMs + 30_000,
-        nodes: this.nodes(docker),
+        nodes: this.watcher(docker).nodes,
         cancelled: () => build?.cancelled != null,
       });
       setEndpoints(unit, endpoints);
@@ -439,7 +440,7 @@ export class Supervisor {
       const endpoints = await waitForTasks(docker, serviceId, {
         replicas: 1,
         timeoutMs: 10_000,
-        nodes: this.nodes(docker),
+        nodes: this.watcher(docker).nodes,
         cancelled: () => false,
       });
       setEndpoints(unit, endpoints);
@@ -462,7 +463,7 @@ export class Supervisor {
     const docker = await this.deps.docker();
     unit.process = await followService(docker, serviceId, {
       since,
-      nodes: this.nodes(docker),
+      watcher: this.watcher(docker),
       onLine: this.lineSink(project, instance.plan),
       onEndpoints: (endpoints) => {
         const before = unit.services.map((s) => s.up);
@@ -498,11 +499,11 @@ export class Supervisor {
     return { labels: { ...networkLabels, [RELEASE_LABEL]: plan.id }, networkLabels };
   }
 
-  private swarmNodes: NodeAddresses | null = null;
+  private swarmWatcher: ServiceWatcher | null = null;
 
-  private nodes(docker: Docker): NodeAddresses {
-    this.swarmNodes ??= new NodeAddresses(docker);
-    return this.swarmNodes;
+  private watcher(docker: Docker): ServiceWatcher {
+    this.swarmWatcher ??= new ServiceWatcher(docker, new NodeAddresses(docker), this.deps.platformId);
+    return this.swarmWatcher;
   }
 
   /** Every web service of a container answers HTTP on its published port; workers stay up. */

@@ -161,6 +161,11 @@ export async function serviceEndpoints(
   nodes: NodeAddresses,
 ): Promise<{ endpoints: Map<number, Endpoint[]>; tasks: Task[] }> {
   const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as Task[];
+  return { endpoints: await endpointsOf(tasks, nodes), tasks };
+}
+
+/** Where each web port of the running ones of `tasks` is reached, by port inside. */
+async function endpointsOf(tasks: Task[], nodes: NodeAddresses): Promise<Map<number, Endpoint[]>> {
   const endpoints = new Map<number, Endpoint[]>();
   for (const task of tasks) {
     if (task.DesiredState !== 'running' || task.Status.State !== 'running' || !task.NodeID) continue;
@@ -180,7 +185,81 @@ export async function serviceEndpoints(
       endpoints.set(target, list);
     }
   }
-  return { endpoints, tasks };
+  return endpoints;
+}
+
+/**
+ * Follows the services a platform node runs or routes to: where their running tasks answer, from one
+ * task listing a second for all of them (not one per service), and which are gone, from one service
+ * listing every third second.
+ */
+export class ServiceWatcher {
+  private readonly followed = new Map<
+    string,
+    { onEndpoints(endpoints: Map<number, Endpoint[]>): void; gone(): void }
+  >();
+  private timer: NodeJS.Timeout | null = null;
+  private ticks = 0;
+  private ticking = false;
+
+  constructor(
+    private readonly docker: Docker,
+    readonly nodes: NodeAddresses,
+    private readonly platformId: string,
+  ) {}
+
+  /** Calls `onEndpoints` every second until stop(); `exited` settles if the service goes meanwhile. */
+  follow(
+    serviceId: string,
+    onEndpoints: (endpoints: Map<number, Endpoint[]>) => void,
+  ): { exited: Promise<ProcessExit>; stop(): void } {
+    let gone!: () => void;
+    const exited = new Promise<ProcessExit>((resolve) => {
+      gone = () => resolve({ code: null, signal: null });
+    });
+    this.followed.set(serviceId, { onEndpoints, gone });
+    if (this.timer === null) {
+      this.timer = setInterval(() => void this.tick(), 1_000);
+      this.timer.unref();
+    }
+    return {
+      exited,
+      stop: () => {
+        this.followed.delete(serviceId);
+        if (this.followed.size === 0 && this.timer) {
+          clearInterval(this.timer);
+          this.timer = null;
+        }
+      },
+    };
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      const tasks = (await this.docker.listTasks({ filters: { 'desired-state': ['running'] } })) as Array<
+        Task & { ServiceID: string }
+      >;
+      const byService = new Map<string, Task[]>();
+      for (const task of tasks) {
+        if (!this.followed.has(task.ServiceID)) continue;
+        byService.set(task.ServiceID, [...(byService.get(task.ServiceID) ?? []), task]);
+      }
+      for (const [id, entry] of this.followed) {
+        const endpoints = await endpointsOf(byService.get(id) ?? [], this.nodes);
+        if (this.followed.get(id) === entry) entry.onEndpoints(endpoints);
+      }
+      if (++this.ticks % 3 === 0) {
+        const existing = new Set((await listServices(this.docker, this.platformId)).map((s) => s.ID));
+        for (const [id, entry] of this.followed) if (!existing.has(id)) entry.gone();
+      }
+    } catch {
+      // the engine did not answer this time: the next second asks again
+    } finally {
+      this.ticking = false;
+    }
+  }
 }
 
 /**
@@ -330,24 +409,6 @@ export async function removeService(docker: Docker, serviceId: string): Promise<
     .catch(() => undefined);
 }
 
-/** Settles when the service no longer exists (removed by someone else), checked every few seconds. */
-export function serviceGone(docker: Docker, serviceId: string, stopped: () => boolean): Promise<ProcessExit> {
-  return (async () => {
-    while (!stopped()) {
-      await delay(3_000, undefined, { ref: false });
-      const exists = await docker
-        .getService(serviceId)
-        .inspect()
-        .then(
-          () => true,
-          (error: { statusCode?: number }) => error.statusCode !== 404,
-        );
-      if (!exists) return { code: null, signal: null };
-    }
-    return new Promise<ProcessExit>(() => undefined);
-  })();
-}
-
 /** A release's service as the supervisor follows it: where its tasks answer, kept fresh while it runs. */
 export interface ServiceUnit {
   id: string;
@@ -371,35 +432,25 @@ export async function followService(
   options: {
     /** Seconds since the epoch to copy its output from; null: copy none (another node does). */
     since: number | null;
-    nodes: NodeAddresses;
+    watcher: ServiceWatcher;
     onLine(line: string): void;
     onEndpoints(endpoints: Map<number, Endpoint[]>): void;
   },
 ): Promise<ServiceUnit> {
-  let stopped = false;
   const none = () => undefined;
   const stopLogs =
     options.since === null
       ? none
       : await followServiceLogs(docker, serviceId, options.since, options.onLine).catch(() => none);
-  const refresh = setInterval(() => {
-    serviceEndpoints(docker, serviceId, options.nodes).then(
-      ({ endpoints }) => {
-        if (!stopped) options.onEndpoints(endpoints);
-      },
-      () => undefined,
-    );
-  }, 1_000);
-  refresh.unref();
+  const followed = options.watcher.follow(serviceId, options.onEndpoints);
   const leave = () => {
-    stopped = true;
-    clearInterval(refresh);
+    followed.stop();
     stopLogs();
   };
   return {
     id: serviceId,
     pid: 0,
-    exited: serviceGone(docker, serviceId, () => stopped),
+    exited: followed.exited,
     detach: leave,
     async stop() {
       leave();
