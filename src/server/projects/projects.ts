@@ -52,6 +52,13 @@ export type ProjectDeleteHook = (projectId: string, accountId: string) => void |
 
 export class ProjectService {
   private readonly listCache = new Map<string, SerializedList>();
+  /** Bumped by every change: a list read while one was being written is not kept. */
+  private listGeneration = 0;
+  /**
+   * Other nodes write to the same database without telling this one in time for a read that follows
+   * at once (NOTIFY arrives later), so in a cluster the list is read every time.
+   */
+  private readonly cacheLists: boolean;
   private readonly deleteHooks: ProjectDeleteHook[] = [];
   private readonly kek: Buffer;
 
@@ -61,6 +68,7 @@ export class ProjectService {
     secret: Uint8Array | string,
   ) {
     this.kek = deriveKeyEncryptionKey(secret);
+    this.cacheLists = config.nodeUrl === null;
   }
 
   /**
@@ -114,6 +122,7 @@ export class ProjectService {
     } finally {
       if (sqlite) await sql`PRAGMA secure_delete = OFF`.execute(this.db);
     }
+    this.listGeneration++;
     this.listCache.clear();
     return legacy.length;
   }
@@ -203,9 +212,11 @@ export class ProjectService {
   async listJson(accountId: string): Promise<SerializedList> {
     const cached = this.listCache.get(accountId);
     if (cached) return cached;
+    const generation = this.listGeneration;
     const json = JSON.stringify(await this.list(accountId));
     const entry = { json, etag: `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"` };
-    this.listCache.set(accountId, entry);
+    // A change committed while the rows were read may be missing from them: such a list is not kept.
+    if (this.cacheLists && generation === this.listGeneration) this.listCache.set(accountId, entry);
     return entry;
   }
 
@@ -298,13 +309,14 @@ export class ProjectService {
       last_deploy_error: null,
       registry_auth_secret: null,
     };
-    this.listCache.delete(accountId);
-    await this.db.transaction().execute(async (trx) => {
-      await assertHostFree(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
-      await trx.insertInto('projects').values(row).execute();
-      await claimHost(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
-      await claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
-    });
+    await this.changing(accountId, () =>
+      this.db.transaction().execute(async (trx) => {
+        await assertHostFree(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
+        await trx.insertInto('projects').values(row).execute();
+        await claimHost(trx, body.subdomain, row.id, `the subdomain "${body.subdomain}" is taken`);
+        await claimServiceHosts(trx, row.id, body.subdomain, buildConfig);
+      }),
+    );
     this.onHostsChanged?.();
     return this.toProject(row);
   }
@@ -312,12 +324,13 @@ export class ProjectService {
   async setEnvVars(accountId: string, id: string, envVars: EnvVars): Promise<Project> {
     const row = await this.row(accountId, id);
     const updated = { ...row, env_vars: JSON.stringify(envVars), updated_at: new Date().toISOString() };
-    this.listCache.delete(accountId);
-    await this.db
-      .updateTable('projects')
-      .set({ env_vars: updated.env_vars, updated_at: updated.updated_at })
-      .where('id', '=', id)
-      .execute();
+    await this.changing(accountId, () =>
+      this.db
+        .updateTable('projects')
+        .set({ env_vars: updated.env_vars, updated_at: updated.updated_at })
+        .where('id', '=', id)
+        .execute(),
+    );
     return this.toProject(updated);
   }
 
@@ -328,20 +341,21 @@ export class ProjectService {
     const portErrors = await refusedServicePorts(this.db, id, config, [], row.deploy_source as DeploySource);
     if (portErrors.length > 0) throw validationError(portErrors);
     const updated = { ...row, build_config: JSON.stringify(config), updated_at: new Date().toISOString() };
-    this.listCache.delete(accountId);
-    await this.db.transaction().execute(async (trx) => {
-      await trx
-        .deleteFrom('project_hosts')
-        .where('project_id', '=', id)
-        .where('label', '!=', row.subdomain)
-        .execute();
-      await claimServiceHosts(trx, id, row.subdomain, config);
-      await trx
-        .updateTable('projects')
-        .set({ build_config: updated.build_config, updated_at: updated.updated_at })
-        .where('id', '=', id)
-        .execute();
-    });
+    await this.changing(accountId, () =>
+      this.db.transaction().execute(async (trx) => {
+        await trx
+          .deleteFrom('project_hosts')
+          .where('project_id', '=', id)
+          .where('label', '!=', row.subdomain)
+          .execute();
+        await claimServiceHosts(trx, id, row.subdomain, config);
+        await trx
+          .updateTable('projects')
+          .set({ build_config: updated.build_config, updated_at: updated.updated_at })
+          .where('id', '=', id)
+          .execute();
+      }),
+    );
     this.onHostsChanged?.();
     return this.toProject(updated);
   }
@@ -352,7 +366,17 @@ export class ProjectService {
    */
   /** Drops the account's cached project list (after a change made outside this service). */
   forgetList(accountId: string): void {
+    this.listGeneration++;
     this.listCache.delete(accountId);
+  }
+
+  /** Runs a write to the account's projects; the cached list goes once it is done (or failed). */
+  private async changing<T>(accountId: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      this.forgetList(accountId);
+    }
   }
 
   /**
@@ -371,7 +395,7 @@ export class ProjectService {
       .where('status', 'in', [...from])
       .returning('account_id')
       .executeTakeFirst();
-    if (row) this.listCache.delete(row.account_id);
+    if (row) this.forgetList(row.account_id);
     return row !== undefined;
   }
 
@@ -386,8 +410,7 @@ export class ProjectService {
    */
   async delete(accountId: string, id: string): Promise<ProjectsTable> {
     const row = await this.row(accountId, id);
-    this.listCache.delete(accountId);
-    await this.db.deleteFrom('projects').where('id', '=', id).execute();
+    await this.changing(accountId, () => this.db.deleteFrom('projects').where('id', '=', id).execute());
     for (const hook of this.deleteHooks) await hook(row.id, accountId);
     return row;
   }
