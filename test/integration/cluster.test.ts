@@ -4,7 +4,7 @@
 // public requests that reach node B, whose API lists, replays and feeds its captures; when node A goes
 // away, its tunnel's client reconnects through the balancer to B and keeps its subdomain.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -189,6 +189,28 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     expect(again.body.project.env_vars).toEqual({ FROM: 'b' });
   });
 
+  it('lists on one node what was just written through the other (no stale list kept)', async () => {
+    const created = await createProject(a, {
+      name: 'Listed',
+      subdomain: 'listed-one',
+      deploy_source: 'upload',
+    });
+    const envOnB = async () => {
+      const list = await call<Project[]>(`${b.api}/projects`, { key: a.key });
+      return list.body.find((p) => p.id === created.id)?.env_vars;
+    };
+    expect(await envOnB()).toEqual({});
+    for (let round = 0; round < 5; round++) {
+      const put = await call<Project>(`${a.api}/projects/${created.id}`, {
+        key: a.key,
+        method: 'PUT',
+        body: { env_vars: { ROUND: `${round}` } },
+      });
+      expect(put.status).toBe(200);
+      expect(await envOnB()).toEqual({ ROUND: `${round}` });
+    }
+  });
+
   it('serves an app deployed through A on B’s edge, and a redeploy through B on A’s', async () => {
     const project = await createProject(a, { name: 'Both', subdomain: 'c-both', deploy_source: 'upload' });
     await deployFiles(a, project.id, { ...nodeApp('v1'), Procfile: 'web: node server.js\n' });
@@ -204,6 +226,74 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       'A’s edge to serve v2',
       20_000,
     );
+  }, 240_000);
+
+  it('serves a static site deployed through A on B’s edge, from its files stored in the database', async () => {
+    const project = await createProject(a, { name: 'Site', subdomain: 'c-site', deploy_source: 'upload' });
+    // Big enough to be stored in several chunks (random text compresses to about three quarters).
+    const big = randomBytes(1_500_000).toString('base64');
+    const site = (version: string) => ({
+      'index.html': `<h1>site ${version}</h1>\n`,
+      'docs/guide.txt': `guide ${version}\n`,
+      'big.txt': big,
+    });
+    await deployFiles(a, project.id, site('v1'));
+    const first = (await a.platform.runtime.releases.list(project.id, null))[0]!;
+    await until(
+      async () => (await viaEdge(b.edgePort, 'c-site.localhost', '/')).body === '<h1>site v1</h1>\n',
+      'B’s edge to serve the site',
+      20_000,
+    );
+    expect((await viaEdge(b.edgePort, 'c-site.localhost', '/docs/guide.txt')).body).toBe('guide v1\n');
+    expect((await viaEdge(b.edgePort, 'c-site.localhost', '/big.txt')).body === big).toBe(true);
+    // B serves its own copy, in its own data folder, not A's files.
+    const copy = join(b.dataDir, 'apps', project.id, first.id, 'index.html');
+    expect(existsSync(copy)).toBe(true);
+    expect((await viaEdge(b.edgePort, 'c-site.localhost', '/missing.txt')).status).toBe(404);
+
+    await deployFiles(a, project.id, site('v2'));
+    await until(
+      async () => (await viaEdge(b.edgePort, 'c-site.localhost', '/')).body === '<h1>site v2</h1>\n',
+      'B’s edge to serve v2',
+      20_000,
+    );
+    // B no longer routes to v1: its copy goes (A keeps v1's files for a rollback).
+    await until(async () => !existsSync(copy), 'B to remove its copy of v1', 10_000);
+    expect(existsSync(join(a.dataDir, 'apps', project.id, first.id, 'index.html'))).toBe(true);
+
+    // A rollback through B copies v1's files there again.
+    const rolled = await call(`${b.api}/projects/${project.id}/rollback`, {
+      key: a.key,
+      method: 'POST',
+      body: { release_id: first.id },
+    });
+    expect(rolled.status).toBe(202);
+    await waitFor(b, project.id, settled, 60_000);
+    expect((await viaEdge(b.edgePort, 'c-site.localhost', '/')).body).toBe('<h1>site v1</h1>\n');
+    await until(
+      async () => (await viaEdge(a.edgePort, 'c-site.localhost', '/')).body === '<h1>site v1</h1>\n',
+      'A’s edge to serve v1 again',
+      20_000,
+    );
+
+    // Deleting the project deletes its stored files with its releases.
+    const stored = () =>
+      a.platform.db
+        .selectFrom('release_files')
+        .innerJoin('releases', 'releases.id', 'release_files.release_id')
+        .where('releases.project_id', '=', project.id)
+        .select(({ fn }) => fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
+    expect(Number((await stored()).n)).toBeGreaterThan(2);
+    expect((await call(`${a.api}/projects/${project.id}`, { key: a.key, method: 'DELETE' })).status).toBe(
+      200,
+    );
+    const left = await a.platform.db
+      .selectFrom('release_files')
+      .select('release_id')
+      .where('release_id', '=', first.id)
+      .execute();
+    expect(left).toEqual([]);
   }, 240_000);
 
   it('cancels a deploy through A once one through B starts: the newer one serves', async () => {

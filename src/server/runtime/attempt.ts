@@ -16,6 +16,7 @@ import { CancelledError, DeployError } from './build.js';
 import type { ResourceLimits } from './cgroups.js';
 import type { CommandDriver } from './drivers/host.js';
 import type { Planner, ReleasePlan } from './plan.js';
+import { formatBytes } from '../limits.js';
 import { isDirectory } from './plan-services.js';
 import type { ProjectLog } from './project-log.js';
 import type { ReleaseStore } from './releases.js';
@@ -47,6 +48,10 @@ export interface AttemptDeps {
    * what deletes their artifacts, to run once nothing serves from them.
    */
   prune(projectId: string, currentId: string): Promise<() => void>;
+  /** Stores a built release's static files for the other nodes of a cluster; the bytes stored. */
+  share(plan: ReleasePlan): Promise<number>;
+  /** The plan as this node runs it (a cluster: another node's release files copied here). */
+  here(projectId: string, plan: ReleasePlan): Promise<ReleasePlan>;
 }
 
 interface How {
@@ -85,6 +90,8 @@ export async function deploy(deps: AttemptDeps, state: ProjectState, build: Buil
       }
       const plan = await deps.planner.plan({ row, releaseId, dir, build, log: state.log });
       await deps.releases.built(releaseId, { plan: JSON.stringify(plan), image: plan.image ?? null, commit });
+      const shared = await deps.share(plan);
+      if (shared > 0) state.log.system(`static files stored for the other nodes (${formatBytes(shared)})`);
       return plan;
     },
     discard: () => rmSync(dir, { recursive: true, force: true }),
@@ -109,7 +116,7 @@ export function rollback(
         throw new DeployError(`the files of release ${plan.id} are gone`);
       }
       if (deps.driver) await deps.driver.prepare(row.id, [], limits);
-      return plan;
+      return deps.here(row.id, plan);
     },
     discard: () => undefined,
     served,

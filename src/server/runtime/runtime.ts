@@ -11,7 +11,7 @@
 // running, and starts host releases again without a build.
 import { createHash } from 'node:crypto';
 import { readdirSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { PlatformConfig } from '../config.js';
@@ -38,6 +38,7 @@ import {
 import { Planner, type ReleasePlan, normalizePlan } from './plan.js';
 import { isDirectory } from './plan-services.js';
 import { ProjectLog } from './project-log.js';
+import { ReleaseFiles, rebase, staticRoots } from './release-files.js';
 import { ReleaseStore } from './releases.js';
 import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
@@ -51,6 +52,9 @@ export type { ReleasePlan } from './plan.js';
 export class Runtime {
   private readonly states = new Map<string, ProjectState>();
   private closed = false;
+  private readonly files: ReleaseFiles;
+  /** Releases another node built whose static files this node copied (removed when it stops routing). */
+  private readonly copied = new Set<string>();
   readonly releases: ReleaseStore;
   /** Where requests go changed (a version serving, a service back up, a project stopped): routes.ts. */
   readonly routes = new RouteEvents();
@@ -71,6 +75,7 @@ export class Runtime {
     private readonly cluster: Cluster,
   ) {
     this.releases = new ReleaseStore(db);
+    this.files = new ReleaseFiles(db);
     this.engine = chosen.docker;
     // The nodes of a cluster share their Swarm's services: they share the id (from the shared secret).
     this.platformId = createHash('sha256')
@@ -134,6 +139,8 @@ export class Runtime {
       limitsApply: chosen.limits,
       appDir: (id) => this.appDir(id),
       prune: (id, current) => this.prune(id, current),
+      share: (plan) => (cluster.clustered ? this.files.save(plan) : Promise.resolve(0)),
+      here: (id, plan) => this.here(id, plan),
     };
   }
 
@@ -377,7 +384,10 @@ export class Runtime {
     if (releaseId !== null) {
       const release = await this.releases.row(projectId, releaseId).catch(() => undefined);
       if (!release?.plan) return;
-      const plan = normalizePlan(JSON.parse(release.plan) as ReleasePlan);
+      const plan = await this.here(projectId, normalizePlan(JSON.parse(release.plan) as ReleasePlan)).catch(
+        () => null,
+      );
+      if (!plan) return;
       next = await this.supervisor.reattach(state, plan, { owner: false }).catch(() => null);
       if (!next || this.closed) return;
     }
@@ -388,7 +398,33 @@ export class Runtime {
     } finally {
       this.viewing.delete(projectId);
     }
-    if (previous) this.supervisor.forget(previous);
+    if (previous) {
+      this.supervisor.forget(previous);
+      this.dropCopy(projectId, previous.plan.id);
+    }
+  }
+
+  /**
+   * The plan as this node runs it: in a cluster, a release another node built serves its static sites
+   * from a copy of its stored files in this node's own release folder.
+   */
+  private async here(projectId: string, plan: ReleasePlan): Promise<ReleasePlan> {
+    if (!this.cluster.clustered || staticRoots(plan).length === 0) return plan;
+    const dir = join(this.appDir(projectId), plan.id);
+    if (resolve(plan.dir) === resolve(dir)) return plan;
+    if (!(await this.files.copyTo(plan.id, dir))) {
+      throw new DeployError(
+        `the static files of release ${plan.id} are not in the database (built before its node joined a cluster?): deploy it again`,
+      );
+    }
+    this.copied.add(plan.id);
+    return rebase(plan, dir);
+  }
+
+  /** Removes this node's copy of another node's release files once nothing here serves from it. */
+  private dropCopy(projectId: string, releaseId: string): void {
+    if (!this.copied.delete(releaseId)) return;
+    rmSync(join(this.appDir(projectId), releaseId), { recursive: true, force: true });
   }
 
   /**
@@ -450,6 +486,7 @@ export class Runtime {
   /** Marks releases beyond the newest `keepReleases` that served as gone; returns what deletes them. */
   private async prune(projectId: string, currentId: string): Promise<() => void> {
     const dropped = await this.releases.prune(projectId, this.config.keepReleases, currentId);
+    await this.files.drop(dropped.map((release) => release.id));
     return () => {
       for (const release of dropped) {
         rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
@@ -501,13 +538,14 @@ export class Runtime {
     const startable = stored && (stored.runs === 'container' || isDirectory(stored.dir));
     if (row.status === 'running' && stored && startable) {
       try {
-        const followed = await this.supervisor.reattach(state, stored).catch(() => null);
+        const local = await this.here(row.id, stored);
+        const followed = await this.supervisor.reattach(state, local).catch(() => null);
         if (followed)
           state.log.system(
             `platform restarted: release ${stored.id} kept running in its ${this.chosen.kind === 'swarm' ? 'Swarm service' : 'container'}`,
           );
         else state.log.system(`platform restarted: starting release ${stored.id} again`);
-        const instance = followed ?? (await this.supervisor.start(state, stored, null));
+        const instance = followed ?? (await this.supervisor.start(state, local, null));
         if (this.closed) {
           await this.supervisor.leave(instance);
           return;

@@ -147,6 +147,8 @@ export class Supervisor {
      */
     options: { owner: boolean } = { owner: true },
   ): Promise<Instance | null> {
+    // Static sites alone run nothing: a node that only routes to them serves their files at once.
+    if (!options.owner && plan.services.every((s) => s.kind === 'static')) return newInstance(plan);
     if (plan.runs !== 'container') return null;
     if (this.deps.swarm) return this.reattachService(project, plan, options.owner);
     const docker = await this.deps.docker();

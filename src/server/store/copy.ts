@@ -16,6 +16,7 @@ export const TABLE_ORDER = [
   'uploads',
   'project_logs',
   'releases',
+  'release_files',
   'tunnel_subdomains',
   'ledger_entries',
   'balances',

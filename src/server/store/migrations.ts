@@ -414,6 +414,20 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('tunnel_holders_node').on('tunnel_holders').column('node_id').execute();
     },
   },
+  // The files a release's static sites serve, for the nodes of a cluster that did not build it
+  // (runtime/release-files.ts): a gzipped tar in chunks, in order.
+  '0016_release_files': {
+    async up(db: Kysely<unknown>) {
+      const int = intType(db);
+      await db.schema
+        .createTable('release_files')
+        .addColumn('release_id', 'text', (c) => c.notNull().references('releases.id').onDelete('cascade'))
+        .addColumn('seq', int, (c) => c.notNull())
+        .addColumn('data', dialectOf(db) === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('release_files_pk', ['release_id', 'seq'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -192,6 +192,7 @@ export interface Database {
   sandbox_users: SandboxUsersTable;
   idempotency_keys: IdempotencyKeysTable;
   releases: ReleasesTable;
+  release_files: ReleaseFilesTable;
   acme_accounts: AcmeAccountsTable;
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
@@ -205,6 +206,13 @@ export interface ClusterNodesTable {
   url: string;
   started_at: string;
   seen_at: string;
+}
+
+/** A chunk of a release's static files, for the other nodes of a cluster (runtime/release-files.ts). */
+export interface ReleaseFilesTable {
+  release_id: string;
+  seq: number;
+  data: Uint8Array;
 }
 
 /** The node a connected tunnel's client is connected to (cluster/tunnels.ts). */
