@@ -322,7 +322,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
         // The node that runs the checks (it may be another) looks at the new domain's schedule.
         checker: { wake: () => cluster.publish({ kind: 'domains' }) },
       });
-      await api.register(emailRoutes, { config, verifier: emailVerifier, ledger, dailyCap });
+      await api.register(emailRoutes, { config, verifier: emailVerifier, ledger, dailyCap, nodes: cluster });
       await api.register(aiBuildRoutes, { builder: aiBuilder, engines });
       await api.register(aiAgentRoutes, {
         db,

@@ -211,6 +211,38 @@ describe('Idempotency-Key on POST /email/verify', () => {
     expect(rows).toEqual([]);
   });
 
+  it('runs again a request whose node died while running it (its reservation is freed), not one alive', async () => {
+    const user = await p.newAccount();
+    const body = { email: 'orphan@idem.test' };
+    expect((await verify(user.key, body, 'orphan-key')).status).toBe(200);
+    const row = () =>
+      p.platform.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', user.accountId);
+    const { node_id: here } = await row().executeTakeFirstOrThrow();
+    expect(here).toMatch(/^node_/);
+    // As the row of a request still running: on this node (alive), a duplicate waits for it.
+    const inFlight = { state: 'in_flight' as const, status: null, response: null };
+    await p.platform.db
+      .updateTable('idempotency_keys')
+      .set(inFlight)
+      .where('account_id', '=', user.accountId)
+      .execute();
+    expectProblem(await verify(user.key, body, 'orphan-key'), 409, 'conflict');
+    // On a node that is gone (killed mid-request: nothing charged or stored), the retry runs here.
+    await p.platform.db
+      .updateTable('idempotency_keys')
+      .set({ ...inFlight, node_id: 'node_gone' })
+      .where('account_id', '=', user.accountId)
+      .execute();
+    const retried = await verify(user.key, body, 'orphan-key');
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(await row().select('state').executeTakeFirstOrThrow()).toMatchObject({
+      state: 'done',
+      node_id: here,
+    });
+    expect(await charges(user.key)).toHaveLength(2);
+  });
+
   it('refuses a key that is empty, longer than 255 characters or not printable ASCII with 400', async () => {
     const user = await p.newAccount();
     for (const bad of ['', 'k'.repeat(256), 'clé-non-ascii']) {

@@ -20,6 +20,12 @@ import { randomBase62 } from '../ids.js';
 import type { DailyCap } from './daily-cap.js';
 import { type Ledger, assertCovers, chargeWithin } from './ledger.js';
 
+/** Which platform nodes are alive (cluster/cluster.ts): alone, this one. */
+export interface NodeLiveness {
+  readonly nodeId: string;
+  liveNodes(): Promise<Map<string, string>>;
+}
+
 /** How long a stored answer is replayed; after that the key is free again (and charged anew). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 /**
@@ -97,9 +103,12 @@ export class MeteredRequests {
   constructor(
     private readonly ledger: Ledger,
     private readonly dailyCap: DailyCap,
+    private readonly nodes: NodeLiveness,
   ) {}
 
   async begin(request: MeteredRequest): Promise<Begun> {
+    // Read before the ledger transaction, which holds the account's balance row meanwhile.
+    const live = request.key === null ? null : await this.nodes.liveNodes();
     return this.ledger.withBalance(request.accountId, async (trx, state, now) => {
       const at = now.toISOString();
       await trx
@@ -111,13 +120,23 @@ export class MeteredRequests {
         )
         .execute();
       if (request.key !== null) {
-        const stored = await trx
+        let stored = await trx
           .selectFrom('idempotency_keys')
-          .select(['body_hash', 'state', 'status', 'response'])
+          .select(['id', 'body_hash', 'state', 'status', 'response', 'node_id'])
           .where('account_id', '=', request.accountId)
           .where('endpoint', '=', request.endpoint)
           .where('key', '=', request.key)
           .executeTakeFirst();
+        // Reserved by a node that died running it: nothing was charged or stored (complete() does both
+        // at once), so the request runs again here.
+        if (
+          stored?.state === 'in_flight' &&
+          stored.node_id !== this.nodes.nodeId &&
+          !live?.has(stored.node_id)
+        ) {
+          await trx.deleteFrom('idempotency_keys').where('id', '=', stored.id).execute();
+          stored = undefined;
+        }
         if (stored) {
           if (stored.body_hash !== request.bodyHash) {
             throw new ApiError(
@@ -149,6 +168,7 @@ export class MeteredRequests {
             id,
             body_hash: request.bodyHash,
             state: 'in_flight',
+            node_id: this.nodes.nodeId,
             status: null,
             response: null,
             created_at: at,
@@ -198,8 +218,16 @@ export class MeteredRequests {
     });
   }
 
-  /** Frees the reservations of requests a stopped platform left unfinished; run before serving. */
+  /**
+   * Frees the reservations of requests that nodes no longer alive left unfinished (alone: every one a
+   * stopped platform left); run before serving. Those of the other live nodes of a cluster stay.
+   */
   async releaseAbandoned(): Promise<void> {
-    await this.ledger.db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').execute();
+    const live = [...(await this.nodes.liveNodes()).keys()];
+    await this.ledger.db
+      .deleteFrom('idempotency_keys')
+      .where('state', '=', 'in_flight')
+      .where('node_id', 'not in', live)
+      .execute();
   }
 }

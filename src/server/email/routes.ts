@@ -18,7 +18,7 @@ import {
   canonicalHash,
   parseIdempotencyKey,
 } from '../billing/index.js';
-import type { Outcome } from '../billing/idempotency.js';
+import type { NodeLiveness, Outcome } from '../billing/idempotency.js';
 import type { PlatformConfig } from '../config.js';
 import { type EmailVerifier, isBillable } from './index.js';
 
@@ -27,13 +27,15 @@ export interface EmailRoutesOptions {
   verifier: EmailVerifier;
   ledger: Ledger;
   dailyCap: DailyCap;
+  /** The nodes alive: a reservation of a request a dead node ran is freed. */
+  nodes: NodeLiveness;
 }
 
 export const emailRoutes: FastifyPluginAsyncZod<EmailRoutesOptions> = async (
   app,
-  { config, verifier, ledger, dailyCap },
+  { config, verifier, ledger, dailyCap, nodes },
 ) => {
-  const metered = new MeteredRequests(ledger, dailyCap);
+  const metered = new MeteredRequests(ledger, dailyCap, nodes);
   await metered.releaseAbandoned();
 
   /** Runs `work` once per Idempotency-Key; a replay answers the stored status and JSON. */

@@ -428,6 +428,16 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Which node runs an in-flight metered request: another node frees its reservation once that node
+  // is dead (a retry of a request a killed node was running is not answered 409 for an hour).
+  '0017_idempotency_node': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('idempotency_keys')
+        .addColumn('node_id', 'text', (c) => c.notNull().defaultTo(''))
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

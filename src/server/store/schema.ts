@@ -288,6 +288,8 @@ export interface IdempotencyKeysTable {
   /** SHA-256 of the canonical request body. */
   body_hash: string;
   state: 'in_flight' | 'done';
+  /** The platform node running the request while in flight (cluster/cluster.ts's node id). */
+  node_id: string;
   /** The stored answer's HTTP status and JSON; null while in flight. */
   status: number | null;
   response: string | null;
