@@ -27,6 +27,7 @@ const POSTGRES_SUITES = [
   'test/integration/tls.test.ts',
   'test/integration/logs.test.ts',
   'test/integration/cluster.test.ts',
+  'test/integration/cluster-kill.test.ts',
 ];
 
 export default defineConfig({
@@ -55,6 +56,7 @@ export default defineConfig({
             'test/integration/store-postgres.test.ts',
             'test/integration/migrate-store.test.ts',
             'test/integration/cluster.test.ts',
+            'test/integration/cluster-kill.test.ts',
           ],
         },
       },

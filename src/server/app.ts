@@ -112,6 +112,23 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   if (refused) throw new Error(refused);
   const haproxy = config.front === 'haproxy' ? requireHaproxy() : null;
   const db = await openStore(config.databaseUrl ?? join(config.dataDir, 'platform.db'));
+  const opened: { app: FastifyInstance | null } = { app: null };
+  try {
+    return await assemble(config, db, haproxy, opened);
+  } catch (error) {
+    // What started before the failure stops: a platform that could not start does not stay alive.
+    await opened.app?.close().catch(() => undefined);
+    await db.destroy().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function assemble(
+  config: PlatformConfig,
+  db: Store,
+  haproxy: ReturnType<typeof requireHaproxy> | null,
+  opened: { app: FastifyInstance | null },
+): Promise<Platform> {
   const secret = loadOrCreateSecret(config.dataDir, config.secret);
   const auth = new Authenticator(db, secret, config.tokenTtlSeconds);
   const created = config.localAccount ? await ensureLocalAccount(db, config) : null;
@@ -211,6 +228,7 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
   const domainChecker = new DomainChecker(domains, {
     onError: (error) => app.log.error({ err: error }, 'a background domain check failed'),
   });
+  opened.app = app;
   app.decorate('platform', { config, db, ledger, dailyCap });
   app.decorateRequest('caller', null as never);
   app.setValidatorCompiler(zodValidatorCompiler);
@@ -357,7 +375,11 @@ export async function buildPlatform(partial: PlatformConfigInput = {}): Promise<
       if (restored) return;
       restored = true;
       void runtime
-        .restore({ except: new Set(interrupted.map((p) => p.projectId)), rows: restoring })
+        // In a cluster this node may lead long after it started: what runs then is read then.
+        .restore({
+          except: new Set(interrupted.map((p) => p.projectId)),
+          rows: cluster.clustered ? undefined : restoring,
+        })
         .catch((error: unknown) => {
           app.log.error({ err: error }, 'restoring the running projects failed');
         });

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
+import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
 
 export interface TestImages {
   /** Debian bookworm's nodejs and npm (Node 18), bash, ca-certificates. */
@@ -481,4 +482,19 @@ export async function dockerRun(
   } finally {
     await container.remove({ force: true }).catch(() => undefined);
   }
+}
+
+/**
+ * Removes the Swarm services of the platform `platformId` names: the nodes of a cluster leave their
+ * services to each other, so the test that stops the last one removes them.
+ */
+export async function removeSwarmServices(platformId: string | undefined): Promise<void> {
+  if (platformId === undefined) return;
+  const docker = new Docker();
+  const services = await docker.listServices({ filters: { label: [`${PLATFORM_LABEL}=${platformId}`] } });
+  for (const service of services)
+    await docker
+      .getService(service.ID)
+      .remove()
+      .catch(() => undefined);
 }

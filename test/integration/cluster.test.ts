@@ -5,16 +5,13 @@
 // away, its tunnel's client reconnects through the balancer to B and keeps its subdomain.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { buildPlatform } from '../../src/server/app.js';
 import type { PlatformConfigInput } from '../../src/server/config.js';
-import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import type { CapturedRequest, Tunnel } from '../../src/shared/api/tunnels.js';
 import {
@@ -29,67 +26,16 @@ import {
   waitFor,
   waitForLog,
 } from '../helpers/deploy.js';
-import { requireSwarm, testImages } from '../helpers/engine.js';
+import { removeSwarmServices, requireSwarm, testImages } from '../helpers/engine.js';
 import { type LocalApp, startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+import { failover, freePort } from '../helpers/failover.js';
 import { type TestDatabase, testDatabase } from '../helpers/test-store.js';
 
 const reason = await requireSwarm();
 const images = testImages() ?? { node: 'unset', python: 'unset' };
 const secret = randomBytes(36).toString('base64url');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/**
- * The operator's load balancer, as small as it gets: each connection goes to the first backend that
- * accepts it (node A while it is up, else node B).
- */
-async function failover(backends: () => number[]): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.pause();
-    const tryNext = (left: number[]) => {
-      const [port, ...rest] = left;
-      if (port === undefined) {
-        socket.destroy();
-        return;
-      }
-      const upstream = connect(port, '127.0.0.1');
-      upstream.once('error', () => tryNext(rest));
-      upstream.once('connect', () => {
-        upstream.removeAllListeners('error');
-        sockets.add(upstream);
-        upstream.once('close', () => sockets.delete(upstream));
-        upstream.on('error', () => socket.destroy());
-        socket.on('error', () => upstream.destroy());
-        socket.pipe(upstream).pipe(socket);
-        socket.resume();
-      });
-    };
-    tryNext(backends());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe.skipIf(reason !== null)('two platform nodes on one database', () => {
   let database: TestDatabase;
@@ -130,15 +76,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     await b?.close();
     await a?.close().catch(() => undefined);
     // The nodes leave their services to each other: the last one out removes them here.
-    const docker = new Docker();
-    const services = await docker.listServices({
-      filters: { label: [`${PLATFORM_LABEL}=${b.platform.runtime.platformId}`] },
-    });
-    for (const service of services)
-      await docker
-        .getService(service.ID)
-        .remove()
-        .catch(() => undefined);
+    await removeSwarmServices(b?.platform.runtime.platformId);
     await database?.drop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }, 90_000);
@@ -294,6 +232,46 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       .where('release_id', '=', first.id)
       .execute();
     expect(left).toEqual([]);
+  }, 240_000);
+
+  it('deploys through B an upload A received, from the database; a newer upload replaces it there', async () => {
+    const project = await createProject(a, {
+      name: 'Carried',
+      subdomain: 'c-carried',
+      deploy_source: 'upload',
+    });
+    // Several chunks' worth (random text compresses to about three quarters).
+    const files = (version: string) => ({
+      ...nodeApp(version),
+      Procfile: 'web: node server.js\n',
+      'padding.txt': randomBytes(1_500_000).toString('base64'),
+    });
+    await upload(a, project.id, archiveOf(files('carried')));
+    const chunks = (uploadId: string) =>
+      a.platform.db
+        .selectFrom('upload_chunks')
+        .select(({ fn }) => fn.countAll<string>().as('n'))
+        .where('upload_id', '=', uploadId)
+        .executeTakeFirstOrThrow()
+        .then((row) => Number(row.n));
+    const first = await a.platform.db
+      .selectFrom('uploads')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    expect(await chunks(first.id)).toBeGreaterThan(1);
+    await deploy(b, project.id);
+    const detail = await waitFor(b, project.id, settled, 120_000);
+    expect(detail.project.status, detail.project.last_deploy_error ?? '').toBe('running');
+    expect((await viaEdge(b.edgePort, 'c-carried.localhost', '/')).body).toBe('carried /');
+    expect(existsSync(join(b.dataDir, 'uploads', project.id, `${first.id}.tar.gz`))).toBe(true);
+
+    await upload(b, project.id, archiveOf(files('newer')));
+    expect(await chunks(first.id)).toBe(0);
+    await deploy(a, project.id);
+    const again = await waitFor(a, project.id, settled, 120_000);
+    expect(again.project.status, again.project.last_deploy_error ?? '').toBe('running');
+    expect((await viaEdge(a.edgePort, 'c-carried.localhost', '/')).body).toBe('newer /');
   }, 240_000);
 
   it('cancels a deploy through A once one through B starts: the newer one serves', async () => {

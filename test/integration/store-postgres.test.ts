@@ -4,7 +4,7 @@
 // charges on one balance serialize instead of both spending it; the log's sequence keeps counting; and
 // a bad URL or a wrong password says so without printing the password. Runs in the `postgres` project
 // only (vitest.config.ts), on the server it started.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { resolveConfig } from '../../src/server/config.js';
 import { isUniqueViolation } from '../../src/server/store/errors.js';
 import { describeLocation } from '../../src/server/store/location.js';
 import { type Store, dialectOf, openStore } from '../../src/server/store/open.js';
+import { assertBuilt, runWharf } from '../helpers/cli.js';
 import { type TestDatabase, testDatabase } from '../helpers/test-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-pg-store-'));
@@ -182,6 +183,25 @@ describe('the store on PostgreSQL', () => {
     );
     expect(gone?.message).toMatch(/no_such_database" does not exist/);
     expect(describeLocation(missing.toString())).not.toContain(new URL(database.url).password);
+  });
+
+  it('lets `wharf platform` exit when it fails after opening the database (the pool is closed)', async () => {
+    assertBuilt();
+    const data = mkdtempSync(join(tmpdir(), 'wharf-pg-fail-'));
+    try {
+      // The secret file cannot be read: the start fails once the store is open.
+      mkdirSync(join(data, 'secret'));
+      const started = Date.now();
+      const result = await runWharf(
+        ['platform', '--data-dir', data, '--database-url', database.url, '--port', '0', '--edge-port', '0'],
+        { timeoutMs: 20_000 },
+      );
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toMatch(/EISDIR/);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 });
 

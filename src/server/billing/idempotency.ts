@@ -20,7 +20,7 @@ import { randomBase62 } from '../ids.js';
 import type { DailyCap } from './daily-cap.js';
 import { type Ledger, assertCovers, chargeWithin } from './ledger.js';
 
-/** Which platform nodes are alive (cluster/cluster.ts): alone, this one. */
+/** Which platform nodes are alive, this one always included (cluster/cluster.ts): alone, this one. */
 export interface NodeLiveness {
   readonly nodeId: string;
   liveNodes(): Promise<Map<string, string>>;

@@ -94,6 +94,7 @@ export class Cluster {
       .insertInto('cluster_nodes')
       .values({ id: this.nodeId, url: this.config.nodeUrl!, started_at: now, seen_at: now })
       .execute();
+    this.nodes = null; // read before this node's row was written
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
     await this.connect();
@@ -143,6 +144,8 @@ export class Cluster {
       .where('seen_at', '>', since)
       .execute();
     const list = new Map(rows.map((row) => [row.id, row.url]));
+    // This node is alive, its first heartbeat written or not (asked before start()).
+    list.set(this.nodeId, this.config.nodeUrl!);
     this.nodes = { at: Date.now(), list };
     return list;
   }

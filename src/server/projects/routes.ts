@@ -1,6 +1,6 @@
 // Routes of API.md §4: create, list, get, env vars, build config, upload, deploy, stop, logs, delete.
 // Deploy and stop hand over to the runtime, which builds and runs the app in the background.
-import { mkdirSync } from 'node:fs';
+import { createReadStream, mkdirSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -30,6 +30,7 @@ import { ApiError, validationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { accountLimits } from '../limits.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { storeChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
 import { type LogStore, type SequencedLine, publicLine } from './logs.js';
@@ -424,6 +425,9 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
                 uploaded_at: uploadedAt,
               })
               .execute();
+            // The other nodes of a cluster deploy it from the database (with the row, or not at all).
+            if (config.nodeUrl !== null)
+              await storeChunks(trx, 'upload_chunks', uploadId, createReadStream(finalPath));
             return old?.path;
           });
           if (previous) await rm(previous, { force: true });

@@ -50,6 +50,8 @@ export interface AttemptDeps {
   prune(projectId: string, currentId: string): Promise<() => void>;
   /** Stores a built release's static files for the other nodes of a cluster; the bytes stored. */
   share(plan: ReleasePlan): Promise<number>;
+  /** Where an upload's archive is on this node (a cluster: copied here from the database). */
+  uploadArchive(projectId: string, upload: { id: string; path: string }): Promise<string>;
   /** The plan as this node runs it (a cluster: another node's release files copied here). */
   here(projectId: string, plan: ReleasePlan): Promise<ReleasePlan>;
 }
@@ -236,7 +238,8 @@ async function fetchSource(
     if (!upload) throw new DeployError('the project has no upload: upload the source archive first');
     build.check();
     try {
-      await extractUpload({ archive: upload.path, dest: dir, onLine: (line) => log.build(line) });
+      const archive = await deps.uploadArchive(row.id, upload);
+      await extractUpload({ archive, dest: dir, onLine: (line) => log.build(line) });
     } catch (error) {
       if (error instanceof SourceError) throw new DeployError(error.message);
       throw error;

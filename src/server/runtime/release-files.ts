@@ -5,14 +5,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
-import { once } from 'node:events';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
+import { dropChunks, hasChunks, readChunks, storeChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import type { ReleasePlan } from './plan.js';
 import { isDirectory } from './plan-services.js';
-
-/** Bytes per stored row: a few rows for a typical site, and never much of one in memory. */
-const CHUNK_BYTES = 512 * 1024;
 
 /** The folders of a plan's static sites, relative to its release folder (`.` for the folder itself). */
 export function staticRoots(plan: ReleasePlan): string[] {
@@ -50,29 +49,9 @@ export class ReleaseFiles {
   async save(plan: ReleasePlan): Promise<number> {
     const roots = staticRoots(plan);
     if (roots.length === 0) return 0;
-    await this.drop([plan.id]);
     // Links are stored as links (not followed): the edge refuses those that leave the site, here as there.
     const packed = tar.create({ gzip: true, cwd: plan.dir, portable: true }, roots);
-    let seq = 0;
-    let bytes = 0;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const flush = async () => {
-      if (pendingBytes === 0) return;
-      const data = Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      await this.db.insertInto('release_files').values({ release_id: plan.id, seq, data }).execute();
-      seq++;
-      bytes += data.length;
-    };
-    for await (const chunk of packed as AsyncIterable<Buffer>) {
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= CHUNK_BYTES) await flush();
-    }
-    await flush();
-    return bytes;
+    return storeChunks(this.db, 'release_files', plan.id, packed as AsyncIterable<Buffer>);
   }
 
   /**
@@ -81,23 +60,14 @@ export class ReleaseFiles {
    */
   async copyTo(releaseId: string, dir: string): Promise<boolean> {
     if (isDirectory(dir)) return true;
-    const first = await this.chunk(releaseId, 0);
-    if (!first) return false;
+    if (!(await hasChunks(this.db, 'release_files', releaseId))) return false;
     const part = `${dir}.part-${randomBytes(6).toString('hex')}`;
     await mkdir(part, { recursive: true });
     try {
-      const extract = tar.extract({ cwd: part, strict: true });
-      const done = new Promise<void>((resolve, reject) => {
-        extract.on('close', resolve);
-        extract.on('error', reject);
-      });
-      let data: Buffer | undefined = first;
-      for (let seq = 1; data; seq++) {
-        if (!extract.write(data)) await Promise.race([once(extract, 'drain'), done]);
-        data = await this.chunk(releaseId, seq);
-      }
-      extract.end();
-      await done;
+      await pipeline(
+        Readable.from(readChunks(this.db, 'release_files', releaseId)),
+        tar.extract({ cwd: part, strict: true }),
+      );
       await rename(part, dir).catch(async (error: NodeJS.ErrnoException) => {
         // Another copy (a second view of the same release) finished first: its folder serves.
         if (!isDirectory(dir)) throw error;
@@ -111,18 +81,7 @@ export class ReleaseFiles {
   }
 
   /** Forgets the stored files of releases that are gone. */
-  async drop(releaseIds: string[]): Promise<void> {
-    if (releaseIds.length === 0) return;
-    await this.db.deleteFrom('release_files').where('release_id', 'in', releaseIds).execute();
-  }
-
-  private async chunk(releaseId: string, seq: number): Promise<Buffer | undefined> {
-    const row = await this.db
-      .selectFrom('release_files')
-      .select('data')
-      .where('release_id', '=', releaseId)
-      .where('seq', '=', seq)
-      .executeTakeFirst();
-    return row ? Buffer.from(row.data) : undefined;
+  drop(releaseIds: string[]): Promise<void> {
+    return dropChunks(this.db, 'release_files', releaseIds);
   }
 }

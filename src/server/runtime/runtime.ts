@@ -9,9 +9,12 @@
 //
 // Desired state is persisted with the project: a platform restart follows containers that kept
 // running, and starts host releases again without a build.
-import { createHash } from 'node:crypto';
-import { readdirSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, readdirSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { PlatformConfig } from '../config.js';
@@ -19,6 +22,7 @@ import { ApiError } from '../errors.js';
 import { accountLimits } from '../limits.js';
 import type { LogStore } from '../projects/logs.js';
 import type { ProjectService } from '../projects/projects.js';
+import { hasChunks, readChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import type { ProjectsTable } from '../store/schema.js';
 import { type AttemptDeps, type ProjectState, deploy, latestUpload, rollback } from './attempt.js';
@@ -141,6 +145,7 @@ export class Runtime {
       prune: (id, current) => this.prune(id, current),
       share: (plan) => (cluster.clustered ? this.files.save(plan) : Promise.resolve(0)),
       here: (id, plan) => this.here(id, plan),
+      uploadArchive: (id, upload) => this.uploadArchive(id, upload),
     };
   }
 
@@ -421,6 +426,33 @@ export class Runtime {
     return rebase(plan, dir);
   }
 
+  /**
+   * An upload's archive on this node: where it was received, or (in a cluster, received by another
+   * node) copied from the database into this node's uploads folder, in place of older copies.
+   */
+  private async uploadArchive(projectId: string, upload: { id: string; path: string }): Promise<string> {
+    const dir = join(this.config.dataDir, 'uploads', projectId);
+    const local = join(dir, `${upload.id}.tar.gz`);
+    if (existsSync(local)) return local;
+    if (!this.cluster.clustered) return upload.path;
+    if (!(await hasChunks(this.db, 'upload_chunks', upload.id))) {
+      throw new DeployError(
+        `upload ${upload.id} is on the disk of the node that received it and not in the database (received before its node joined a cluster?): upload it again`,
+      );
+    }
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    const part = `${local}.part-${randomBytes(6).toString('hex')}`;
+    try {
+      await pipeline(Readable.from(readChunks(this.db, 'upload_chunks', upload.id)), createWriteStream(part));
+      await rename(part, local);
+    } catch (error) {
+      await rm(part, { force: true });
+      throw error;
+    }
+    return local;
+  }
+
   /** Removes this node's copy of another node's release files once nothing here serves from it. */
   private dropCopy(projectId: string, releaseId: string): void {
     if (!this.copied.delete(releaseId)) return;
@@ -505,18 +537,16 @@ export class Runtime {
     const serving = new Set(rows.map((row) => servingId(row)).filter((id): id is string => id !== null));
     if (this.chosen.kind === 'swarm') {
       const services = await listServices(docker, this.platformId).catch(() => []);
-      // In a cluster, another node may be deploying a release right now: its service stays.
-      const building = this.cluster.clustered
-        ? new Set(
-            (
-              await this.db.selectFrom('releases').select('id').where('status', '=', 'building').execute()
-            ).map((row) => row.id),
-          )
-        : new Set<string>();
-      for (const service of services) {
-        const release = service.Spec?.Labels?.[RELEASE_LABEL];
-        if (!release || (!serving.has(release) && !building.has(release)))
-          await removeService(docker, service.ID);
+      const labelled = services.map((service) => service.Spec?.Labels?.[RELEASE_LABEL] ?? '');
+      // In a cluster, other nodes deploy and switch releases meanwhile (a release is `running` a moment
+      // before the project names it): only services of releases that ended, or that no row knows, go.
+      const ended = this.cluster.clustered
+        ? await this.endedReleases(labelled.filter((id) => id !== '' && !serving.has(id)))
+        : null;
+      for (const [i, service] of services.entries()) {
+        const release = labelled[i]!;
+        const stray = !release || (!serving.has(release) && (ended === null || ended.has(release)));
+        if (stray) await removeService(docker, service.ID);
       }
       return;
     }
@@ -528,6 +558,20 @@ export class Runtime {
       if (!project || !release || !serving.has(release) || !running)
         await removeContainer(docker, container.Id);
     }
+  }
+
+  /** Of these releases, those that ended (failed, cancelled, retired) or that no row knows. */
+  private async endedReleases(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('releases')
+      .select(['id', 'status'])
+      .where('id', 'in', ids)
+      .execute();
+    const live = new Set(
+      rows.filter((row) => row.status === 'building' || row.status === 'running').map((r) => r.id),
+    );
+    return new Set(ids.filter((id) => !live.has(id)));
   }
 
   private async restoreOne(row: ProjectsTable): Promise<void> {

@@ -14,6 +14,7 @@ export const TABLE_ORDER = [
   'projects',
   'project_hosts',
   'uploads',
+  'upload_chunks',
   'project_logs',
   'releases',
   'release_files',

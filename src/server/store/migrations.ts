@@ -438,6 +438,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // An upload's archive, for the nodes of a cluster that did not receive it (store/chunks.ts).
+  '0018_upload_chunks': {
+    async up(db: Kysely<unknown>) {
+      const int = intType(db);
+      await db.schema
+        .createTable('upload_chunks')
+        .addColumn('upload_id', 'text', (c) => c.notNull().references('uploads.id').onDelete('cascade'))
+        .addColumn('seq', int, (c) => c.notNull())
+        .addColumn('data', dialectOf(db) === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('upload_chunks_pk', ['upload_id', 'seq'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

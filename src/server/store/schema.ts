@@ -193,6 +193,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   releases: ReleasesTable;
   release_files: ReleaseFilesTable;
+  upload_chunks: UploadChunksTable;
   acme_accounts: AcmeAccountsTable;
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
@@ -211,6 +212,13 @@ export interface ClusterNodesTable {
 /** A chunk of a release's static files, for the other nodes of a cluster (runtime/release-files.ts). */
 export interface ReleaseFilesTable {
   release_id: string;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** A chunk of an upload's archive, for the other nodes of a cluster (store/chunks.ts). */
+export interface UploadChunksTable {
+  upload_id: string;
   seq: number;
   data: Uint8Array;
 }
