@@ -8,6 +8,7 @@ import {
   FRONT_KINDS,
   type FrontKind,
   LETS_ENCRYPT_DIRECTORY,
+  REGISTRY_HOST,
   type PlatformConfig,
   RUNTIME_KINDS,
   type RuntimeKind,
@@ -64,6 +65,7 @@ export interface PlatformOptions {
   keepReleases: number;
   nodeImage: string;
   pythonImage: string;
+  registry?: string;
   limitTunnels: number;
   limitProjects: number;
   limitBuilds: number;
@@ -244,6 +246,14 @@ export function withPlatformOptions(command: Command): Command {
         'the base image of Dockerfiles written for Python apps (container runtime)',
         'WHARF_PYTHON_IMAGE',
         { default: DEFAULT_IMAGES.python },
+      ),
+    )
+    .addOption(
+      envOption(
+        '--registry <host:port>',
+        'the swarm runtime pushes each built image to this registry and runs its services from there, so every machine of the Swarm pulls it (login: WHARF_REGISTRY_USER, WHARF_REGISTRY_PASSWORD)',
+        'WHARF_REGISTRY',
+        { parse: parseRegistry },
       ),
     )
     .addOption(
@@ -443,6 +453,14 @@ export function platformConfig(options: PlatformOptions): {
     },
     keepReleases: options.keepReleases,
     images: { node: options.nodeImage, python: options.pythonImage },
+    registry:
+      options.registry === undefined
+        ? null
+        : {
+            host: options.registry,
+            username: process.env.WHARF_REGISTRY_USER || null,
+            password: process.env.WHARF_REGISTRY_PASSWORD || null,
+          },
     sandbox: {
       uidBase: options.sandboxUidBase,
       memoryMiB: options.sandboxMemoryMib,
@@ -493,6 +511,20 @@ function envOption<T>(
   if (value.default !== undefined) option.default(value.default);
   if (value.parse) option.argParser(value.parse);
   return option.env(env);
+}
+
+/** `--registry`: `host[:port]` (a URL's scheme and trailing slash are taken off, a path refused). */
+function parseRegistry(value: string): string {
+  const host = value
+    .trim()
+    .replace(/^https?:\/\//, '')
+    .replace(/\/+$/, '');
+  if (!REGISTRY_HOST.test(host)) {
+    throw new UsageError(
+      `--registry must be a registry's host:port, such as registry.example.com:5000 or 10.0.0.5:5000 (no path), not "${value}"`,
+    );
+  }
+  return host;
 }
 
 /** `--node-url`: an http(s) origin without a path (the edge of this node as the others reach it). */

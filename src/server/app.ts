@@ -24,7 +24,7 @@ import { Authenticator, assertScope, logRequest } from './auth/authenticate.js';
 import { loadOrCreateSecret } from './auth/secret.js';
 import { DailyCap } from './billing/daily-cap.js';
 import { Ledger } from './billing/ledger.js';
-import { type PlatformConfig, type PlatformConfigInput, resolveConfig } from './config.js';
+import { type PlatformConfig, type PlatformConfigInput, REGISTRY_HOST, resolveConfig } from './config.js';
 import { DomainChecker } from './domains/checker.js';
 import { dnsLookup } from './domains/dns-check.js';
 import { DomainService } from './domains/domains.js';
@@ -427,6 +427,14 @@ async function assemble(
  * PostgreSQL database and a secret, and run apps where every node reaches them (Swarm services).
  */
 function refusedCluster(config: PlatformConfig): string | null {
+  if (config.registry !== null) {
+    if (config.runtime !== 'swarm')
+      return '--registry is for --runtime swarm: the other runtimes run images on the engine that built them';
+    if (!REGISTRY_HOST.test(config.registry.host))
+      return '--registry must be a registry host with its port if not 443, such as registry.example.com:5000 (no scheme, no path)';
+    if ((config.registry.username === null) !== (config.registry.password === null))
+      return 'WHARF_REGISTRY_USER and WHARF_REGISTRY_PASSWORD go together: set both or neither';
+  }
   if (config.runtime === 'swarm' && config.front === 'haproxy')
     return '--front haproxy does not route to Swarm services yet: run the swarm runtime without it';
   if (config.nodeUrl === null) return null;

@@ -168,6 +168,13 @@ export interface PlatformConfig {
   /** The base images of Dockerfiles the container runtime writes (`--node-image`, `--python-image`). */
   images: { node: string; python: string };
   /**
+   * The swarm runtime's image registry (`--registry host[:port]`): each built image is pushed there and
+   * its services run it from there, so every machine of the Swarm can pull it. The login, if any, from
+   * WHARF_REGISTRY_USER and WHARF_REGISTRY_PASSWORD (never stored). Null: images stay on the deploying
+   * node's engine (a Swarm of one machine).
+   */
+  registry: RegistryConfig | null;
+  /**
    * Whether a platform shutting down stops its apps' containers too. Off: they keep serving while it
    * is down, and the next start follows them again without a restart.
    */
@@ -222,6 +229,17 @@ export interface SandboxConfig {
   cpus: number;
 }
 
+export interface RegistryConfig {
+  /** `host[:port]`, as image references are prefixed with it. */
+  host: string;
+  username: string | null;
+  password: string | null;
+}
+
+/** `host[:port]` of a registry: a DNS name or IPv4 address, and a port, no scheme nor path. */
+export const REGISTRY_HOST =
+  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/i;
+
 /** What buildPlatform and resolveConfig take: any field, nested ones in part. */
 export type PlatformConfigInput = Partial<
   Omit<PlatformConfig, 'email' | 'prices' | 'ai' | 'limits' | 'sandbox' | 'images' | 'tls'>
@@ -271,6 +289,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     runtime: partial.runtime ?? 'auto',
     sandbox: { uidBase: 200_000, memoryMiB: 2048, pids: 1024, cpus: 1, ...partial.sandbox },
     images: { ...DEFAULT_IMAGES, ...partial.images },
+    registry: partial.registry ?? null,
     stopContainersOnExit: partial.stopContainersOnExit ?? false,
     gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
     localRepos: partial.localRepos ?? true,

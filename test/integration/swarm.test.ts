@@ -3,6 +3,7 @@
 // overlay network per project; the edge reaches the tasks on their host-mode ports; redeploys and
 // rollbacks switch without a failed request; Swarm restarts a crashed task; a platform restart
 // follows the running service; stop and delete remove what the project had.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,17 +13,27 @@ import type { Project, Release } from '../../src/shared/api/projects.js';
 import { PLATFORM_LABEL, PROJECT_LABEL } from '../../src/server/runtime/drivers/docker.js';
 import { buildPlatform } from '../../src/server/app.js';
 import {
+  archiveOf,
   createProject,
+  deploy,
   deployFiles,
   keepRequesting,
   logLines,
   nodeApp,
   settled,
+  upload,
   viaEdge,
   waitFor,
   waitForLog,
 } from '../helpers/deploy.js';
-import { requirePodman, requireSwarm, testImages } from '../helpers/engine.js';
+import {
+  type TestRegistry,
+  requirePodman,
+  requireSwarm,
+  startRegistry,
+  testImages,
+} from '../helpers/engine.js';
+import { assertBuilt, runWharf } from '../helpers/cli.js';
 import { until } from '../helpers/poll.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -294,4 +305,150 @@ describe.skipIf(reason !== null)('a platform restart with the swarm runtime', ()
     },
     60_000,
   );
+});
+
+// A Swarm of several machines pulls each task's image from a registry: the platform pushes what it
+// builds to --registry, with its login, and hands the login to the service so the machines can pull.
+describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
+  const password = randomBytes(12).toString('hex');
+  let registry: TestRegistry;
+  let tp: TestPlatform;
+  beforeAll(async () => {
+    registry = await startRegistry({ user: 'pusher', password });
+    tp = await startPlatform({ ...config, registry: { host: registry.host, username: 'pusher', password } });
+  }, 60_000);
+  afterAll(async () => {
+    await tp?.close();
+    await registry?.close();
+  }, 60_000);
+
+  const catalog = async (auth: string | null) => {
+    const answer = await fetch(`http://${registry.host}/v2/_catalog`, {
+      headers: auth ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : {},
+    });
+    return {
+      status: answer.status,
+      body: answer.ok ? ((await answer.json()) as { repositories: string[] }) : null,
+    };
+  };
+
+  it('pushes each built image there and runs its service from there, pulled with the login', async () => {
+    const project = await createProject(tp, {
+      name: 'Pushed',
+      subdomain: 's-pushed',
+      deploy_source: 'upload',
+    });
+    // The first push carries the base image's layers too (a few hundred MB): later ones only the app's.
+    await upload(tp, project.id, archiveOf(app('from the registry')));
+    await deploy(tp, project.id);
+    const detail = await waitFor(tp, project.id, settled, 150_000);
+    expect(detail.project.status, detail.project.last_deploy_error ?? '').toBe('running');
+    const lines = detail.logs.map((l) => l.line);
+    expect(lines).toContain(`pushing the image to ${registry.host}`);
+    expect(lines.some((l) => l.startsWith(`pushed ${registry.host}/wharf/`))).toBe(true);
+    expect(lines.join('\n')).not.toContain(password);
+    const [service] = await servicesOf(tp, project.id);
+    const image = (service!.Spec!.TaskTemplate as { ContainerSpec: { Image: string } }).ContainerSpec.Image;
+    expect(image.startsWith(`${registry.host}/wharf/${project.id.toLowerCase()}:`)).toBe(true);
+    expect((await catalog(null)).status).toBe(401);
+    expect((await catalog(`pusher:${password}`)).body?.repositories).toContain(
+      `wharf/${project.id.toLowerCase()}`,
+    );
+
+    // Without a copy on this engine, the task Swarm starts after a crash comes from the registry.
+    const local = image.split('@')[0]!;
+    for (const ref of [local, local.slice(registry.host.length + 1)])
+      await docker
+        .getImage(ref)
+        .remove({ force: true })
+        .catch(() => undefined);
+    const before = (await viaEdge(tp.edgePort, 's-pushed.localhost', '/task')).body;
+    await viaEdge(tp.edgePort, 's-pushed.localhost', '/crash').catch(() => undefined);
+    await until(
+      async () => {
+        const answer = await viaEdge(tp.edgePort, 's-pushed.localhost', '/task');
+        return answer.status === 200 && answer.body !== before;
+      },
+      'a task pulled from the registry to answer',
+      60_000,
+      250,
+    );
+    expect(
+      await docker
+        .getImage(local)
+        .inspect()
+        .then(() => true),
+    ).toBe(true);
+  }, 180_000);
+
+  it('fails a deploy whose push the registry refuses, saying so without the password', async () => {
+    const wrong = `not-${password}`;
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-refused-push-'));
+    const refused = await startPlatform({
+      ...config,
+      dataDir,
+      registry: { host: registry.host, username: 'pusher', password: wrong },
+    });
+    try {
+      const project = await createProject(refused, {
+        name: 'Refused',
+        subdomain: 's-refused',
+        deploy_source: 'upload',
+      });
+      await upload(refused, project.id, archiveOf(app('never pushed')));
+      await deploy(refused, project.id);
+      const detail = await waitFor(refused, project.id, settled, 120_000);
+      expect(detail.project.status).toBe('failed');
+      expect(detail.project.last_deploy_error).toMatch(
+        new RegExp(`could not push the image to ${registry.host}`),
+      );
+      expect(JSON.stringify(detail)).not.toContain(wrong);
+      expect(await servicesOf(refused, project.id)).toEqual([]);
+    } finally {
+      await refused.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('refuses a --registry with a path on the command line, saying what it takes', async () => {
+    assertBuilt();
+    const result = await runWharf([
+      'platform',
+      '--registry',
+      'registry.example.com:5000/team',
+      '--port',
+      '0',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /--registry must be a registry's host:port, such as registry.example.com:5000/,
+    );
+  });
+
+  it('refuses --registry without the swarm runtime, with a path, or with half a login', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-registry-config-'));
+    try {
+      const host = registry.host;
+      await expect(
+        buildPlatform({
+          ...config,
+          dataDir,
+          runtime: 'container',
+          registry: { host, username: null, password: null },
+        }),
+      ).rejects.toThrow(/--registry is for --runtime swarm/);
+      await expect(
+        buildPlatform({
+          ...config,
+          dataDir,
+          registry: { host: `${host}/path`, username: null, password: null },
+        }),
+      ).rejects.toThrow(/--registry must be a registry host/);
+      await expect(
+        buildPlatform({ ...config, dataDir, registry: { host, username: 'pusher', password: null } }),
+      ).rejects.toThrow(/WHARF_REGISTRY_USER and WHARF_REGISTRY_PASSWORD go together/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });

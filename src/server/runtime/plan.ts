@@ -10,9 +10,9 @@ import type Docker from 'dockerode';
 import type { PlatformConfig } from '../config.js';
 import type { BuildConfig } from '../../shared/api/projects.js';
 import type { ProjectsTable } from '../store/schema.js';
-import type { Build } from './build.js';
+import { type Build, DeployError } from './build.js';
 import { containerPlan, imageTag } from './container-plan.js';
-import type { ImageJanitor, RegistryAuth } from './drivers/docker.js';
+import { type ImageJanitor, type RegistryAuth, pushImage, registryAuth } from './drivers/docker.js';
 import type { CommandDriver } from './drivers/host.js';
 import { hostPlan } from './host-plan.js';
 import { imagePlan } from './image-plan.js';
@@ -106,7 +106,7 @@ export class Planner {
   }
 
   async plan(ctx: PlanContext): Promise<ReleasePlan> {
-    const plan = await this.planOf(ctx);
+    const plan = await this.pushed(ctx, await this.planOf(ctx));
     const replicas = (JSON.parse(ctx.row.build_config) as Partial<BuildConfig>).replicas ?? 1;
     if (this.deps.kind === 'swarm') plan.replicas = replicas;
     else if (replicas > 1) {
@@ -115,6 +115,38 @@ export class Planner {
       );
     }
     return plan;
+  }
+
+  /**
+   * The swarm runtime with a registry: an image built here goes there, and the plan runs it from there
+   * (every machine of the Swarm pulls it). Image sources are run from their own registry as they are.
+   */
+  private async pushed(ctx: PlanContext, plan: ReleasePlan): Promise<ReleasePlan> {
+    const registry = this.deps.config.registry;
+    if (this.deps.kind !== 'swarm' || registry === null || plan.runs !== 'container') return plan;
+    const built = plan.image;
+    if (!built?.startsWith('wharf/')) return plan;
+    const target = `${registry.host}/${built}`;
+    const started = Date.now();
+    ctx.log.build(`pushing the image to ${registry.host}`);
+    try {
+      await pushImage(
+        await this.deps.docker(),
+        built,
+        target,
+        (line) => ctx.log.build(line),
+        registryAuth(registry),
+      );
+    } catch (error) {
+      throw new DeployError(`could not push the image to ${registry.host}: ${(error as Error).message}`);
+    }
+    ctx.build.check();
+    ctx.log.build(`pushed ${target} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return {
+      ...plan,
+      image: target,
+      services: plan.services.map((s) => (s.image === built ? { ...s, image: target } : s)),
+    };
   }
 
   private planOf(ctx: PlanContext): Promise<ReleasePlan> {

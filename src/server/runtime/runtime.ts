@@ -522,9 +522,20 @@ export class Runtime {
     return () => {
       for (const release of dropped) {
         rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
-        if (release.image?.startsWith('wharf/')) this.images.remove(release.image);
+        for (const image of this.builtTags(release.image)) this.images.remove(image);
       }
     };
+  }
+
+  /**
+   * The local tags of an image this platform built (`wharf/…`, and its registry's name for it when
+   * pushed); none for an image source's. The registry's copy stays: collecting it is the registry's.
+   */
+  private builtTags(image: string | null): string[] {
+    if (!image) return [];
+    if (image.startsWith('wharf/')) return [image];
+    const host = this.config.registry?.host;
+    return host && image.startsWith(`${host}/wharf/`) ? [image, image.slice(host.length + 1)] : [];
   }
 
   /**

@@ -19,8 +19,10 @@ import {
   PLATFORM_LABEL,
   PROJECT_LABEL,
   RELEASE_LABEL,
+  type RegistryAuth,
   attach,
   ensureNetwork,
+  registryAuth,
   runContainer,
   waitForHttp,
 } from './drivers/docker.js';
@@ -368,6 +370,12 @@ export class Supervisor {
     project.log.system(`the container is up (${seconds(started)})`);
   }
 
+  /** The login the Swarm's machines pull `image` with: the platform's registry's, for its images. */
+  private pullAuth(image: string | null | undefined): RegistryAuth | undefined {
+    const registry = this.deps.config.registry;
+    return registry && image?.startsWith(`${registry.host}/`) ? registryAuth(registry) : undefined;
+  }
+
   /** The swarm runtime: the release as a Swarm service on the project's overlay network. */
   private async launchService(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
     const { plan } = instance;
@@ -395,6 +403,7 @@ export class Supervisor {
         replicas,
         startPeriodMs: this.deps.config.healthTimeoutMs,
         restartDelayMs: this.deps.config.restartBackoffMs,
+        auth: this.pullAuth(plan.image),
       });
     } catch (error) {
       throw new DeployError(`Swarm did not create the service: ${(error as Error).message}`);

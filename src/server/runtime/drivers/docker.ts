@@ -9,6 +9,7 @@ import { request } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import type Docker from 'dockerode';
+import type { RegistryConfig } from '../../config.js';
 import { create as createTar } from 'tar';
 import { LineSplitter, readLines } from '../lines.js';
 import type { ProcessExit, RunningProcess } from '../process.js';
@@ -67,6 +68,12 @@ export interface RegistryAuth {
   serveraddress: string;
 }
 
+/** The login of the swarm runtime's registry, as the engine takes it; none without a user. */
+export function registryAuth(registry: RegistryConfig): RegistryAuth | undefined {
+  if (registry.username === null || registry.password === null) return undefined;
+  return { username: registry.username, password: registry.password, serveraddress: registry.host };
+}
+
 /** Pulls `image`, its progress in the log once per layer and status (not every progress tick). */
 export async function pullImage(
   docker: Docker,
@@ -75,6 +82,25 @@ export async function pullImage(
   auth?: RegistryAuth,
 ): Promise<void> {
   const stream = (await docker.pull(image, auth ? { authconfig: auth } : {})) as Readable;
+  await followJson(stream, (event) => {
+    if (event.status && !event.progress) onLine(event.id ? `${event.id}: ${event.status}` : event.status);
+  });
+}
+
+/**
+ * Tags `image` as `target` (`registry/repository:tag`) and pushes it, progress in the log once per
+ * layer and status. Throws with the registry's error.
+ */
+export async function pushImage(
+  docker: Docker,
+  image: string,
+  target: string,
+  onLine: (line: string) => void,
+  auth?: RegistryAuth,
+): Promise<void> {
+  const colon = target.lastIndexOf(':');
+  await docker.getImage(image).tag({ repo: target.slice(0, colon), tag: target.slice(colon + 1) });
+  const stream = (await docker.getImage(target).push(auth ? { authconfig: auth } : {})) as Readable;
   await followJson(stream, (event) => {
     if (event.status && !event.progress) onLine(event.id ? `${event.id}: ${event.status}` : event.status);
   });

@@ -18,7 +18,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { readLines } from '../lines.js';
 import type { ProcessExit } from '../process.js';
-import { type ContainerSpec, PLATFORM_LABEL, RELEASE_LABEL } from './docker.js';
+import { type ContainerSpec, PLATFORM_LABEL, RELEASE_LABEL, type RegistryAuth } from './docker.js';
 
 /** Where the edge reaches one task of a service: a Swarm node's address and the port published there. */
 export interface Endpoint {
@@ -33,6 +33,8 @@ export interface ServiceSpec extends ContainerSpec {
   startPeriodMs: number;
   /** The pause before Swarm starts a crashed task again. */
   restartDelayMs: number;
+  /** The login to the image's registry, handed to the machines that pull it for a task. */
+  auth?: RegistryAuth;
 }
 
 /** Whether this engine runs a Swarm this node manages; else why not (one line, with what to run). */
@@ -93,7 +95,7 @@ export function healthCommand(ports: number[]): string {
 export async function createService(docker: Docker, spec: ServiceSpec): Promise<string> {
   const ms = 1_000_000;
   const web = spec.ports.length > 0;
-  const created = await docker.createService({
+  const options = {
     Name: spec.name,
     Labels: spec.labels,
     TaskTemplate: {
@@ -136,7 +138,10 @@ export async function createService(docker: Docker, spec: ServiceSpec): Promise<
       Mode: 'dnsrr',
       Ports: spec.ports.map((port) => ({ Protocol: 'tcp', TargetPort: port, PublishMode: 'host' })),
     },
-  } as Docker.CreateServiceOptions);
+  } as Docker.CreateServiceOptions;
+  const created = spec.auth
+    ? await docker.createService(spec.auth, options)
+    : await docker.createService(options);
   return created.id as string;
 }
 
