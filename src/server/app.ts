@@ -396,6 +396,24 @@ async function assemble(
     start: () => domainChecker.start(),
     stop: () => domainChecker.stop(),
   });
+  // Deploys a node that died was running end (their projects would stay `building`), on one node.
+  if (cluster.clustered) {
+    let reaping: NodeJS.Timeout | null = null;
+    cluster.singleton('orphaned-deploys', {
+      start: () => {
+        reaping = setInterval(() => {
+          runtime.reapOrphanedDeploys().catch((error: unknown) => {
+            app.log.error({ err: error }, 'ending the deploys of nodes that stopped failed');
+          });
+        }, ORPHANED_DEPLOYS_CHECK_MS);
+        reaping.unref();
+      },
+      stop: async () => {
+        if (reaping) clearInterval(reaping);
+        reaping = null;
+      },
+    });
+  }
   await cluster.start();
 
   return {
@@ -426,6 +444,9 @@ async function assemble(
  * Why this config cannot run as a node of a cluster (`nodeUrl` set), or null. The nodes share a
  * PostgreSQL database and a secret, and run apps where every node reaches them (Swarm services).
  */
+/** How often one node of a cluster looks for deploys of nodes that stopped. */
+const ORPHANED_DEPLOYS_CHECK_MS = 5_000;
+
 function refusedCluster(config: PlatformConfig): string | null {
   if (config.registry !== null) {
     if (config.runtime !== 'swarm')

@@ -31,6 +31,17 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
   };
 }
 
+/**
+ * Starts a deploy through `tp` whose image build sleeps a minute (FROM `base`), and resolves once the
+ * build is in its sleep: for tests of what happens to a deploy under way.
+ */
+export async function startSlowDeploy(tp: TestPlatform, id: string, base: string): Promise<void> {
+  const dockerfile = [`FROM ${base}`, 'RUN sleep 60', 'COPY server.js .', 'CMD ["node", "server.js"]', ''];
+  await upload(tp, id, archiveOf({ ...nodeApp('slow'), Dockerfile: dockerfile.join('\n') }));
+  await deploy(tp, id);
+  await waitForLog(tp, id, /RUN sleep 60/, 30_000);
+}
+
 export function writeFiles(dir: string, files: Files): void {
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });

@@ -16,9 +16,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CapturedExchange } from '../../src/core/capture/capture.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
+import type { Release } from '../../src/shared/api/projects.js';
 import type { Tunnel } from '../../src/shared/api/tunnels.js';
 import { wharfBin } from '../helpers/cli.js';
-import { createProject, deployFiles, nodeApp, viaEdge } from '../helpers/deploy.js';
+import { createProject, deployFiles, nodeApp, startSlowDeploy, viaEdge, waitFor } from '../helpers/deploy.js';
 import { type FakeDns, startDns } from '../helpers/dns.js';
 import { removeSwarmServices, requireSwarm, testImages } from '../helpers/engine.js';
 import { type Failover, failover, freePort } from '../helpers/failover.js';
@@ -178,6 +179,14 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
     const captured: string[] = [];
     client.on('exchange', (exchange: CapturedExchange) => captured.push(exchange.request.path));
     await client.start();
+
+    // A deploy A is running when it dies: its image build sleeps.
+    const slow = await createProject(viaBalancer, {
+      name: 'Orphan',
+      subdomain: 'k-slow',
+      deploy_source: 'upload',
+    });
+    await startSlowDeploy(viaBalancer, slow.id, images.node);
     const before = (await call<Tunnel[]>(`${viaBalancer.api}/tunnels`, { key })).body.find(
       (t) => t.subdomain === 'k-tunnel',
     );
@@ -305,6 +314,19 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
     const capturedOnB = count(onB.body.map((r) => r.path));
     for (const path of afterMove) expect(capturedOnB.get(path), path).toBe(1);
     for (const [path, times] of capturedOnB) expect(times, path).toBe(1);
+
+    // The deploy A was running ends once A is taken for dead: its project no longer says `building`
+    // (which would hold one of the account's build slots for ever), its release is cancelled.
+    const orphan = await waitFor(b, slow.id, (p) => p.status !== 'building', 40_000);
+    expect(orphan.project.status).toBe('failed');
+    expect(orphan.project.last_deploy_error).toMatch(
+      /the node running it \(node_\w+\) stopped; deploy again/,
+    );
+    const [release] = (await call<Release[]>(`${b.api}/projects/${slow.id}/releases`, { key })).body;
+    expect(release).toMatchObject({ status: 'cancelled' });
+    expect(orphan.logs.map((l) => l.line)).toContain(
+      `deploy cancelled: the node running it (${/node_\w+/.exec(orphan.project.last_deploy_error!)![0]}) stopped`,
+    );
 
     // The ledger: one charge per answered check, under its own reservation; no retry charged twice.
     expect(attempts).toBeGreaterThan(checks.length);

@@ -20,6 +20,7 @@ import {
   deploy,
   deployFiles,
   nodeApp,
+  startSlowDeploy,
   settled,
   upload,
   viaEdge,
@@ -276,22 +277,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
 
   it('cancels a deploy through A once one through B starts: the newer one serves', async () => {
     const project = await createProject(a, { name: 'Twice', subdomain: 'c-twice', deploy_source: 'upload' });
-    await upload(
-      a,
-      project.id,
-      archiveOf({
-        ...nodeApp('slow'),
-        Dockerfile: [
-          `FROM ${images.node}`,
-          'RUN sleep 60',
-          'COPY server.js .',
-          'CMD ["node", "server.js"]',
-          '',
-        ].join('\n'),
-      }),
-    );
-    await deploy(a, project.id);
-    await waitForLog(a, project.id, /RUN sleep 60/, 30_000);
+    await startSlowDeploy(a, project.id, images.node);
     await upload(b, project.id, archiveOf({ ...nodeApp('fast'), Procfile: 'web: node server.js\n' }));
     await deploy(b, project.id);
     const detail = await waitFor(b, project.id, settled, 120_000);

@@ -241,7 +241,84 @@ export class Runtime {
     await transition(this.projects, projectId, { type: 'deploy-started' });
     // A deploy of the project through another node gives way to this one, as one here would.
     this.cluster.publish({ kind: 'deploy-started', projectId, node: this.cluster.nodeId });
+    if (this.cluster.clustered) await this.recordDeploy(projectId, build);
     return build;
+  }
+
+  /** In a cluster: which node runs the project's deploy, until it ends (see reapOrphanedDeploys). */
+  private async recordDeploy(projectId: string, build: Build): Promise<void> {
+    const row = {
+      project_id: projectId,
+      build_id: randomBytes(9).toString('base64url'),
+      node_id: this.cluster.nodeId,
+      started_at: new Date().toISOString(),
+    };
+    await this.db
+      .insertInto('project_deploys')
+      .values(row)
+      .onConflict((oc) =>
+        oc.column('project_id').doUpdateSet({
+          build_id: row.build_id,
+          node_id: row.node_id,
+          started_at: row.started_at,
+        }),
+      )
+      .execute();
+    void build.finished.then(() =>
+      this.db
+        .deleteFrom('project_deploys')
+        .where('project_id', '=', projectId)
+        .where('build_id', '=', row.build_id)
+        .execute()
+        .catch(() => undefined),
+    );
+  }
+
+  /**
+   * The deploys that nodes no longer alive were running end (a cluster's singleton job): their
+   * releases are cancelled and their projects leave `building` (which holds a build slot), serving
+   * what served before if anything did. Resolves with how many it ended.
+   */
+  async reapOrphanedDeploys(): Promise<number> {
+    const live = [...(await this.cluster.liveNodes()).keys()];
+    const orphans = await this.db
+      .selectFrom('project_deploys')
+      .selectAll()
+      .where('node_id', 'not in', live)
+      .execute();
+    let ended = 0;
+    for (const orphan of orphans) {
+      const taken = await this.db
+        .deleteFrom('project_deploys')
+        .where('project_id', '=', orphan.project_id)
+        .where('build_id', '=', orphan.build_id)
+        .executeTakeFirst();
+      if (Number(taken.numDeletedRows) === 0) continue;
+      const reason = `the node running it (${orphan.node_id}) stopped`;
+      await this.db
+        .updateTable('releases')
+        .set({ status: 'cancelled', error: reason, finished_at: new Date().toISOString() })
+        .where('project_id', '=', orphan.project_id)
+        .where('status', '=', 'building')
+        .execute();
+      const row = await this.db
+        .selectFrom('projects')
+        .select(['status', 'release'])
+        .where('id', '=', orphan.project_id)
+        .executeTakeFirst();
+      if (row?.status !== 'building') continue;
+      const log = this.state(orphan.project_id).log;
+      log.system(`deploy cancelled: ${reason}`);
+      if (row.release !== null) log.system('the previous version keeps serving');
+      await log.flush();
+      await transition(this.projects, orphan.project_id, {
+        type: 'deploy-failed',
+        error: `the deploy was cancelled: ${reason}; deploy again`,
+        serving: row.release !== null,
+      });
+      ended++;
+    }
+    return ended;
   }
 
   /** Cancels any deploy, stops every process of the project and frees its ports. */

@@ -17,6 +17,7 @@ export const TABLE_ORDER = [
   'upload_chunks',
   'project_logs',
   'releases',
+  'project_deploys',
   'release_files',
   'tunnel_subdomains',
   'ledger_entries',

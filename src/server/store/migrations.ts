@@ -451,6 +451,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // The deploy under way for each project in a cluster, and the node running it: another node ends
+  // those of a node that died (their project would say `building` for ever, holding a build slot).
+  '0019_project_deploys': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('project_deploys')
+        .addColumn('project_id', 'text', (c) => c.primaryKey().references('projects.id').onDelete('cascade'))
+        .addColumn('build_id', 'text', (c) => c.notNull())
+        .addColumn('node_id', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

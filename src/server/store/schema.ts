@@ -194,6 +194,7 @@ export interface Database {
   releases: ReleasesTable;
   release_files: ReleaseFilesTable;
   upload_chunks: UploadChunksTable;
+  project_deploys: ProjectDeploysTable;
   acme_accounts: AcmeAccountsTable;
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
@@ -221,6 +222,15 @@ export interface UploadChunksTable {
   upload_id: string;
   seq: number;
   data: Uint8Array;
+}
+
+/** The deploy (or rollback) under way for a project in a cluster, and the node running it. */
+export interface ProjectDeploysTable {
+  project_id: string;
+  /** Names one deploy: a node removes the row of its own deploy only. */
+  build_id: string;
+  node_id: string;
+  started_at: string;
 }
 
 /** The node a connected tunnel's client is connected to (cluster/tunnels.ts). */
