@@ -367,7 +367,9 @@ async function assemble(
   // The projects to look at are read before this returns: a deploy started right after is not taken
   // for one the last stop interrupted.
   if (cluster.clustered) await runtime.viewAll();
-  const interrupted = await aiBuilder.interrupted();
+  // In a cluster a project `building` may be deployed by another node right now: none is taken for
+  // interrupted (those of a node that died end through reapOrphanedDeploys).
+  const interrupted = cluster.clustered ? [] : await aiBuilder.interrupted();
   const restoring = await runtime.prepareRestore();
   let restored = false;
   cluster.singleton('restore', {
@@ -396,14 +398,18 @@ async function assemble(
     start: () => domainChecker.start(),
     stop: () => domainChecker.stop(),
   });
-  // Deploys a node that died was running end (their projects would stay `building`), on one node.
+  // Deploys a node that died was running end (their projects would stay `building`), and the output
+  // of the services it copied into the project logs is copied by this node from there: on one node.
   if (cluster.clustered) {
     let reaping: NodeJS.Timeout | null = null;
-    cluster.singleton('orphaned-deploys', {
+    cluster.singleton('dead-nodes', {
       start: () => {
         reaping = setInterval(() => {
           runtime.reapOrphanedDeploys().catch((error: unknown) => {
             app.log.error({ err: error }, 'ending the deploys of nodes that stopped failed');
+          });
+          runtime.takeOverOutputs().catch((error: unknown) => {
+            app.log.error({ err: error }, 'taking over the output copying of nodes that stopped failed');
           });
         }, ORPHANED_DEPLOYS_CHECK_MS);
         reaping.unref();
@@ -444,7 +450,7 @@ async function assemble(
  * Why this config cannot run as a node of a cluster (`nodeUrl` set), or null. The nodes share a
  * PostgreSQL database and a secret, and run apps where every node reaches them (Swarm services).
  */
-/** How often one node of a cluster looks for deploys of nodes that stopped. */
+/** How often one node of a cluster looks for the deploys and output copying of nodes that stopped. */
 const ORPHANED_DEPLOYS_CHECK_MS = 5_000;
 
 function refusedCluster(config: PlatformConfig): string | null {

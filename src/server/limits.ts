@@ -73,10 +73,13 @@ export class AccountCounter {
     readonly name: 'tunnels' | 'streams',
   ) {}
 
-  /** Throws 429 limit_reached when the account holds the limit already. */
-  check(accountId: string): void {
+  /**
+   * Throws 429 limit_reached when the account holds the limit already, here and (`elsewhere`) on the
+   * other nodes of a cluster.
+   */
+  check(accountId: string, elsewhere = 0): void {
     const max = this.limits[this.name];
-    if (this.count(accountId) >= max) throw limitReached(this.name, max);
+    if (this.count(accountId) + elsewhere >= max) throw limitReached(this.name, max);
   }
 
   /** Takes one, or throws 429 limit_reached when the account holds the limit already. */

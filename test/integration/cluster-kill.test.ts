@@ -9,6 +9,7 @@
 // - every email check that was answered is charged exactly once, retried with its Idempotency-Key until
 //   answered, even the one A was running when it died (its reservation is freed once A is dead).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +20,15 @@ import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { Release } from '../../src/shared/api/projects.js';
 import type { Tunnel } from '../../src/shared/api/tunnels.js';
 import { wharfBin } from '../helpers/cli.js';
-import { createProject, deployFiles, nodeApp, startSlowDeploy, viaEdge, waitFor } from '../helpers/deploy.js';
+import {
+  createProject,
+  deployFiles,
+  logLines,
+  nodeApp,
+  startSlowDeploy,
+  viaEdge,
+  waitFor,
+} from '../helpers/deploy.js';
 import { type FakeDns, startDns } from '../helpers/dns.js';
 import { removeSwarmServices, requireSwarm, testImages } from '../helpers/engine.js';
 import { type Failover, failover, freePort } from '../helpers/failover.js';
@@ -162,7 +171,22 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
       subdomain: 'k-app',
       deploy_source: 'upload',
     });
-    await deployFiles(viaBalancer, project.id, { ...nodeApp('alive'), Procfile: 'web: node server.js\n' });
+    // The app says each /say/<n> in its output: the project log must hold each once, whichever node
+    // copies that output.
+    const server = [
+      "const http = require('node:http');",
+      'http.createServer((req, res) => {',
+      '  const said = /^\\/say\\/(\\d+)$/.exec(req.url);',
+      "  if (said) console.log('said ' + said[1]);",
+      "  res.end('alive ' + req.url);",
+      "}).listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));",
+      '',
+    ].join('\n');
+    await deployFiles(viaBalancer, project.id, {
+      ...nodeApp('alive'),
+      'server.js': server,
+      Procfile: 'web: node server.js\n',
+    });
     await until(
       async () => (await viaEdge(b.edgePort, 'k-app.localhost', '/').catch(() => null))?.status === 200,
       'B’s edge to serve the app',
@@ -203,6 +227,8 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
         } catch (error) {
           tally.failed.push((error as Error).message);
         }
+        // Paced: the suites beside this one keep their share of the machine.
+        await sleep(10);
       });
     const tunnel = {
       answered: [] as { path: string; at: number }[],
@@ -257,13 +283,28 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
       }
       throw new Error(`email check ${op} never answered`);
     });
+    const said: number[] = [];
+    let saying = 0;
+    let saidAfterKill = 0;
+    const sayLoop = loop(async () => {
+      const n = saying++;
+      const answer = await viaEdge(b.edgePort, 'k-app.localhost', `/say/${n}`).catch(() => null);
+      if (answer?.status === 200) {
+        said.push(n);
+        if (killedAt > 0) saidAfterKill++;
+      }
+      await sleep(150);
+    });
     const direct = appLoop(() => b.edgePort, app.direct);
     const balanced = appLoop(() => edge.port, app.balanced);
 
     await sleep(2_000);
     expect(checks.length).toBeGreaterThan(0);
     expect(tunnel.answered.length).toBeGreaterThan(0);
+    // The moment A is gone (not when it is told to go: it answers a little longer).
+    const exited = once(nodeA, 'exit');
     nodeA.kill('SIGKILL');
+    await exited;
     killedAt = Date.now();
     await until(
       () => tunnel.movedAt > 0 && checks.filter((c) => c.afterKill).length >= 3,
@@ -272,13 +313,20 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
       100,
     );
     await sleep(1_000);
-    await Promise.all([direct.stop(), balanced.stop(), tunnelLoop.stop(), emailLoop.stop()]);
+    await Promise.all([direct.stop(), balanced.stop(), tunnelLoop.stop(), emailLoop.stop(), sayLoop.stop()]);
     const afterMove = tunnel.answered.filter((a) => a.at >= tunnel.movedAt).map((a) => a.path);
     await until(
       () => afterMove.every((path) => captured.includes(path)),
       'the client to have the captures B sent',
-      5_000,
-    );
+      10_000,
+    ).catch(async (error: Error) => {
+      const missing = afterMove.filter((path) => !captured.includes(path));
+      const onB = await call<{ path: string }[]>(`${b.api}/tunnels/k-tunnel/requests`, { key });
+      const listedOnB = missing.filter((path) => onB.body.some((r) => r.path === path));
+      throw new Error(
+        `${error.message}: missing ${missing.join(' ')} of ${afterMove.length} (B lists ${listedOnB.join(' ') || 'none of them'}; client has ${captured.length})`,
+      );
+    });
     // B holds the tunnel now, under the same subdomain and id.
     const moved = (await call<Tunnel[]>(`${b.api}/tunnels`, { key })).body.find(
       (t) => t.subdomain === 'k-tunnel',
@@ -326,6 +374,33 @@ describe.skipIf(reason !== null)('a node killed under traffic', () => {
     expect(release).toMatchObject({ status: 'cancelled' });
     expect(orphan.logs.map((l) => l.line)).toContain(
       `deploy cancelled: the node running it (${/node_\w+/.exec(orphan.project.last_deploy_error!)![0]}) stopped`,
+    );
+
+    // The app's output: copied by A, then by B from the last line A stored, each line once.
+    const saidInLog = async () => {
+      const counts = new Map<number, number>();
+      for (const line of await logLines(b, project.id)) {
+        const match = /^said (\d+)$/.exec(line);
+        if (match) counts.set(Number(match[1]), (counts.get(Number(match[1])) ?? 0) + 1);
+      }
+      return counts;
+    };
+    await until(
+      async () => {
+        const counts = await saidInLog();
+        return said.every((n) => counts.has(n));
+      },
+      'every line the app said to be in the project log',
+      30_000,
+      250,
+    );
+    const counts = await saidInLog();
+    for (const n of said) expect(counts.get(n), `said ${n}`).toBe(1);
+    expect(saidAfterKill).toBeGreaterThan(5);
+    expect((await logLines(b, project.id)).join('\n')).toMatch(
+      new RegExp(
+        `the node copying this release's output \\(node_\\w+\\) stopped: ${b.platform.cluster.nodeId} copies it from here`,
+      ),
     );
 
     // The ledger: one charge per answered check, under its own reservation; no retry charged twice.

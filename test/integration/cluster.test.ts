@@ -58,6 +58,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       runtime: 'swarm',
       images,
       healthTimeoutMs: 20_000,
+      limits: { tunnels: 2 },
     });
   }
 
@@ -233,6 +234,8 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       .where('release_id', '=', first.id)
       .execute();
     expect(left).toEqual([]);
+    // B drops its copies of the deleted project's files too.
+    await until(async () => !existsSync(join(b.dataDir, 'apps', project.id)), 'B to drop its copies', 10_000);
   }, 240_000);
 
   it('deploys through B an upload A received, from the database; a newer upload replaces it there', async () => {
@@ -285,6 +288,48 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     await waitForLog(a, project.id, /cancelled: a newer deploy started on another node/, 20_000);
     expect((await viaEdge(a.edgePort, 'c-twice.localhost', '/')).body).toBe('fast /');
   }, 240_000);
+
+  it('counts an account’s tunnels on every node against its limit', async () => {
+    const owner = await b.newAccount();
+    const clients: TunnelClient[] = [];
+    const on = (tp: TestPlatform, subdomain: string) => {
+      const client = new TunnelClient({
+        platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+        apiKey: owner.key,
+        localPort: app.port,
+        subdomain,
+        backoffMs: 50,
+      });
+      clients.push(client);
+      return client;
+    };
+    try {
+      await on(a, 'lim-one').start();
+      const two = on(b, 'lim-two');
+      await two.start();
+      const refused = await on(a, 'lim-three')
+        .start()
+        .then(
+          () => null,
+          (error: unknown) => error,
+        );
+      expect(refused).toMatchObject({ status: 429, code: 'limit_reached' });
+      await two.stop();
+      await until(
+        () =>
+          on(a, 'lim-three')
+            .start()
+            .then(
+              () => true,
+              () => false,
+            ),
+        'a tunnel to be accepted once one on the other node stopped',
+        10_000,
+      );
+    } finally {
+      await Promise.all(clients.map((client) => client.stop()));
+    }
+  });
 
   describe('a tunnel held by node A', () => {
     let client: TunnelClient;

@@ -358,7 +358,7 @@ describe('failures', () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 50 });
     try {
       const inFlight = Array.from({ length: 50 }, (_, i) =>
-        get('killed', `/slow?ms=2000&i=${i}`, { agent }).then(
+        get('killed', `/slow?ms=10000&i=${i}`, { agent }).then(
           (answer) => answer.status,
           () => 'cut',
         ),

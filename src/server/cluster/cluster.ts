@@ -44,6 +44,8 @@ export type ClusterEvent =
   | { kind: 'serving'; projectId: string; releaseId: string | null }
   /** A deploy of the project started on `node`: a deploy of it elsewhere is cancelled. */
   | { kind: 'deploy-started'; projectId: string; node: string }
+  /** The project was deleted through `node`: the others drop what they kept of it. */
+  | { kind: 'project-deleted'; projectId: string; node: string }
   /** A domain was added, or its checks rescheduled: the node running the checks looks again. */
   | { kind: 'domains' };
 

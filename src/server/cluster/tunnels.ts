@@ -84,6 +84,24 @@ export class TunnelHolders {
     this.cluster.publish({ kind: 'tunnel-left', subdomain, node: this.cluster.nodeId });
   }
 
+  /**
+   * How many of the account's tunnels other live nodes hold, `subdomain` aside: its tunnel limit is
+   * the account's across the cluster.
+   */
+  async heldElsewhere(accountId: string, subdomain: string): Promise<number> {
+    if (!this.cluster.clustered) return 0;
+    const others = [...(await this.cluster.liveNodes()).keys()].filter((id) => id !== this.cluster.nodeId);
+    if (others.length === 0) return 0;
+    const row = await this.db
+      .selectFrom('tunnel_holders')
+      .select(({ fn }) => fn.countAll<string>().as('n'))
+      .where('account_id', '=', accountId)
+      .where('subdomain', '!=', subdomain)
+      .where('node_id', 'in', others)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   /** The live node other than this one that holds `subdomain`, or null. */
   async elsewhere(subdomain: string): Promise<Holder | null> {
     if (!this.cluster.clustered) return null;

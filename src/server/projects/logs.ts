@@ -3,7 +3,9 @@
 // live by subscribers (the SSE stream of GET /projects/:id/logs?follow=1). The runtime appends here.
 import { EventEmitter } from 'node:events';
 import type { LogLine } from '../../shared/api/projects.js';
+import type { Transaction } from 'kysely';
 import type { Store } from '../store/open.js';
+import type { Database } from '../store/schema.js';
 
 export const LOG_LINES_KEPT = 5_000;
 export const LOG_LINE_MAX_CHARS = 16 * 1024;
@@ -29,6 +31,8 @@ export class LogStore {
   async append(
     projectId: string,
     lines: Array<Omit<LogLine, 'ts'> & { ts?: string }>,
+    /** Written in the same transaction as the lines (how far a copied output got, say). */
+    alongside?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<SequencedLine[]> {
     if (lines.length === 0) return [];
     const now = new Date().toISOString();
@@ -61,6 +65,7 @@ export class LogStore {
           .where('seq', '<=', cutoff.seq)
           .execute();
       }
+      await alongside?.(trx);
       return inserted.map(toLine);
     });
     this.followers.emit(projectId, stored);

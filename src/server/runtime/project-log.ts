@@ -1,7 +1,9 @@
 // A project's log on its way to the store: batched, in order, and bounded, so that no tenant's output
 // (a build, an app, an image build or pull) can grow the platform's memory or keep it busy.
 import type { LogLine } from '../../shared/api/projects.js';
+import type { Transaction } from 'kysely';
 import type { LogStore } from '../projects/logs.js';
+import type { Database } from '../store/schema.js';
 
 /**
  * A project's log lines waiting for the store, at most (in bytes and in lines: the store keeps the
@@ -29,10 +31,21 @@ export class ProjectLog {
   private allowance = LOG_BURST_LINES;
   private refilledAt = Date.now();
 
+  /** Per key (a release), the timestamp of the last output line written: stored with the lines. */
+  private marks = new Map<string, string>();
+
   constructor(
     private readonly logs: LogStore,
     private readonly projectId: string,
+    /** Stores the marks of a batch, in the transaction that stores its lines (none: they are dropped). */
+    private readonly storeMarks:
+      ((trx: Transaction<Database>, marks: Map<string, string>) => Promise<void>) | null = null,
   ) {}
+
+  /** Notes how far `key`'s output got with the lines written so far (see storeMarks). */
+  mark(key: string, at: string): void {
+    if (this.storeMarks) this.marks.set(key, at);
+  }
 
   write(stream: LogLine['stream'], service: string | null, line: string): void {
     const now = Date.now();
@@ -71,10 +84,16 @@ export class ProjectLog {
     this.timer = null;
     const batch = this.pending;
     this.pending = [];
+    const storeMarks = this.storeMarks;
     if (batch.length > 0) {
+      // The marks go with the lines they came with (a mark without lines waits for the next ones).
+      const marks = this.marks;
+      this.marks = new Map();
       const bytes = batch.reduce((sum, l) => sum + l.line.length, 0);
+      const alongside =
+        storeMarks && marks.size > 0 ? (trx: Transaction<Database>) => storeMarks(trx, marks) : undefined;
       this.chain = this.chain
-        .then(() => this.logs.append(this.projectId, batch))
+        .then(() => this.logs.append(this.projectId, batch, alongside))
         // The project was deleted meanwhile: its lines have nowhere to go.
         .then(
           () => undefined,

@@ -24,7 +24,8 @@ import type { LogStore } from '../projects/logs.js';
 import type { ProjectService } from '../projects/projects.js';
 import { hasChunks, readChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
-import type { ProjectsTable } from '../store/schema.js';
+import type { Database, ProjectsTable } from '../store/schema.js';
+import type { Transaction } from 'kysely';
 import { type AttemptDeps, type ProjectState, deploy, latestUpload, rollback } from './attempt.js';
 import { Build, DeployError } from './build.js';
 import type { Cluster } from '../cluster/cluster.js';
@@ -47,8 +48,8 @@ import { ReleaseStore } from './releases.js';
 import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
 import { transition } from './status.js';
-import { type EdgeTarget, Supervisor, swarmNetworkOf } from './supervisor.js';
-import { type Endpoint, listServices, removeService } from './drivers/swarm.js';
+import { type EdgeTarget, type Instance, Supervisor, swarmNetworkOf } from './supervisor.js';
+import { type Endpoint, listServices, removeService, sinceOf } from './drivers/swarm.js';
 
 export type { EdgeTarget } from './supervisor.js';
 export type { ReleasePlan } from './plan.js';
@@ -57,6 +58,11 @@ export class Runtime {
   private readonly states = new Map<string, ProjectState>();
   private closed = false;
   private readonly files: ReleaseFiles;
+  /** In a cluster: the releases whose service output this node copies (release → project). */
+  private readonly copying = new Map<string, string>();
+  /** In a cluster: how far each copied output got, stored with its lines (see ProjectLog.mark). */
+  private readonly outputMarks:
+    ((trx: Transaction<Database>, marks: Map<string, string>) => Promise<void>) | null = null;
   /** Releases another node built whose static files this node copied (removed when it stops routing). */
   private readonly copied = new Set<string>();
   readonly releases: ReleaseStore;
@@ -80,6 +86,17 @@ export class Runtime {
   ) {
     this.releases = new ReleaseStore(db);
     this.files = new ReleaseFiles(db);
+    if (cluster.clustered && chosen.kind === 'swarm') {
+      this.outputMarks = async (trx, marks) => {
+        for (const [releaseId, at] of marks)
+          await trx
+            .updateTable('release_output_copiers')
+            .set({ copied_until: at })
+            .where('release_id', '=', releaseId)
+            .where('node_id', '=', cluster.nodeId)
+            .execute();
+      };
+    }
     this.engine = chosen.docker;
     // The nodes of a cluster share their Swarm's services: they share the id (from the shared secret).
     this.platformId = createHash('sha256')
@@ -93,6 +110,8 @@ export class Runtime {
         state?.build?.cancel('a newer deploy started on another node');
         if (state) state.build = null;
       }
+      if (event.kind === 'project-deleted' && event.node !== cluster.nodeId)
+        this.dropDeleted(event.projectId);
     });
     const docker = () => this.docker();
     const resources = new PlanResources(db, config);
@@ -344,11 +363,11 @@ export class Runtime {
       await state.log.flush();
       this.states.delete(projectId);
     }
-    const images = (await this.releases.keptOf(projectId)).map((r) => r.image);
+    const images = (await this.releases.keptOf(projectId)).flatMap((r) => this.builtTags(r.image));
     const engine = this.chosen.kind === 'container' || this.chosen.kind === 'swarm';
-    if (images.some((image) => image?.startsWith('wharf/')) || engine) {
+    if (images.length > 0 || engine) {
       const docker = await this.docker().catch(() => null);
-      for (const image of images) if (image?.startsWith('wharf/')) this.images.remove(image);
+      for (const image of images) this.images.remove(image);
       await this.images.idle();
       if (docker) {
         await removeNetwork(docker, `wharf-${projectId.toLowerCase()}`);
@@ -357,6 +376,32 @@ export class Runtime {
     }
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
     this.chosen.driver?.forget(projectId);
+    this.cluster.publish({ kind: 'project-deleted', projectId, node: this.cluster.nodeId });
+  }
+
+  /**
+   * Another node deleted the project: this one stops routing to it (without touching its service, which
+   * the deleting node removes) and removes its own copies of the project's files.
+   */
+  private dropDeleted(projectId: string): void {
+    const state = this.states.get(projectId);
+    if (state) {
+      for (const timer of state.timers) clearTimeout(timer);
+      const current = state.current;
+      this.viewing.add(projectId);
+      try {
+        state.current = null;
+      } finally {
+        this.viewing.delete(projectId);
+      }
+      if (current) this.supervisor.forget(current);
+      this.states.delete(projectId);
+    }
+    for (const id of [...this.copied]) {
+      if (existsSync(join(this.appDir(projectId), id))) this.copied.delete(id);
+    }
+    rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
+    rmSync(join(this.config.dataDir, 'uploads', projectId), { recursive: true, force: true });
   }
 
   /**
@@ -483,7 +528,96 @@ export class Runtime {
     if (previous) {
       this.supervisor.forget(previous);
       this.dropCopy(projectId, previous.plan.id);
+      if (this.copying.has(previous.plan.id)) this.stopCopying(previous.plan.id);
     }
+  }
+
+  /**
+   * This node switched what serves a project (a deploy, a rollback, a stop): in a cluster on the swarm
+   * runtime it copies the new release's service output, and says so in the database, for another node
+   * to take the copying over should this one die. A node shutting down leaves its rows for that.
+   */
+  private servingSwitched(projectId: string, before: Instance | null, after: Instance | null): void {
+    if (!this.cluster.clustered || this.chosen.kind !== 'swarm' || this.closed) return;
+    if (before) this.stopCopying(before.plan.id);
+    if (after && after.units.length > 0) {
+      const row = {
+        release_id: after.plan.id,
+        project_id: projectId,
+        node_id: this.cluster.nodeId,
+        // Everything before now was copied by this node, alive until now.
+        since_at: new Date().toISOString(),
+        copied_until: null,
+      };
+      this.copying.set(row.release_id, projectId);
+      this.db
+        .insertInto('release_output_copiers')
+        .values(row)
+        .onConflict((oc) =>
+          oc
+            .column('release_id')
+            .doUpdateSet({ node_id: row.node_id, since_at: row.since_at, copied_until: null }),
+        )
+        .execute()
+        .catch(() => undefined);
+    }
+  }
+
+  private stopCopying(releaseId: string): void {
+    this.copying.delete(releaseId);
+    this.db
+      .deleteFrom('release_output_copiers')
+      .where('release_id', '=', releaseId)
+      .where('node_id', '=', this.cluster.nodeId)
+      .execute()
+      .catch(() => undefined);
+  }
+
+  /**
+   * The output copying of nodes no longer alive (a cluster's singleton job, on a node that routes to
+   * every serving release): taken over from the last line they wrote they had copied. Rows of releases
+   * that no longer serve go. Resolves with how many it took over.
+   */
+  async takeOverOutputs(): Promise<number> {
+    if (this.chosen.kind !== 'swarm') return 0;
+    const live = [...(await this.cluster.liveNodes()).keys()];
+    const orphans = await this.db
+      .selectFrom('release_output_copiers')
+      .selectAll()
+      .where('node_id', 'not in', live)
+      .execute();
+    let taken = 0;
+    for (const orphan of orphans) {
+      const state = this.states.get(orphan.project_id);
+      const current = state?.current;
+      if (!state || !current || current.plan.id !== orphan.release_id) {
+        const release = await this.releases.row(orphan.project_id, orphan.release_id);
+        if (release?.status !== 'running')
+          await this.db
+            .deleteFrom('release_output_copiers')
+            .where('release_id', '=', orphan.release_id)
+            .where('node_id', '=', orphan.node_id)
+            .execute();
+        continue;
+      }
+      const claimed = await this.db
+        .updateTable('release_output_copiers')
+        .set({ node_id: this.cluster.nodeId })
+        .where('release_id', '=', orphan.release_id)
+        .where('node_id', '=', orphan.node_id)
+        .executeTakeFirst();
+      if (Number(claimed.numUpdatedRows) === 0) continue;
+      const start = orphan.copied_until
+        ? { since: sinceOf(orphan.copied_until), after: orphan.copied_until }
+        : { since: sinceOf(orphan.since_at) };
+      if (!(await this.supervisor.copyOutput(state, current, start))) continue;
+      this.copying.set(orphan.release_id, orphan.project_id);
+      state.log.system(
+        `the node copying this release's output (${orphan.node_id}) stopped: ${this.cluster.nodeId} copies it from here`,
+      );
+      taken++;
+    }
+    return taken;
   }
 
   /**
@@ -553,6 +687,8 @@ export class Runtime {
       let current: ProjectState['current'] = null;
       const routes = this.routes;
       const cluster = this.cluster;
+      const switched = (id: string, before: Instance | null, after: Instance | null) =>
+        this.servingSwitched(id, before, after);
       const viewing = this.viewing;
       state = {
         id: projectId,
@@ -561,17 +697,20 @@ export class Runtime {
           return current;
         },
         set current(instance) {
+          const before = current;
           const changed = instance !== current;
           current = instance;
           if (changed) routes.changed(projectId);
           // The other nodes route to what serves now (a view of it is no news to them).
-          if (changed && !viewing.has(projectId))
+          if (changed && !viewing.has(projectId)) {
             cluster.publish({ kind: 'serving', projectId, releaseId: instance?.plan.id ?? null });
+            switched(projectId, before, instance);
+          }
         },
         build: null,
         crashes: 0,
         timers: new Set(),
-        log: new ProjectLog(this.logs, projectId),
+        log: new ProjectLog(this.logs, projectId, this.outputMarks),
       };
       this.states.set(projectId, state);
     }

@@ -31,6 +31,8 @@ import {
   type Endpoint,
   NodeAddresses,
   ServiceWatcher,
+  type OutputSink,
+  type OutputStart,
   type ServiceUnit,
   createService,
   ensureOverlayNetwork,
@@ -185,6 +187,23 @@ export class Supervisor {
     for (const unit of instance.units) {
       if (unit.process) this.watch(project, instance, unit, unit.process);
     }
+  }
+
+  /**
+   * The swarm runtime, for a release another node deployed: this node copies its service's output into
+   * the project log from `start` (the node that did stopped). False if it runs no service.
+   */
+  async copyOutput(project: Supervised, instance: Instance, start: OutputStart): Promise<boolean> {
+    const unit = instance.units.find((u) => u.process && 'copyOutput' in u.process);
+    if (!unit) return false;
+    await (unit.process as ServiceUnit).copyOutput(start, this.outputSink(project, instance.plan));
+    return true;
+  }
+
+  /** The timestamp of the last line of the instance's service output this node copied, if any. */
+  outputAt(instance: Instance): string | null {
+    const unit = instance.units.find((u) => u.process && 'outputAt' in u.process);
+    return unit ? (unit.process as ServiceUnit).outputAt() : null;
   }
 
   /** Stops an instance's units: after its in-flight requests when draining. */
@@ -475,7 +494,7 @@ export class Supervisor {
     unit.process = await followService(docker, serviceId, {
       since,
       watcher: this.watcher(docker),
-      onLine: this.lineSink(project, instance.plan),
+      onLine: this.outputSink(project, instance.plan),
       onEndpoints: (endpoints) => {
         const before = unit.services.map((s) => s.up);
         setEndpoints(unit, endpoints);
@@ -570,6 +589,15 @@ export class Supervisor {
   }
 
   /** A container's output into the project log, each line under its service. */
+  /** A service's output into the project log, each line's timestamp marking how far the copy got. */
+  private outputSink(project: Supervised, plan: ReleasePlan): OutputSink {
+    const sink = this.lineSink(project, plan);
+    return (line, at) => {
+      sink(line);
+      if (at !== null) project.log.mark(plan.id, at);
+    };
+  }
+
   private lineSink(project: Supervised, plan: ReleasePlan): (line: string) => void {
     const byLabel = new Map(plan.services.map((s) => [serviceLabel(s.name), s.name]));
     return (raw) => {

@@ -18,6 +18,7 @@ export const TABLE_ORDER = [
   'project_logs',
   'releases',
   'project_deploys',
+  'release_output_copiers',
   'release_files',
   'tunnel_subdomains',
   'ledger_entries',

@@ -464,6 +464,20 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Which node copies the output of each serving release's Swarm service into the project log, and up
+  // to which line: another node takes the copying over from there when that node dies.
+  '0020_release_output_copiers': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('release_output_copiers')
+        .addColumn('release_id', 'text', (c) => c.primaryKey().references('releases.id').onDelete('cascade'))
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('node_id', 'text', (c) => c.notNull())
+        .addColumn('since_at', 'text', (c) => c.notNull())
+        .addColumn('copied_until', 'text')
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -195,6 +195,7 @@ export interface Database {
   release_files: ReleaseFilesTable;
   upload_chunks: UploadChunksTable;
   project_deploys: ProjectDeploysTable;
+  release_output_copiers: ReleaseOutputCopiersTable;
   acme_accounts: AcmeAccountsTable;
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
@@ -231,6 +232,17 @@ export interface ProjectDeploysTable {
   build_id: string;
   node_id: string;
   started_at: string;
+}
+
+/** The node copying a serving release's service output into the project log, and how far it got. */
+export interface ReleaseOutputCopiersTable {
+  release_id: string;
+  project_id: string;
+  node_id: string;
+  /** When this node started copying (where another starts when no line was copied yet). */
+  since_at: string;
+  /** The timestamp (RFC 3339, nanoseconds) of the last line copied, written every few seconds. */
+  copied_until: string | null;
 }
 
 /** The node a connected tunnel's client is connected to (cluster/tunnels.ts). */

@@ -68,7 +68,7 @@ export async function acceptTunnel(
   // Refused before the subdomain is claimed, when this could only be refused after.
   const held = tunnels.get(subdomain);
   if (held?.accountId !== caller.accountId || held.slot === null) {
-    limits.tunnels.check(caller.accountId);
+    limits.tunnels.check(caller.accountId, await holders.heldElsewhere(caller.accountId, subdomain));
     limits.streams.check(caller.accountId);
   }
   await tunnels.reserve(caller.accountId, subdomain);

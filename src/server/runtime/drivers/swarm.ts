@@ -356,23 +356,70 @@ function describeTaskFailure(task: Task): string {
   return `a task ${task.Status.State}: ${why}`;
 }
 
+/** Where copying a service's output starts: `since` (Docker's), and no line at or before `after`. */
+export interface OutputStart {
+  /** Seconds since the epoch, whole or with nanoseconds (`1700000000.123456789`). */
+  since: number | string;
+  /** A line's timestamp (RFC 3339, nanoseconds) already copied: it and those before are skipped. */
+  after?: string | null;
+}
+
+/** Where a service's output lines go, each with its timestamp (null for a line Docker gave none). */
+export type OutputSink = (line: string, at: string | null) => void;
+
+/** A service's output being copied: stop() ends it; last() is the timestamp of the last line copied. */
+export interface OutputCopy {
+  stop(): void;
+  last(): string | null;
+}
+
+/** Nanoseconds since the epoch of an RFC 3339 timestamp as Docker writes them; null if it is none. */
+export function timestampNanos(timestamp: string): bigint | null {
+  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z$/.exec(timestamp);
+  if (!match) return null;
+  const seconds = Date.parse(`${match[1]}Z`);
+  if (Number.isNaN(seconds)) return null;
+  return BigInt(seconds) * 1_000_000n + BigInt((match[2] ?? '').padEnd(9, '0'));
+}
+
+/** Docker's `since` for a timestamp: `seconds.nanoseconds`. */
+export function sinceOf(timestamp: string): string {
+  const nanos = timestampNanos(timestamp) ?? BigInt(Date.now()) * 1_000_000n;
+  return `${nanos / 1_000_000_000n}.${String(nanos % 1_000_000_000n).padStart(9, '0')}`;
+}
+
 /**
- * The service's output (every task's, from `since`, seconds since the epoch), line by line, until
- * the returned stop is called.
+ * The service's output (every task's, from `start`), line by line without Docker's timestamps, until
+ * stopped.
  */
 export async function followServiceLogs(
   docker: Docker,
   serviceId: string,
-  since: number,
-  onLine: (line: string) => void,
-): Promise<() => void> {
+  start: OutputStart,
+  onLine: OutputSink,
+): Promise<OutputCopy> {
   const service = docker.getService(serviceId);
   const logs = (await service.logs({
     follow: true,
     stdout: true,
     stderr: true,
-    since,
-  } as Parameters<Docker.Service['logs']>[0])) as unknown as Readable;
+    timestamps: true,
+    since: start.since,
+  } as unknown as Parameters<Docker.Service['logs']>[0])) as unknown as Readable;
+  const after = start.after ? timestampNanos(start.after) : null;
+  let last: string | null = start.after ?? null;
+  const line = (raw: string) => {
+    const space = raw.indexOf(' ');
+    const at = space > 0 ? raw.slice(0, space) : '';
+    const nanos = timestampNanos(at);
+    if (nanos === null) {
+      onLine(raw, null);
+      return;
+    }
+    if (after !== null && nanos <= after) return;
+    last = at;
+    onLine(raw.slice(space + 1), at);
+  };
   const out = new PassThrough();
   const err = new PassThrough();
   docker.modem.demuxStream(logs, out, err);
@@ -384,9 +431,9 @@ export async function followServiceLogs(
     out.end();
     err.end();
   });
-  readLines(out, onLine);
-  readLines(err, onLine);
-  return () => logs.destroy();
+  readLines(out, line);
+  readLines(err, line);
+  return { stop: () => logs.destroy(), last: () => last };
 }
 
 /** The services of this platform, with their labels. */
@@ -424,6 +471,10 @@ export interface ServiceUnit {
   stop(graceMs?: number): Promise<ProcessExit>;
   /** Stops following it, and leaves it running (a platform shutting down: the next start follows it). */
   detach(): void;
+  /** Copies its output into `onLine` from `start` (nothing if it does already). */
+  copyOutput(start: OutputStart, onLine: OutputSink): Promise<void>;
+  /** The timestamp of the last line of its output copied, if it is copied and had one. */
+  outputAt(): string | null;
 }
 
 /**
@@ -438,25 +489,32 @@ export async function followService(
     /** Seconds since the epoch to copy its output from; null: copy none (another node does). */
     since: number | null;
     watcher: ServiceWatcher;
-    onLine(line: string): void;
+    onLine: OutputSink;
     onEndpoints(endpoints: Map<number, Endpoint[]>): void;
   },
 ): Promise<ServiceUnit> {
-  const none = () => undefined;
-  const stopLogs =
-    options.since === null
-      ? none
-      : await followServiceLogs(docker, serviceId, options.since, options.onLine).catch(() => none);
+  let output: OutputCopy | null = null;
+  let left = false;
+  const copyOutput = async (start: OutputStart, onLine: OutputSink) => {
+    if (output || left) return;
+    const copy = await followServiceLogs(docker, serviceId, start, onLine).catch(() => null);
+    if (copy && (output || left)) copy.stop();
+    else output = copy;
+  };
+  if (options.since !== null) await copyOutput({ since: options.since }, options.onLine);
   const followed = options.watcher.follow(serviceId, options.onEndpoints);
   const leave = () => {
+    left = true;
     followed.stop();
-    stopLogs();
+    output?.stop();
   };
   return {
     id: serviceId,
     pid: 0,
     exited: followed.exited,
     detach: leave,
+    copyOutput,
+    outputAt: () => output?.last() ?? null,
     async stop() {
       leave();
       await removeService(docker, serviceId);
