@@ -200,12 +200,6 @@ export class Supervisor {
     return true;
   }
 
-  /** The timestamp of the last line of the instance's service output this node copied, if any. */
-  outputAt(instance: Instance): string | null {
-    const unit = instance.units.find((u) => u.process && 'outputAt' in u.process);
-    return unit ? (unit.process as ServiceUnit).outputAt() : null;
-  }
-
   /** Stops an instance's units: after its in-flight requests when draining. */
   async stop(instance: Instance, options: { drain: boolean }): Promise<void> {
     instance.retiring = true;
@@ -588,7 +582,6 @@ export class Supervisor {
     project.log.system(`${label} is up (a worker, alive after ${grace / 1000} s)`, service);
   }
 
-  /** A container's output into the project log, each line under its service. */
   /** A service's output into the project log, each line's timestamp marking how far the copy got. */
   private outputSink(project: Supervised, plan: ReleasePlan): OutputSink {
     const sink = this.lineSink(project, plan);
@@ -598,6 +591,7 @@ export class Supervisor {
     };
   }
 
+  /** A container's output into the project log, each line under its service. */
   private lineSink(project: Supervised, plan: ReleasePlan): (line: string) => void {
     const byLabel = new Map(plan.services.map((s) => [serviceLabel(s.name), s.name]));
     return (raw) => {

@@ -367,10 +367,9 @@ export interface OutputStart {
 /** Where a service's output lines go, each with its timestamp (null for a line Docker gave none). */
 export type OutputSink = (line: string, at: string | null) => void;
 
-/** A service's output being copied: stop() ends it; last() is the timestamp of the last line copied. */
+/** A service's output being copied: stop() ends it. */
 export interface OutputCopy {
   stop(): void;
-  last(): string | null;
 }
 
 /** Nanoseconds since the epoch of an RFC 3339 timestamp as Docker writes them; null if it is none. */
@@ -407,7 +406,6 @@ export async function followServiceLogs(
     since: start.since,
   } as unknown as Parameters<Docker.Service['logs']>[0])) as unknown as Readable;
   const after = start.after ? timestampNanos(start.after) : null;
-  let last: string | null = start.after ?? null;
   const line = (raw: string) => {
     const space = raw.indexOf(' ');
     const at = space > 0 ? raw.slice(0, space) : '';
@@ -417,7 +415,6 @@ export async function followServiceLogs(
       return;
     }
     if (after !== null && nanos <= after) return;
-    last = at;
     onLine(raw.slice(space + 1), at);
   };
   const out = new PassThrough();
@@ -433,7 +430,7 @@ export async function followServiceLogs(
   });
   readLines(out, line);
   readLines(err, line);
-  return { stop: () => logs.destroy(), last: () => last };
+  return { stop: () => logs.destroy() };
 }
 
 /** The services of this platform, with their labels. */
@@ -473,8 +470,6 @@ export interface ServiceUnit {
   detach(): void;
   /** Copies its output into `onLine` from `start` (nothing if it does already). */
   copyOutput(start: OutputStart, onLine: OutputSink): Promise<void>;
-  /** The timestamp of the last line of its output copied, if it is copied and had one. */
-  outputAt(): string | null;
 }
 
 /**
@@ -514,7 +509,6 @@ export async function followService(
     exited: followed.exited,
     detach: leave,
     copyOutput,
-    outputAt: () => output?.last() ?? null,
     async stop() {
       leave();
       await removeService(docker, serviceId);
