@@ -411,7 +411,7 @@ async function assemble(
           runtime.takeOverOutputs().catch((error: unknown) => {
             app.log.error({ err: error }, 'taking over the output copying of nodes that stopped failed');
           });
-        }, ORPHANED_DEPLOYS_CHECK_MS);
+        }, DEAD_NODES_CHECK_MS);
         reaping.unref();
       },
       stop: async () => {
@@ -446,13 +446,14 @@ async function assemble(
   };
 }
 
-/**
- * Why this config cannot run as a node of a cluster (`nodeUrl` set), or null. The nodes share a
- * PostgreSQL database and a secret, and run apps where every node reaches them (Swarm services).
- */
 /** How often one node of a cluster looks for the deploys and output copying of nodes that stopped. */
-const ORPHANED_DEPLOYS_CHECK_MS = 5_000;
+const DEAD_NODES_CHECK_MS = 5_000;
 
+/**
+ * Why this config cannot run, or null: a registry the swarm runtime could not use, or what a node of a
+ * cluster (`nodeUrl` set) lacks. The nodes share a PostgreSQL database and a secret, and run apps where
+ * every node reaches them (Swarm services).
+ */
 function refusedCluster(config: PlatformConfig): string | null {
   if (config.registry !== null) {
     if (config.runtime !== 'swarm')

@@ -129,11 +129,7 @@ export class MeteredRequests {
           .executeTakeFirst();
         // Reserved by a node that died running it: nothing was charged or stored (complete() does both
         // at once), so the request runs again here.
-        if (
-          stored?.state === 'in_flight' &&
-          stored.node_id !== this.nodes.nodeId &&
-          !live?.has(stored.node_id)
-        ) {
+        if (stored?.state === 'in_flight' && !live?.has(stored.node_id)) {
           await trx.deleteFrom('idempotency_keys').where('id', '=', stored.id).execute();
           stored = undefined;
         }

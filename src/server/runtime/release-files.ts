@@ -8,10 +8,15 @@ import { isAbsolute, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
-import { dropChunks, hasChunks, readChunks, storeChunks } from '../store/chunks.js';
+import { formatBytes } from '../limits.js';
+import { TooManyBytes, dropChunks, hasChunks, readChunks, storeChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import type { ReleasePlan } from './plan.js';
+import { DeployError } from './build.js';
 import { isDirectory } from './plan-services.js';
+
+/** The most of a release's static files (gzipped) a cluster keeps in its database. */
+const MAX_STORED_BYTES = 1024 * 1024 * 1024;
 
 /** The folders of a plan's static sites, relative to its release folder (`.` for the folder itself). */
 export function staticRoots(plan: ReleasePlan): string[] {
@@ -51,7 +56,21 @@ export class ReleaseFiles {
     if (roots.length === 0) return 0;
     // Links are stored as links (not followed): the edge refuses those that leave the site, here as there.
     const packed = tar.create({ gzip: true, cwd: plan.dir, portable: true }, roots);
-    return storeChunks(this.db, 'release_files', plan.id, packed as AsyncIterable<Buffer>);
+    try {
+      return await storeChunks(
+        this.db,
+        'release_files',
+        plan.id,
+        packed as AsyncIterable<Buffer>,
+        MAX_STORED_BYTES,
+      );
+    } catch (error) {
+      if (!(error instanceof TooManyBytes)) throw error;
+      packed.destroy();
+      throw new DeployError(
+        `the static files are over ${formatBytes(MAX_STORED_BYTES)} compressed: a cluster keeps them in the database for its other nodes, and takes no more`,
+      );
+    }
   }
 
   /**

@@ -98,13 +98,17 @@ export class ReleaseStore {
       .execute();
   }
 
-  /** At a platform start: the deploys its last stop interrupted will never finish. */
-  async cancelUnfinished(reason: string): Promise<void> {
-    await this.db
+  /**
+   * Deploys that will never finish (a platform start: those its last stop interrupted; in a cluster,
+   * those of `projectId` a dead node was running) end cancelled.
+   */
+  async cancelUnfinished(reason: string, projectId?: string): Promise<void> {
+    let update = this.db
       .updateTable('releases')
       .set({ status: 'cancelled', error: reason, finished_at: new Date().toISOString() })
-      .where('status', '=', 'building')
-      .execute();
+      .where('status', '=', 'building');
+    if (projectId !== undefined) update = update.where('project_id', '=', projectId);
+    await update.execute();
   }
 
   async row(projectId: string, id: string): Promise<ReleasesTable | undefined> {

@@ -63,8 +63,8 @@ export class Runtime {
   /** In a cluster: how far each copied output got, stored with its lines (see ProjectLog.mark). */
   private readonly outputMarks:
     ((trx: Transaction<Database>, marks: Map<string, string>) => Promise<void>) | null = null;
-  /** Releases another node built whose static files this node copied (removed when it stops routing). */
-  private readonly copied = new Set<string>();
+  /** Releases another node built whose static files this node copied (release → project). */
+  private readonly copied = new Map<string, string>();
   readonly releases: ReleaseStore;
   /** Where requests go changed (a version serving, a service back up, a project stopped): routes.ts. */
   readonly routes = new RouteEvents();
@@ -314,12 +314,7 @@ export class Runtime {
         .executeTakeFirst();
       if (Number(taken.numDeletedRows) === 0) continue;
       const reason = `the node running it (${orphan.node_id}) stopped`;
-      await this.db
-        .updateTable('releases')
-        .set({ status: 'cancelled', error: reason, finished_at: new Date().toISOString() })
-        .where('project_id', '=', orphan.project_id)
-        .where('status', '=', 'building')
-        .execute();
+      await this.releases.cancelUnfinished(reason, orphan.project_id);
       const row = await this.db
         .selectFrom('projects')
         .select(['status', 'release'])
@@ -397,9 +392,7 @@ export class Runtime {
       if (current) this.supervisor.forget(current);
       this.states.delete(projectId);
     }
-    for (const id of [...this.copied]) {
-      if (existsSync(join(this.appDir(projectId), id))) this.copied.delete(id);
-    }
+    for (const [releaseId, project] of this.copied) if (project === projectId) this.copied.delete(releaseId);
     rmSync(this.appDir(projectId), { recursive: true, force: true, maxRetries: 5 });
     rmSync(join(this.config.dataDir, 'uploads', projectId), { recursive: true, force: true });
   }
@@ -633,7 +626,7 @@ export class Runtime {
         `the static files of release ${plan.id} are not in the database (built before its node joined a cluster?): deploy it again`,
       );
     }
-    this.copied.add(plan.id);
+    this.copied.set(plan.id, projectId);
     return rebase(plan, dir);
   }
 

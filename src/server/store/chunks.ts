@@ -13,12 +13,19 @@ export type ChunkTable = keyof typeof OWNER_COLUMN;
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** Stores `source` as `owner`'s chunks (after any it had); resolves with the bytes stored. */
+/** A file over the most a table of chunks takes for one owner. */
+export class TooManyBytes extends Error {}
+
+/**
+ * Stores `source` as `owner`'s chunks (after any it had); resolves with the bytes stored. Past
+ * `maxBytes`, throws TooManyBytes with what it stored removed.
+ */
 export async function storeChunks(
   db: Db,
   table: ChunkTable,
   owner: string,
   source: AsyncIterable<Buffer>,
+  maxBytes = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   const column = OWNER_COLUMN[table];
   await db.deleteFrom(table).where(column, '=', owner).execute();
@@ -40,6 +47,10 @@ export async function storeChunks(
     bytes += data.length;
   };
   for await (const chunk of source) {
+    if (bytes + pendingBytes + chunk.length > maxBytes) {
+      await db.deleteFrom(table).where(column, '=', owner).execute();
+      throw new TooManyBytes(`over ${maxBytes} bytes`);
+    }
     pending.push(chunk);
     pendingBytes += chunk.length;
     if (pendingBytes >= CHUNK_BYTES) await flush();

@@ -249,7 +249,9 @@ export class ServiceWatcher {
       const byService = new Map<string, Task[]>();
       for (const task of tasks) {
         if (!this.followed.has(task.ServiceID)) continue;
-        byService.set(task.ServiceID, [...(byService.get(task.ServiceID) ?? []), task]);
+        const list = byService.get(task.ServiceID);
+        if (list) list.push(task);
+        else byService.set(task.ServiceID, [task]);
       }
       for (const [id, entry] of this.followed) {
         const endpoints = await endpointsOf(byService.get(id) ?? [], this.nodes);
