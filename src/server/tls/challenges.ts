@@ -98,9 +98,25 @@ export class DnsResponder implements ChallengeSolver {
   /** dns2, loaded when the responder starts (a platform without DNS-01 never needs it). */
   private dns: typeof DNS | null = null;
 
-  /** Starts answering on `host:port`, UDP and TCP (port 0: a free one); resolves with the port. */
+  /**
+   * Starts answering on `host:port`, UDP and TCP (port 0: one free for both); resolves with the port.
+   * With port 0 the kernel picks a free UDP port, and the same number may be taken for TCP (by any
+   * outgoing connection): then another is tried.
+   */
   async listen(host: string, port: number): Promise<number> {
-    const { createTCPServer, createUDPServer } = (this.dns = (await import('dns2')).default);
+    this.dns = (await import('dns2')).default;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.listenOnce(host, port);
+      } catch (error) {
+        const taken = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+        if (port !== 0 || !taken || attempt >= 10) throw error;
+      }
+    }
+  }
+
+  private async listenOnce(host: string, port: number): Promise<number> {
+    const { createTCPServer, createUDPServer } = this.dns!;
     const handle: DNS.DnsHandler = (request, send) => {
       void send(this.respond(request)).catch(() => undefined);
     };
@@ -111,18 +127,23 @@ export class DnsResponder implements ChallengeSolver {
       .on('requestError', () => undefined)
       .on('error', () => undefined);
     await udp.listen(port, host);
-    this.udp = udp;
     const bound = (udp.address() as AddressInfo).port;
     const tcp = createTCPServer();
     tcp.on('request', handle).on('requestError', () => undefined);
-    await new Promise<void>((resolve, reject) => {
-      tcp.once('error', reject);
-      tcp.listen(bound, host, () => {
-        tcp.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen(bound, host, () => {
+          tcp.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (error) {
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+      throw error;
+    }
     tcp.on('error', () => undefined);
+    this.udp = udp;
     this.tcp = tcp;
     this.address = `${host.includes(':') ? `[${host}]` : host}:${bound}`;
     return bound;
