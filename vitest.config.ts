@@ -11,6 +11,7 @@ const POSTGRES_SUITES = [
   'test/integration/store-postgres.test.ts',
   'test/integration/migrate-store.test.ts',
   'test/integration/store-chunks.test.ts',
+  'test/integration/shared-repos.test.ts',
   'test/integration/auth.test.ts',
   'test/integration/account-keys.test.ts',
   'test/integration/projects.test.ts',

@@ -17,6 +17,7 @@ import { LOCAL_ACCOUNT_FILE, ensureLocalAccount } from './accounts/accounts.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiAgentRoutes } from './ai/agent/routes.js';
 import { AiBuilder } from './ai/builder.js';
+import { SharedRepos } from './ai/shared-repos.js';
 import { AiEngines } from './ai/engines.js';
 import { aiBuildRoutes } from './ai/routes.js';
 import { AppDatabases } from './ai/postgres.js';
@@ -142,7 +143,8 @@ async function assemble(
   const forwarder = new NodeForwarder(signer, `api.${config.baseDomain}`, (res) =>
     sendPage(res, notRunningPage(502)),
   );
-  const runtime = new Runtime(db, config, projects, logs, chosen, cluster);
+  const sharedRepos = cluster.clustered ? new SharedRepos(db, config.dataDir) : null;
+  const runtime = new Runtime(db, config, projects, logs, chosen, cluster, sharedRepos);
   const tunnels = new TunnelHub(config, db, auth, {
     cluster,
     holders: new TunnelHolders(db, cluster),
@@ -156,7 +158,17 @@ async function assemble(
   const databases = new AppDatabases(db, config, {
     onError: (error) => app.log.error({ err: error }, 'dropping the database of a deleted project failed'),
   });
-  const aiBuilder = new AiBuilder({ db, config, projects, runtime, logs, engines, ledger, databases });
+  const aiBuilder = new AiBuilder({
+    db,
+    config,
+    projects,
+    runtime,
+    logs,
+    engines,
+    ledger,
+    databases,
+    sharedRepos,
+  });
   const emailVerifier = new EmailVerifier({
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.dnsTimeoutMs,
@@ -203,6 +215,8 @@ async function assemble(
       front?.schedule();
     }
     if (event.kind === 'domains') domainChecker.wake();
+    if (event.kind === 'project-deleted' && event.node !== cluster.nodeId)
+      aiBuilder.dropCopy(event.projectId);
   });
   const domains = new DomainService(db, config, dnsLookup(config), {
     onRouteChange: (domain) => cluster.publish({ kind: 'route', host: domain }),
@@ -358,6 +372,9 @@ async function assemble(
 
   // Repositories of AI projects deleted since the last start go (before any build can start one).
   await aiBuilder.sweep();
+  // The AI repositories only this node has (built before it ran as a cluster) go to the database.
+  const sharedNow = await sharedRepos?.shareLocal();
+  if (sharedNow) app.log.info(`shared ${sharedNow} AI project repositories with the other nodes`);
   // So do the databases of projects deleted while their PostgreSQL server could not be reached.
   void databases.sweep();
 

@@ -3,8 +3,12 @@
 // own for each store a test opens, on the one server the project started for the run
 // (postgres-global.ts).
 import { join } from 'node:path';
+import type { Insertable } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { createAccount } from '../../src/server/accounts/accounts.js';
+import type { Store } from '../../src/server/store/open.js';
+import type { ProjectsTable } from '../../src/server/store/schema.js';
 
 export const TEST_STORE: 'sqlite' | 'postgres' =
   process.env.WHARF_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
@@ -65,4 +69,49 @@ async function admin(url: string, statement: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A project of a new account written straight to `db` (for the suites below the API); `tag` names both
+ * (unique per store). Resolves with the project's id.
+ */
+export async function insertTestProject(
+  db: Store,
+  tag: string,
+  values: Partial<Insertable<ProjectsTable>> = {},
+): Promise<string> {
+  const { accountId } = await createAccount(db, {
+    email: `${tag}@example.test`,
+    verified: true,
+    plan: 'free',
+    scopes: ['full'],
+  });
+  const now = new Date().toISOString();
+  const projectId = `prj_${tag.replace(/[^a-z0-9]/gi, '')}`;
+  await db
+    .insertInto('projects')
+    .values({
+      id: projectId,
+      account_id: accountId,
+      name: tag,
+      subdomain: tag.toLowerCase().replace(/[^a-z0-9]+/g, '-'),
+      deploy_source: 'upload',
+      repo_url: null,
+      repo_url_secret: null,
+      git_host_repo: null,
+      branch: null,
+      image: null,
+      env_vars: '{}',
+      build_config: '{}',
+      status: 'created',
+      created_at: now,
+      updated_at: now,
+      last_deploy_at: null,
+      release: null,
+      last_deploy_error: null,
+      registry_auth_secret: null,
+      ...values,
+    })
+    .execute();
+  return projectId;
 }

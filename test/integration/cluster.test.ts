@@ -3,6 +3,7 @@
 // deployed through one is served by both edges; a tunnel whose client is connected to node A answers
 // public requests that reach node B, whose API lists, replays and feeds its captures; when node A goes
 // away, its tunnel's client reconnects through the balancer to B and keeps its subdomain.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ import {
   waitForLog,
 } from '../helpers/deploy.js';
 import { removeSwarmServices, requireSwarm, testImages } from '../helpers/engine.js';
+import { fakeOpenAiEngine } from '../helpers/ai-platform.js';
+import { type FakeAi, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { type LocalApp, startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
@@ -43,6 +46,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
   let a: TestPlatform;
   let b: TestPlatform;
   let app: LocalApp;
+  let fake: FakeAi;
   const dirs: string[] = [];
 
   async function node(name: string): Promise<TestPlatform> {
@@ -59,6 +63,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       images,
       healthTimeoutMs: 20_000,
       limits: { tunnels: 2 },
+      ai: fakeOpenAiEngine(fake),
     });
   }
 
@@ -66,6 +71,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     const made = await testDatabase();
     if (!made) throw new Error('the cluster suite runs on PostgreSQL (the postgres test project)');
     database = made;
+    fake = await startFakeOpenAI();
     a = await node('a');
     b = await node('b');
     app = await startTextApp(
@@ -75,6 +81,7 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
 
   afterAll(async () => {
     await app?.close();
+    await fake?.close();
     await b?.close();
     await a?.close().catch(() => undefined);
     // The nodes leave their services to each other: the last one out removes them here.
@@ -276,6 +283,79 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     const again = await waitFor(a, project.id, settled, 120_000);
     expect(again.project.status, again.project.last_deploy_error ?? '').toBe('running');
     expect((await viaEdge(a.edgePort, 'c-carried.localhost', '/')).body).toBe('newer /');
+  }, 240_000);
+
+  it('builds an AI app through A and edits it through B and A: each node works from the other’s last commit', async () => {
+    const app = (greeting: string) =>
+      `require('node:http').createServer((req, res) => res.end(${JSON.stringify(greeting)})).listen(Number(process.env.PORT));\n`;
+    const files = (changed: Record<string, string>) => ({
+      text:
+        '```json\n' +
+        JSON.stringify({
+          files: Object.entries(changed).map(([path, content]) => ({ path, content })),
+          needs: { env: [], database: null },
+          summary: 'a greeting page',
+        }) +
+        '\n```',
+    });
+    const served = (tp: TestPlatform, body: string) =>
+      until(
+        async () => (await viaEdge(tp.edgePort, 'c-ai.localhost', '/')).body === body,
+        `${body} on ${tp.api}`,
+        60_000,
+      );
+    const history = (tp: TestPlatform, id: string) =>
+      execFileSync('git', ['-C', join(tp.dataDir, 'ai-repos', id), 'log', '--format=%s'], {
+        encoding: 'utf8',
+      })
+        .split('\n')
+        .filter(Boolean);
+
+    fake.push(
+      files({
+        'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }),
+        'server.js': app('ai v1'),
+      }),
+    );
+    const built = await call<{ project: Project }>(`${a.api}/ai/build`, {
+      key: a.key,
+      body: { generator: 'web', prompt: 'A greeting page', subdomain: 'c-ai' },
+    });
+    expect(built.status, JSON.stringify(built.body)).toBe(202);
+    const id = built.body.project.id;
+    await served(b, 'ai v1');
+
+    // Through B, which never had the repository: the model is shown A's files, and B's edit is served.
+    fake.push(files({ 'server.js': app('ai v2') }));
+    const edited = await call(`${b.api}/ai/edit`, {
+      key: a.key,
+      body: { project_id: id, instruction: 'Say ai v2' },
+    });
+    expect(edited.status, JSON.stringify(edited.body)).toBe(202);
+    expect(edited.body).toMatchObject({ changed_files: ['server.js'] });
+    expect(JSON.stringify(fake.requests.at(-1)!.body)).toContain('ai v1');
+    await served(a, 'ai v2');
+    expect(history(b, id)).toEqual(['Edit: Say ai v2', 'Generate web app: a greeting page']);
+
+    // Back through A: it starts from B's commit, not from its own older copy.
+    fake.push(files({ 'README.md': 'a greeting page' }));
+    const again = await call(`${a.api}/ai/edit`, {
+      key: a.key,
+      body: { project_id: id, instruction: 'Add a readme' },
+    });
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(JSON.stringify(fake.requests.at(-1)!.body)).toContain('ai v2');
+    expect(history(a, id)).toEqual([
+      'Edit: Add a readme',
+      'Edit: Say ai v2',
+      'Generate web app: a greeting page',
+    ]);
+    await waitFor(a, id, settled, 60_000);
+    expect((await viaEdge(b.edgePort, 'c-ai.localhost', '/')).body).toBe('ai v2');
+
+    // Deleted through B: A's copy goes too.
+    expect((await call(`${b.api}/projects/${id}`, { key: a.key, method: 'DELETE' })).status).toBe(200);
+    await until(() => !existsSync(join(a.dataDir, 'ai-repos', id)), 'A’s copy of the repository to go');
   }, 240_000);
 
   it('cancels a deploy through A once one through B starts: the newer one serves', async () => {

@@ -6,7 +6,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../src/server/accounts/accounts.js';
 import { ReleaseStore } from '../../src/server/runtime/releases.js';
 import {
   CHUNK_BYTES,
@@ -17,7 +16,7 @@ import {
   storeChunks,
 } from '../../src/server/store/chunks.js';
 import { type Store, openStore } from '../../src/server/store/open.js';
-import { testStoreLocation } from '../helpers/test-store.js';
+import { insertTestProject, testStoreLocation } from '../helpers/test-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-chunks-'));
 let db: Store;
@@ -39,38 +38,7 @@ afterAll(async () => {
 /** A release of a new project of a new account: what release_files rows belong to. */
 async function newRelease(): Promise<string> {
   const n = ++release;
-  const { accountId } = await createAccount(db, {
-    email: `chunks${n}@example.test`,
-    verified: true,
-    plan: 'free',
-    scopes: ['full'],
-  });
-  const now = new Date().toISOString();
-  const projectId = `prj_chunks${n}`;
-  await db
-    .insertInto('projects')
-    .values({
-      id: projectId,
-      account_id: accountId,
-      name: 'Chunks',
-      subdomain: `chunks-${n}`,
-      deploy_source: 'upload',
-      repo_url: null,
-      repo_url_secret: null,
-      git_host_repo: null,
-      branch: null,
-      image: null,
-      env_vars: '{}',
-      build_config: '{}',
-      status: 'created',
-      created_at: now,
-      updated_at: now,
-      last_deploy_at: null,
-      release: null,
-      last_deploy_error: null,
-      registry_auth_secret: null,
-    })
-    .execute();
+  const projectId = await insertTestProject(db, `chunks${n}`);
   const id = `rel_chunks${n}`;
   await new ReleaseStore(db).begin({ id, projectId, source: 'test', envVars: {} });
   return id;

@@ -28,6 +28,7 @@ import { editApp, generateApp } from './generators/index.js';
 import type { AppNeeds } from './generators/types.js';
 import { AiRepo } from './git.js';
 import type { AppDatabases } from './postgres.js';
+import type { SharedRepos } from './shared-repos.js';
 import { type BuildListener, DeployLoops, type DeployLoopsDeps } from './repair.js';
 
 export type { BuildEvent, BuildListener } from './repair.js';
@@ -35,6 +36,8 @@ export type { BuildEvent, BuildListener } from './repair.js';
 export interface AiBuilderDeps extends DeployLoopsDeps {
   ledger: Ledger;
   databases: AppDatabases;
+  /** In a cluster, where the nodes share the repositories; null on a single node. */
+  sharedRepos: SharedRepos | null;
 }
 
 /** Who asks: the authenticated caller (only its account matters here). */
@@ -101,7 +104,7 @@ export class AiBuilder {
         },
         { ownRepo: true },
       );
-      const repo = AiRepo.at(config.dataDir, created.id);
+      const repo = this.repo(created.id);
       renameSync(staging.dir, repo.dir);
       await db.transaction().execute(async (trx) => {
         await trx.updateTable('projects').set({ repo_url: repo.url }).where('id', '=', created!.id).execute();
@@ -116,6 +119,7 @@ export class AiBuilder {
           })
           .execute();
       });
+      await this.deps.sharedRepos?.push(created.id, repo, null);
       // repo_url moved: the account's cached list is stale.
       projects.forgetList(accountId);
       await this.note(
@@ -131,14 +135,14 @@ export class AiBuilder {
       return { status: 'building', project, url: project.url };
     } catch (error) {
       staging.remove();
-      if (created && !(await this.exists(created.id))) AiRepo.at(config.dataDir, created.id).remove();
+      if (created && !(await this.exists(created.id))) this.repo(created.id).remove();
       throw error;
     }
   }
 
   /** POST /ai/deploy: supply env vars (merged) and a database, then deploy through the loop. */
   async deploy(caller: BuilderCaller, req: AiDeployRequest): Promise<AiDeployResult> {
-    const { db, config, projects } = this.deps;
+    const { db, projects } = this.deps;
     const { accountId } = caller;
     await assertEmailVerified(db, accountId);
     const row = await projects.row(accountId, req.project_id);
@@ -163,7 +167,7 @@ export class AiBuilder {
       accountId,
       projectId: row.id,
       engine: ai ? await this.repairEngine(accountId) : null,
-      repo: ai ? AiRepo.at(config.dataDir, row.id) : null,
+      repo: ai ? this.repo(row.id) : null,
     });
     return { status: 'building', project, url: project.url };
   }
@@ -177,7 +181,7 @@ export class AiBuilder {
     if (!ai) throw notFound(`AI project ${req.project_id}`);
     const engine = await engines.resolve(accountId);
     if (!engine) throw new ApiError('unavailable', NO_ENGINE_FOR_EDIT);
-    const repo = AiRepo.at(config.dataDir, req.project_id);
+    const repo = this.repo(req.project_id);
     // A repair still running would commit over the edit: it ends here.
     this.loops.cancel(req.project_id);
     const summary = oneLine(req.instruction.split('\n')[0] ?? '', 120);
@@ -262,7 +266,7 @@ export class AiBuilder {
           accountId,
           projectId,
           engine: await this.repairEngine(accountId),
-          repo: AiRepo.at(this.deps.config.dataDir, projectId),
+          repo: this.repo(projectId),
         });
       } catch (error) {
         failed.push(error as Error);
@@ -282,11 +286,25 @@ export class AiBuilder {
    * repository at this moment would put files back, so it is removed again once that writer is done.
    */
   private forget(projectId: string): void {
-    this.loops.cancel(projectId);
     this.deps.databases.forget(projectId);
+    this.dropCopy(projectId);
+  }
+
+  /**
+   * A project deleted through another node of the cluster: this node's loop for it ends and its copy
+   * of the repository goes (the deleting node drops the rest).
+   */
+  dropCopy(projectId: string): void {
+    this.loops.cancel(projectId);
+    // Not the shared one: it would bring the repository back from the database first.
     const repo = AiRepo.at(this.deps.config.dataDir, projectId);
     repo.remove();
     repo.exclusive(async () => repo.remove()).catch(() => undefined); // removed already, best effort
+  }
+
+  /** The project's repository on this node (in a cluster, kept in step with the shared one). */
+  private repo(projectId: string): AiRepo {
+    return this.deps.sharedRepos?.repo(projectId) ?? AiRepo.at(this.deps.config.dataDir, projectId);
   }
 
   private async assertSubdomainFree(subdomain: string): Promise<void> {

@@ -1,9 +1,11 @@
 // The git history of an AI project: a plain repository at `<dataDir>/ai-repos/<projectId>` with `main`
 // checked out, which the runtime clones over file:// like any other git source. Every generation,
 // repair and edit is one commit, so an edit can be rolled back with git. Writes to one repository are
-// serialized here, so a repair and an edit never interleave their commits.
+// serialized here, so a repair and an edit never interleave their commits. In a cluster each node has
+// its copy, kept in step with the one in the database through a RepoShare (shared-repos.ts).
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -64,13 +66,27 @@ export function safeRelativePath(path: string): string | null {
   return clean;
 }
 
+/**
+ * How the nodes of a cluster share a project's repository (shared-repos.ts): before a change, this
+ * node's copy is brought up to the shared one; after it, the new commits are shared in turn.
+ */
+export interface RepoShare {
+  /** Makes `repo` the shared repository of `projectId`; resolves with the shared head (null: none). */
+  pull(projectId: string, repo: AiRepo): Promise<string | null>;
+  /** Shares `repo`'s commits, unless the shared head is no longer `base` (another node changed it). */
+  push(projectId: string, repo: AiRepo, base: string | null): Promise<void>;
+}
+
 export class AiRepo {
   private static readonly locks = new Map<string, Promise<unknown>>();
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly shared: { projectId: string; share: RepoShare } | null = null,
+  ) {}
 
-  static at(dataDir: string, projectId: string): AiRepo {
-    return new AiRepo(join(dataDir, 'ai-repos', projectId));
+  static at(dataDir: string, projectId: string, share: RepoShare | null = null): AiRepo {
+    return new AiRepo(join(dataDir, 'ai-repos', projectId), share ? { projectId, share } : null);
   }
 
   /** The URL the project's `repo_url` holds. */
@@ -78,10 +94,24 @@ export class AiRepo {
     return pathToFileURL(this.dir).href;
   }
 
-  /** Runs `task` alone on this repository (other writers wait). */
+  /**
+   * Runs `task` alone on this repository (other writers wait). A shared repository is brought up to
+   * date first, and what `task` committed is shared after it (rejecting when another node changed the
+   * repository meanwhile).
+   */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
     const previous = AiRepo.locks.get(this.dir) ?? Promise.resolve();
-    const run = previous.then(task, task);
+    const shared = this.shared;
+    const body = shared
+      ? async () => {
+          const base = await shared.share.pull(shared.projectId, this);
+          const result = await task();
+          const head = await this.head();
+          if (head !== null && head !== base) await shared.share.push(shared.projectId, this, base);
+          return result;
+        }
+      : task;
+    const run = previous.then(body, body);
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -153,6 +183,44 @@ export class AiRepo {
       }
     }
     return files;
+  }
+
+  /** The commit checked out, or null (no repository here, or no commit yet). */
+  async head(): Promise<string | null> {
+    if (!existsSync(join(this.dir, '.git'))) return null;
+    try {
+      return (await git(this.dir, ['rev-parse', '--verify', '--quiet', 'HEAD'])).toString().trim() || null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Writes the whole history (branch `main`) as a git bundle to `file`. */
+  async bundle(file: string): Promise<void> {
+    await git(this.dir, ['bundle', 'create', '--quiet', file, 'main']);
+  }
+
+  /**
+   * Makes this repository the one in `bundle` (written by bundle()): cloned beside it, then swapped in
+   * whole, so a reader never sees half of it. Resolves with the head it now has.
+   */
+  async replaceFrom(bundle: string): Promise<string> {
+    const parent = dirname(this.dir);
+    mkdirSync(parent, { recursive: true });
+    const staging = join(parent, `.new-${randomBytes(9).toString('base64url')}`);
+    try {
+      await git(parent, ['clone', '--quiet', '--branch', 'main', bundle, staging]);
+      await git(staging, ['remote', 'remove', 'origin']);
+      const head = await new AiRepo(staging).head();
+      if (head === null) throw new GitError(`the shared repository has no commit`);
+      const old = `${staging}-old`;
+      if (existsSync(this.dir)) renameSync(this.dir, old);
+      renameSync(staging, this.dir);
+      rmSync(old, { recursive: true, force: true });
+      return head;
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
   }
 
   /** Commit subjects, newest first. */

@@ -54,6 +54,11 @@ export interface AttemptDeps {
   uploadArchive(projectId: string, upload: { id: string; path: string }): Promise<string>;
   /** The plan as this node runs it (a cluster: another node's release files copied here). */
   here(projectId: string, plan: ReleasePlan): Promise<ReleasePlan>;
+  /**
+   * In a cluster, the URL of this node's up-to-date copy of an AI project's repository (its repo_url
+   * names the copy of the node that built it); null for any other project, and on a single node.
+   */
+  aiSource(projectId: string): Promise<string | null>;
 }
 
 interface How {
@@ -213,12 +218,14 @@ async function fetchSource(
     const hostUrl = `${config.gitHostUrl}/${row.git_host_repo}`;
     const shown = maskUrlsIn(row.repo_url ?? hostUrl);
     const branch = row.branch ?? 'main';
+    const aiSource = await deps.aiSource(row.id);
     // Checked again at each clone: the platform may have been restarted with local repositories off.
-    // (The git host is the operator's own setting, so it may be a file:// URL.)
-    const refused = row.repo_url === null ? null : refusedRepoUrl(config, row.repo_url, row.id);
+    // (The git host is the operator's own setting, so it may be a file:// URL; the AI builder's
+    // repository is the platform's own.)
+    const refused = row.repo_url === null || aiSource ? null : refusedRepoUrl(config, row.repo_url, row.id);
     if (refused) throw new DeployError(`the repository ${shown} ${refused}`);
-    const url = row.repo_url === null ? hostUrl : deps.projects.cloneUrl(row);
-    const target = row.repo_url === null ? null : await refusedRepoTarget(config, url);
+    const url = aiSource ?? (row.repo_url === null ? hostUrl : deps.projects.cloneUrl(row));
+    const target = row.repo_url === null || aiSource ? null : await refusedRepoTarget(config, url);
     if (target) throw new DeployError(`the repository ${shown} ${target}`);
     log.build(`cloning ${shown} (branch ${branch})`);
     try {

@@ -44,6 +44,7 @@ import { Planner, type ReleasePlan, normalizePlan } from './plan.js';
 import { isDirectory } from './plan-services.js';
 import { ProjectLog } from './project-log.js';
 import { ReleaseFiles, rebase, staticRoots } from './release-files.js';
+import type { SharedRepos } from '../ai/shared-repos.js';
 import { ReleaseStore } from './releases.js';
 import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
@@ -83,6 +84,8 @@ export class Runtime {
     private readonly logs: LogStore,
     private readonly chosen: ChosenDriver,
     private readonly cluster: Cluster,
+    /** In a cluster, the AI builder's repositories as the nodes share them. */
+    sharedRepos: SharedRepos | null = null,
   ) {
     this.releases = new ReleaseStore(db);
     this.files = new ReleaseFiles(db);
@@ -165,6 +168,19 @@ export class Runtime {
       share: (plan) => (cluster.clustered ? this.files.save(plan) : Promise.resolve(0)),
       here: (id, plan) => this.here(id, plan),
       uploadArchive: (id, upload) => this.uploadArchive(id, upload),
+      aiSource: async (id) => {
+        if (!sharedRepos) return null;
+        const repo = sharedRepos.repo(id);
+        // Brought up to the shared head (nothing to do when this node made it), then cloned as any git
+        // source. A newer change swapping the copy during the clone starts a deploy that ends this one.
+        try {
+          return (await repo.exclusive(async () => repo.head())) === null ? null : repo.url;
+        } catch (error) {
+          throw new DeployError(
+            `the AI project's repository cannot be read here: ${(error as Error).message}`,
+          );
+        }
+      },
     };
   }
 

@@ -1,6 +1,6 @@
-// Files kept in the database for the nodes of a cluster (a release's static sites, an upload): the
-// bytes in numbered rows of at most CHUNK_BYTES, written in order and read back one row at a time, so
-// that neither side ever holds more than a chunk of a file in memory.
+// Files kept in the database for the nodes of a cluster (a release's static sites, an upload, an AI
+// project's repository): the bytes in numbered rows of at most CHUNK_BYTES, written in order and read
+// back one row at a time, so that neither side ever holds more than a chunk of a file in memory.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
@@ -8,7 +8,11 @@ import type { Database } from './schema.js';
 export const CHUNK_BYTES = 512 * 1024;
 
 /** The tables of chunks, and the column naming what each chunk belongs to. */
-const OWNER_COLUMN = { release_files: 'release_id', upload_chunks: 'upload_id' } as const;
+const OWNER_COLUMN = {
+  release_files: 'release_id',
+  upload_chunks: 'upload_id',
+  ai_repo_chunks: 'project_id',
+} as const;
 export type ChunkTable = keyof typeof OWNER_COLUMN;
 
 type Db = Kysely<Database> | Transaction<Database>;

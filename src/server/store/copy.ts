@@ -28,6 +28,7 @@ export const TABLE_ORDER = [
   'domain_challenges',
   'ai_keys',
   'ai_projects',
+  'ai_repo_chunks',
   'app_databases',
   'sandbox_users',
   'idempotency_keys',

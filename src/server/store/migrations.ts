@@ -478,6 +478,21 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // The AI builder's repositories, shared by the nodes of a cluster (ai/shared-repos.ts): a git bundle
+  // of each in chunks, and the head it holds.
+  '0021_ai_repo_chunks': {
+    async up(db: Kysely<unknown>) {
+      const int = intType(db);
+      await db.schema
+        .createTable('ai_repo_chunks')
+        .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('seq', int, (c) => c.notNull())
+        .addColumn('data', dialectOf(db) === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('ai_repo_chunks_pk', ['project_id', 'seq'])
+        .execute();
+      await db.schema.alterTable('ai_projects').addColumn('repo_head', 'text').execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

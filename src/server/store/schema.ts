@@ -158,6 +158,8 @@ export interface AiProjectsTable {
   /** JSON `{ env: [{ name, description }], database: "postgres" | null }`. */
   needs: string;
   created_at: string;
+  /** In a cluster, the commit of the repository shared in ai_repo_chunks (null: not shared yet). */
+  repo_head: string | null;
 }
 
 export interface SandboxUsersTable {
@@ -194,6 +196,7 @@ export interface Database {
   releases: ReleasesTable;
   release_files: ReleaseFilesTable;
   upload_chunks: UploadChunksTable;
+  ai_repo_chunks: AiRepoChunksTable;
   project_deploys: ProjectDeploysTable;
   release_output_copiers: ReleaseOutputCopiersTable;
   acme_accounts: AcmeAccountsTable;
@@ -221,6 +224,13 @@ export interface ReleaseFilesTable {
 /** A chunk of an upload's archive, for the other nodes of a cluster (store/chunks.ts). */
 export interface UploadChunksTable {
   upload_id: string;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** A chunk of an AI project's repository (a git bundle), for the nodes of a cluster (ai/shared-repos.ts). */
+export interface AiRepoChunksTable {
+  project_id: string;
   seq: number;
   data: Uint8Array;
 }
