@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
+import { PLATFORM_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
 
 export interface TestImages {
   /** Debian bookworm's nodejs and npm (Node 18), bash, ca-certificates. */
@@ -497,4 +497,33 @@ export async function removeSwarmServices(platformId: string | undefined): Promi
       .getService(service.ID)
       .remove()
       .catch(() => undefined);
+}
+
+/**
+ * Builds `files` (a Dockerfile among them, all in one folder) as image `ref`, pushes it (with
+ * `authconfig`), and removes it from the engine: only the registry has it then, so running it means
+ * pulling it.
+ */
+export async function publishTestImage(
+  ref: string,
+  files: Record<string, string>,
+  { authconfig, docker = dockerClient() }: { authconfig?: AuthConfig; docker?: Docker } = {},
+): Promise<void> {
+  const context = mkdtempSync(join(tmpdir(), 'wharf-test-image-'));
+  try {
+    for (const [name, content] of Object.entries(files)) writeFileSync(join(context, name), content);
+    await buildImage(docker, {
+      context,
+      dockerfile: 'Dockerfile',
+      tag: ref,
+      labels: {},
+      memoryBytes: null,
+      cpus: null,
+      onLine: () => undefined,
+    });
+    await pushImage(ref, { authconfig, docker });
+    await docker.getImage(ref).remove({ force: true });
+  } finally {
+    rmSync(context, { recursive: true, force: true });
+  }
 }

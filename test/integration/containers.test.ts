@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, Release } from '../../src/shared/api/projects.js';
-import { PLATFORM_LABEL, PROJECT_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
+import { PLATFORM_LABEL, PROJECT_LABEL } from '../../src/server/runtime/drivers/docker.js';
 import {
   archiveOf,
   createProject,
@@ -23,10 +23,9 @@ import {
   viaEdge,
   waitFor,
   waitForLog,
-  writeFiles,
 } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
-import { pushImage, requireEngine, startRegistry, testImages } from '../helpers/engine.js';
+import { publishTestImage, requireEngine, startRegistry, testImages } from '../helpers/engine.js';
 import { call, startPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const reason = await requireEngine();
@@ -382,30 +381,22 @@ http.createServer((req, res) => { res.end('bye'); if (req.url === '/crash') setT
     const registry = await startRegistry({ user: 'robot', password });
     const ref = `${registry.host}/tenant/app:1`;
     try {
-      const context = mkdtempSync(join(root, 'img-'));
       // The smaller of the two bases: the push and the pull move all of its layers.
-      writeFiles(context, {
-        'app.py': [
-          'import http.server, os',
-          'class H(http.server.BaseHTTPRequestHandler):',
-          '    def do_GET(self):',
-          '        self.send_response(200); self.end_headers(); self.wfile.write(b"from the registry " + self.path.encode())',
-          'http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()',
-          '',
-        ].join('\n'),
-        Dockerfile: `FROM ${images.python}\nCOPY app.py /srv/\nEXPOSE 7000\nENV PORT=7000\nCMD ["python3", "-u", "/srv/app.py"]\n`,
-      });
-      await buildImage(docker, {
-        context,
-        dockerfile: 'Dockerfile',
-        tag: ref,
-        labels: {},
-        memoryBytes: null,
-        cpus: null,
-        onLine: () => undefined,
-      });
-      await pushImage(ref, { authconfig: registry.authconfig! });
-      await docker.getImage(ref).remove({ force: true });
+      await publishTestImage(
+        ref,
+        {
+          'app.py': [
+            'import http.server, os',
+            'class H(http.server.BaseHTTPRequestHandler):',
+            '    def do_GET(self):',
+            '        self.send_response(200); self.end_headers(); self.wfile.write(b"from the registry " + self.path.encode())',
+            'http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()',
+            '',
+          ].join('\n'),
+          Dockerfile: `FROM ${images.python}\nCOPY app.py /srv/\nEXPOSE 7000\nENV PORT=7000\nCMD ["python3", "-u", "/srv/app.py"]\n`,
+        },
+        { authconfig: registry.authconfig! },
+      );
 
       // Without the login, the pull fails and says so.
       const project = await createProject(tp, { name: 'Img', subdomain: 'c-image', image: ref });

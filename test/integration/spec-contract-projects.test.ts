@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLATFORM_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
+import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
 import { freePort } from '../../src/server/runtime/process.js';
-import { archiveOf, gitRepo, nodeApp, viaEdge, waitFor, writeFiles } from '../helpers/deploy.js';
+import { archiveOf, gitRepo, nodeApp, viaEdge, waitFor } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
 import {
   dockerClient,
   hasImage,
-  pushImage,
+  publishTestImage,
   requireEngine,
   startRegistry,
   testImages,
@@ -545,11 +545,11 @@ describe.skipIf(engineMissing !== null)('§2.1, §3 and §4.1: an image source',
     const docker = dockerClient();
     const registry = await startRegistry();
     const ref = `${registry.host}/spec/app:1`;
-    const context = mkdtempSync(join(tmpdir(), 'wharf-spec-image-'));
     let id: string | null = null;
     try {
       // The smaller of the test bases; the app listens on the PORT the platform sets.
-      writeFiles(context, {
+      // Only the registry has it then: running it means pulling it.
+      await publishTestImage(ref, {
         'app.py': [
           'import http.server, os',
           'class H(http.server.BaseHTTPRequestHandler):',
@@ -561,18 +561,6 @@ describe.skipIf(engineMissing !== null)('§2.1, §3 and §4.1: an image source',
         ].join('\n'),
         Dockerfile: `FROM ${testImages()!.python}\nCOPY app.py /srv/\nEXPOSE 7000\nCMD ["python3", "-u", "/srv/app.py"]\n`,
       });
-      await buildImage(docker, {
-        context,
-        dockerfile: 'Dockerfile',
-        tag: ref,
-        labels: {},
-        memoryBytes: null,
-        cpus: null,
-        onLine: () => undefined,
-      });
-      await pushImage(ref);
-      // Only the registry has it now: running it means pulling it.
-      await docker.getImage(ref).remove({ force: true });
       expect(await hasImage(ref)).toBe(false);
 
       const project = await created({ name: 'Pulled', subdomain: 'spec-pulled', image: ref }, IMAGE_PROJECT);
@@ -614,7 +602,6 @@ describe.skipIf(engineMissing !== null)('§2.1, §3 and §4.1: an image source',
         .remove({ force: true })
         .catch(() => undefined);
       await registry.close();
-      rmSync(context, { recursive: true, force: true });
     }
   }, 180_000);
 });

@@ -28,6 +28,7 @@ import {
 } from '../helpers/deploy.js';
 import {
   type TestRegistry,
+  publishTestImage,
   requirePodman,
   requireSwarm,
   startRegistry,
@@ -379,6 +380,58 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
         .inspect()
         .then(() => true),
     ).toBe(true);
+  }, 180_000);
+
+  it('runs an image source from another private registry with its project’s login, which a task started again pulls with', async () => {
+    const theirPassword = randomBytes(12).toString('hex');
+    const theirs = await startRegistry({ user: 'owner', password: theirPassword });
+    try {
+      const ref = `${theirs.host}/team/served:v1`;
+      await publishTestImage(
+        ref,
+        {
+          'server.js': app('from their registry')['server.js'],
+          Dockerfile: `FROM ${images.node}\nCOPY server.js /srv/\nENV PORT=7000\nEXPOSE 7000\nCMD ["node", "/srv/server.js"]\n`,
+        },
+        { authconfig: theirs.authconfig! },
+      );
+
+      const project = await createProject(tp, { name: 'Source', subdomain: 's-source', image: ref });
+      const saved = await call(`${tp.api}/projects/${project.id}/registry-credentials`, {
+        key: tp.key,
+        method: 'PUT',
+        body: { username: 'owner', password: theirPassword },
+      });
+      expect(saved.status).toBe(200);
+      await deploy(tp, project.id);
+      const detail = await waitFor(tp, project.id, settled, 120_000);
+      expect(detail.project.status, detail.project.last_deploy_error ?? '').toBe('running');
+      expect((await viaEdge(tp.edgePort, 's-source.localhost', '/')).body).toBe('from their registry /');
+      expect(JSON.stringify(await servicesOf(tp, project.id))).not.toContain(theirPassword);
+
+      // With no copy on this engine, the task Swarm starts after a crash is pulled with the project's login.
+      await docker.getImage(ref).remove({ force: true });
+      const before = (await viaEdge(tp.edgePort, 's-source.localhost', '/task')).body;
+      await viaEdge(tp.edgePort, 's-source.localhost', '/crash').catch(() => undefined);
+      await until(
+        async () => {
+          const answer = await viaEdge(tp.edgePort, 's-source.localhost', '/task');
+          return answer.status === 200 && answer.body !== before;
+        },
+        'a task pulled from their registry to answer',
+        60_000,
+        250,
+      );
+      expect(
+        await docker
+          .getImage(ref)
+          .inspect()
+          .then(() => true),
+      ).toBe(true);
+      await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
+    } finally {
+      await theirs.close();
+    }
   }, 180_000);
 
   it('fails a deploy whose push the registry refuses, saying so without the password', async () => {

@@ -21,7 +21,7 @@ import type { PlatformConfig } from '../config.js';
 import { ApiError } from '../errors.js';
 import { accountLimits } from '../limits.js';
 import type { LogStore } from '../projects/logs.js';
-import type { ProjectService } from '../projects/projects.js';
+import { type ProjectService, registryOf } from '../projects/projects.js';
 import { hasChunks, readChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
@@ -147,6 +147,16 @@ export class Runtime {
       closed: () => this.closed,
       changed: (projectId) => this.routes.changed(projectId),
       released: (ports) => this.routes.released(ports),
+      sourceAuth: async (projectId, image) => {
+        const row = await db
+          .selectFrom('projects')
+          .select(['id', 'image', 'registry_auth_secret'])
+          .where('id', '=', projectId)
+          .executeTakeFirst();
+        // Kept for the project's registry: a rollback to an older tag of it pulls with it too.
+        if (!row?.image || registryOf(row.image) !== registryOf(image)) return null;
+        return projects.registryAuth(row);
+      },
       wentDown: async (project, error) => {
         await project.log.flush();
         await this.releases.retireAll(project.id);

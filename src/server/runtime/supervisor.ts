@@ -111,6 +111,11 @@ export interface SupervisorDeps {
   closed(): boolean;
   /** Where a project's requests go changed: a unit came up (on its ports) or went down (routes.ts). */
   changed?(projectId: string): void;
+  /**
+   * The login an image source's project keeps for the registry `image` is in (its registry
+   * credentials), or null: what a Swarm machine without the image pulls it with.
+   */
+  sourceAuth?(projectId: string, image: string): Promise<RegistryAuth | null>;
   /** A drained instance is about to stop: resolves once a front proxy sends its ports nothing more. */
   released?(ports: number[]): Promise<void>;
 }
@@ -383,10 +388,18 @@ export class Supervisor {
     project.log.system(`the container is up (${seconds(started)})`);
   }
 
-  /** The login the Swarm's machines pull `image` with: the platform's registry's, for its images. */
-  private pullAuth(image: string | null | undefined): RegistryAuth | undefined {
+  /**
+   * The login the Swarm's machines pull `image` with: the platform's registry's for the images it
+   * built, the project's own for an image source from a private registry.
+   */
+  private async pullAuth(
+    projectId: string,
+    image: string | null | undefined,
+  ): Promise<RegistryAuth | undefined> {
+    if (!image) return undefined;
     const registry = this.deps.config.registry;
-    return registry && image?.startsWith(`${registry.host}/`) ? registryAuth(registry) : undefined;
+    if (registry && image.startsWith(`${registry.host}/`)) return registryAuth(registry);
+    return (await this.deps.sourceAuth?.(projectId, image)) ?? undefined;
   }
 
   /** The swarm runtime: the release as a Swarm service on the project's overlay network. */
@@ -416,7 +429,7 @@ export class Supervisor {
         replicas,
         startPeriodMs: this.deps.config.healthTimeoutMs,
         restartDelayMs: this.deps.config.restartBackoffMs,
-        auth: this.pullAuth(plan.image),
+        auth: await this.pullAuth(project.id, plan.image),
       });
     } catch (error) {
       throw new DeployError(`Swarm did not create the service: ${(error as Error).message}`);
