@@ -12,6 +12,7 @@ const POSTGRES_SUITES = [
   'test/integration/migrate-store.test.ts',
   'test/integration/store-chunks.test.ts',
   'test/integration/shared-repos.test.ts',
+  'test/integration/acme-challenges.test.ts',
   'test/integration/auth.test.ts',
   'test/integration/account-keys.test.ts',
   'test/integration/projects.test.ts',
@@ -30,6 +31,7 @@ const POSTGRES_SUITES = [
   'test/integration/logs.test.ts',
   'test/integration/cluster.test.ts',
   'test/integration/cluster-kill.test.ts',
+  'test/integration/cluster-tls.test.ts',
 ];
 
 export default defineConfig({
@@ -59,6 +61,7 @@ export default defineConfig({
             'test/integration/migrate-store.test.ts',
             'test/integration/cluster.test.ts',
             'test/integration/cluster-kill.test.ts',
+            'test/integration/cluster-tls.test.ts',
           ],
         },
       },

@@ -194,6 +194,9 @@ async function assemble(
     db,
     secret,
     edge,
+    cluster: cluster.clustered
+      ? { announce: (name) => cluster.publish({ kind: 'certificate', name, node: cluster.nodeId }) }
+      : null,
     event: (level, message) => {
       events.emit('event', { level, message });
       app.log[level]({ tls: true }, message);
@@ -215,6 +218,9 @@ async function assemble(
       front?.schedule();
     }
     if (event.kind === 'domains') domainChecker.wake();
+    if (event.kind === 'certificate' && event.node !== cluster.nodeId) {
+      void tls?.certificates.reload(event.name).then(() => front?.schedule());
+    }
     if (event.kind === 'project-deleted' && event.node !== cluster.nodeId)
       aiBuilder.dropCopy(event.projectId);
   });
@@ -491,7 +497,5 @@ function refusedCluster(config: PlatformConfig): string | null {
     return '--node-url needs WHARF_SECRET: every node of a cluster signs tokens and seals secrets with the same one, which is never stored in the database';
   if (config.runtime !== 'swarm')
     return '--node-url needs --runtime swarm: the apps of a cluster run as Swarm services, which every node reaches';
-  if (config.tls.httpsPort !== null)
-    return 'HTTPS on several nodes is not supported yet (each node would order its own certificates): put the load balancer in front of the nodes in charge of TLS';
   return null;
 }

@@ -47,7 +47,9 @@ export type ClusterEvent =
   /** The project was deleted through `node`: the others drop what they kept of it. */
   | { kind: 'project-deleted'; projectId: string; node: string }
   /** A domain was added, or its checks rescheduled: the node running the checks looks again. */
-  | { kind: 'domains' };
+  | { kind: 'domains' }
+  /** `node` was issued (or renewed) the certificate of `name`: the others load it from the store. */
+  | { kind: 'certificate'; name: string; node: string };
 
 /** A job only one node may run at a time; started when this node becomes its leader, stopped when not. */
 export interface SingletonJob {

@@ -322,12 +322,15 @@ export class Edge {
     const host = hostOf(req);
     const path = (req.url ?? '/').split('?')[0]!;
     if (path.startsWith(CHALLENGE_PATH)) {
-      const answer = this.challenges!.answer(host, path);
-      res.writeHead(answer === null ? 404 : 200, {
-        'content-type': 'text/plain',
-        'cache-control': 'no-store',
-      });
-      res.end(answer ?? 'no such challenge\n');
+      void this.challenges!.answer(host, path)
+        .catch(() => null)
+        .then((answer) => {
+          res.writeHead(answer === null ? 404 : 200, {
+            'content-type': 'text/plain',
+            'cache-control': 'no-store',
+          });
+          res.end(answer ?? 'no such challenge\n');
+        });
       return;
     }
     if (!host) {

@@ -33,6 +33,7 @@ export const TABLE_ORDER = [
   'sandbox_users',
   'idempotency_keys',
   'acme_accounts',
+  'acme_challenges',
   'tls_certificates',
   'cluster_nodes',
   'tunnel_holders',

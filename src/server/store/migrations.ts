@@ -493,6 +493,21 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('ai_projects').addColumn('repo_head', 'text').execute();
     },
   },
+  // ACME challenges in a cluster (tls/challenges.ts): the CA's check may reach any node, not only the
+  // one that ordered.
+  '0022_acme_challenges': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('acme_challenges')
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('domain', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('acme_challenges_pk', ['kind', 'key', 'value'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

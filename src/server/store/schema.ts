@@ -200,6 +200,7 @@ export interface Database {
   project_deploys: ProjectDeploysTable;
   release_output_copiers: ReleaseOutputCopiersTable;
   acme_accounts: AcmeAccountsTable;
+  acme_challenges: AcmeChallengesTable;
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
   tunnel_holders: TunnelHoldersTable;
@@ -265,6 +266,18 @@ export interface TunnelHoldersTable {
 }
 
 /** The ACME account of one directory (tls/acme.ts). */
+/** An ACME challenge pending in a cluster, which every node answers (tls/challenges.ts). */
+export interface AcmeChallengesTable {
+  /** `http-01` or `dns-01`. */
+  kind: string;
+  /** HTTP-01: the token; DNS-01: the record's name (`_acme-challenge.<domain>`). */
+  key: string;
+  /** The key authorization (HTTP-01) or the TXT value (DNS-01). */
+  value: string;
+  domain: string;
+  created_at: string;
+}
+
 export interface AcmeAccountsTable {
   directory_url: string;
   /** The account's private key (PEM), sealed with the server secret. */

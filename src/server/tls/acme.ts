@@ -160,28 +160,32 @@ export class AcmeIssuer {
     const acme = await acmeClient();
     const { directoryUrl, email } = this.options;
     const context = `acme-account:${directoryUrl}`;
-    const row = await this.db
+    let row = await this.db
       .selectFrom('acme_accounts')
       .selectAll()
       .where('directory_url', '=', directoryUrl)
       .executeTakeFirst();
-    let accountKey: string;
-    if (row) {
-      accountKey = openAiKey(this.kek, context, JSON.parse(row.key_secret) as SealedKey);
-    } else {
-      accountKey = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
+    if (!row) {
+      const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
       await this.db
         .insertInto('acme_accounts')
         .values({
           directory_url: directoryUrl,
-          key_secret: JSON.stringify(sealAiKey(this.kek, context, accountKey)),
+          key_secret: JSON.stringify(sealAiKey(this.kek, context, key)),
           account_url: null,
           email,
           created_at: new Date().toISOString(),
         })
         .onConflict((oc) => oc.column('directory_url').doNothing())
         .execute();
+      // Read back: another node of a cluster may have stored its key first, and that one is the account's.
+      row = await this.db
+        .selectFrom('acme_accounts')
+        .selectAll()
+        .where('directory_url', '=', directoryUrl)
+        .executeTakeFirstOrThrow();
     }
+    const accountKey = openAiKey(this.kek, context, JSON.parse(row.key_secret) as SealedKey);
     const client = new acme.Client({
       directoryUrl,
       accountKey,

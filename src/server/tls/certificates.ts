@@ -56,8 +56,18 @@ export interface CertificatesOptions {
   onDemandTimeoutMs: number;
   /** Events for the platform's log (issued, renewed, failed with why). */
   event(level: 'info' | 'warn', message: string): void;
+  /**
+   * In a cluster: every node orders and renews, but one order per name runs at a time across the nodes
+   * (claimed in the store), and `announce` tells the others a certificate was issued so they load it.
+   */
+  cluster?: { announce(name: string): void };
   now?: () => Date;
 }
+
+/** In a cluster, how long an order claimed by a node that never finished it blocks the others. */
+const CLAIM_STALE_MS = 5 * 60_000;
+/** How often a handshake waiting on another node's order looks whether it was issued. */
+const ELSEWHERE_POLL_MS = 200;
 
 interface Loaded {
   context: SecureContext;
@@ -165,7 +175,14 @@ export class CertificateManager {
     const row = await this.row(name);
     // A name that failed waits for its retry time: a visitor cannot make the platform hammer the CA.
     if (row?.next_attempt_at && Date.parse(row.next_attempt_at) > this.now().getTime()) return null;
+    if (row?.status === 'issued' && this.options.cluster) {
+      // Issued through another node, whose word has not reached this one yet.
+      this.load(row);
+      const loaded = this.contextFor(name);
+      if (loaded) return loaded;
+    }
     if (!this.inflight(name) && !this.spend(name)) return null;
+    const deadline = Date.now() + this.options.onDemandTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.issue(name),
@@ -173,7 +190,25 @@ export class CertificateManager {
         timer = setTimeout(resolve, this.options.onDemandTimeoutMs);
       }),
     ]).finally(() => clearTimeout(timer));
-    return this.contextFor(name);
+    const issued = this.contextFor(name);
+    if (issued || !this.options.cluster) return issued;
+    // Another node may be ordering it: its certificate is in the store once issued.
+    while (!this.closed && Date.now() < deadline) {
+      const now = await this.row(name);
+      if (now?.status === 'issued') {
+        this.load(now);
+        return this.contextFor(name);
+      }
+      if (now?.status !== 'pending') return null;
+      await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS));
+    }
+    return null;
+  }
+
+  /** Loads `name`'s certificate from the store (issued or renewed through another node of the cluster). */
+  async reload(name: string): Promise<void> {
+    const row = await this.row(name);
+    if (row?.status === 'issued') this.load(row);
   }
 
   private inflight(name: string): boolean {
@@ -243,6 +278,20 @@ export class CertificateManager {
     }
     // Names no longer wanted (a deleted app, a tunnel gone) are not renewed; once expired they go.
     await this.prune(wanted);
+    if (this.options.cluster) await this.loadNewer();
+  }
+
+  /** Loads the certificates other nodes issued or renewed that this node does not serve yet. */
+  private async loadNewer(): Promise<void> {
+    const rows = await this.options.db
+      .selectFrom('tls_certificates')
+      .selectAll()
+      .where('status', '=', 'issued')
+      .execute();
+    for (const row of rows) {
+      const kept = this.loaded.get(row.name);
+      if (row.not_after && (!kept || kept.notAfter < Date.parse(row.not_after))) this.load(row);
+    }
   }
 
   /** Forgets the certificates of names no longer wanted once they have expired (or never issued). */
@@ -294,32 +343,8 @@ export class CertificateManager {
     const { db } = this.options;
     const started = this.now().toISOString();
     const previous = await this.row(name);
-    if (previous) {
-      await db
-        .updateTable('tls_certificates')
-        .set({ status: 'pending', challenge: solver.type, updated_at: started })
-        .where('name', '=', name)
-        .execute();
-    } else {
-      await db
-        .insertInto('tls_certificates')
-        .values({
-          name,
-          challenge: solver.type,
-          status: 'pending',
-          cert_pem: null,
-          key_secret: null,
-          not_before: null,
-          not_after: null,
-          error: null,
-          failures: 0,
-          next_attempt_at: null,
-          created_at: started,
-          updated_at: started,
-        })
-        .onConflict((oc) => oc.column('name').doNothing())
-        .execute();
-    }
+    // In a cluster, another node ordering it now: its certificate comes with its word (or the next pass).
+    if (!(await this.claim(name, previous, solver.type, started))) return;
     const renewal = previous?.cert_pem != null;
     try {
       const issued = await this.options.issuer.issue(name, solver);
@@ -341,6 +366,7 @@ export class CertificateManager {
         context: createSecureContext({ cert: issued.certPem, key: issued.keyPem }),
         notAfter: issued.notAfter.getTime(),
       });
+      this.options.cluster?.announce(name);
       this.options.event(
         'info',
         `certificate for ${name} ${renewal ? 'renewed' : 'issued'} (${solver.type}), valid until ${row.not_after}`,
@@ -367,6 +393,53 @@ export class CertificateManager {
         `certificate for ${name} ${renewal ? 'not renewed' : 'not issued'} (${solver.type}, attempt ${failures}; next at ${next}${renewal ? '; the current one keeps serving' : ''}): ${reason}`,
       );
     }
+  }
+
+  /**
+   * Marks `name` pending for this node's order. In a cluster, false when another node's order is under
+   * way (pending, and not left for CLAIM_STALE_MS by a node that stopped): that one goes on alone.
+   */
+  private async claim(
+    name: string,
+    previous: TlsCertificatesTable | undefined,
+    challenge: string,
+    started: string,
+  ): Promise<boolean> {
+    const { db } = this.options;
+    if (!previous) {
+      const inserted = await db
+        .insertInto('tls_certificates')
+        .values({
+          name,
+          challenge,
+          status: 'pending',
+          cert_pem: null,
+          key_secret: null,
+          not_before: null,
+          not_after: null,
+          error: null,
+          failures: 0,
+          next_attempt_at: null,
+          created_at: started,
+          updated_at: started,
+        })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .executeTakeFirst();
+      return !this.options.cluster || Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+    }
+    let update = db
+      .updateTable('tls_certificates')
+      .set({ status: 'pending', challenge, updated_at: started })
+      .where('name', '=', name);
+    if (this.options.cluster) {
+      const stale = new Date(this.now().getTime() - CLAIM_STALE_MS).toISOString();
+      update = update
+        .where((eb) => eb.or([eb('status', '!=', 'pending'), eb('updated_at', '<', stale)]))
+        // As this node read it: an order another node ended meanwhile is not made again.
+        .where('updated_at', '=', previous.updated_at);
+    }
+    const claimed = await update.executeTakeFirst();
+    return !this.options.cluster || Number(claimed.numUpdatedRows) > 0;
   }
 
   private load(row: TlsCertificatesTable): void {

@@ -1,10 +1,13 @@
 // What the CA checks before it signs: HTTP-01 tokens the edge answers on its plain port, and DNS-01 TXT
 // records `_acme-challenge.<domain>` published either by the operator's hook command (any DNS provider)
 // or by the built-in responder, a small authoritative DNS server for `_acme-challenge` names the
-// operator delegates to the platform (acme-dns style: one NS record per domain, set once).
+// operator delegates to the platform (acme-dns style: one NS record per domain, set once). In a cluster
+// the CA's check may reach any node: the pending challenges are kept in the store too, and every node
+// answers them.
 import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import type DNS from 'dns2';
+import type { Store } from '../store/open.js';
 import type { ChallengeSolver } from './acme.js';
 
 export const CHALLENGE_PATH = '/.well-known/acme-challenge/';
@@ -15,26 +18,71 @@ const MAX_PENDING = 1_000;
 /** DNS RCODE 5: this server does not answer for that name. */
 const REFUSED = 5;
 
+/** The challenges pending on every node of a cluster (acme_challenges). */
+export class SharedChallenges {
+  constructor(private readonly db: Store) {}
+
+  async add(kind: string, key: string, domain: string, value: string): Promise<void> {
+    // One an order of a node that died left behind goes after a day: the CA gave up on it long before.
+    const stale = new Date(Date.now() - 24 * 3_600_000).toISOString();
+    await this.db.deleteFrom('acme_challenges').where('created_at', '<', stale).execute();
+    await this.db
+      .insertInto('acme_challenges')
+      .values({ kind, key, value, domain: domain.toLowerCase(), created_at: new Date().toISOString() })
+      .onConflict((oc) => oc.columns(['kind', 'key', 'value']).doNothing())
+      .execute();
+  }
+
+  async remove(kind: string, key: string, value: string): Promise<void> {
+    await this.db
+      .deleteFrom('acme_challenges')
+      .where('kind', '=', kind)
+      .where('key', '=', key)
+      .where('value', '=', value)
+      .execute();
+  }
+
+  async find(kind: string, key: string): Promise<Array<{ domain: string; value: string }>> {
+    return this.db
+      .selectFrom('acme_challenges')
+      .select(['domain', 'value'])
+      .where('kind', '=', kind)
+      .where('key', '=', key)
+      .limit(100)
+      .execute();
+  }
+}
+
 /** HTTP-01: token → key authorization, answered by the edge at `/.well-known/acme-challenge/<token>`. */
 export class HttpChallenges implements ChallengeSolver {
   readonly type = 'http-01';
   private readonly tokens = new Map<string, { domain: string; value: string }>();
 
+  /** `shared`: in a cluster, where every node finds the challenges of the others. */
+  constructor(private readonly shared: SharedChallenges | null = null) {}
+
   async add(domain: string, token: string, value: string): Promise<void> {
     if (!TOKEN.test(token)) throw new Error('the CA sent a token that is not base64url');
     if (this.tokens.size >= MAX_PENDING) throw new Error('too many ACME challenges at once');
     this.tokens.set(token, { domain: domain.toLowerCase(), value });
+    await this.shared?.add(this.type, token, domain, value);
   }
 
-  async remove(_domain: string, token: string): Promise<void> {
+  async remove(_domain: string, token: string, value: string): Promise<void> {
     this.tokens.delete(token);
+    await this.shared?.remove(this.type, token, value);
   }
 
   /** The body for a request of `path` to `host`, or null when it is not a pending challenge of that host. */
-  answer(host: string, path: string): string | null {
+  async answer(host: string, path: string): Promise<string | null> {
     if (!path.startsWith(CHALLENGE_PATH)) return null;
-    const entry = this.tokens.get(path.slice(CHALLENGE_PATH.length));
-    return entry && entry.domain === host.toLowerCase() ? entry.value : null;
+    const token = path.slice(CHALLENGE_PATH.length);
+    const entry = this.tokens.get(token);
+    const name = host.toLowerCase();
+    if (entry) return entry.domain === name ? entry.value : null;
+    if (!this.shared || !TOKEN.test(token)) return null;
+    const found = await this.shared.find(this.type, token);
+    return found.find((row) => row.domain === name)?.value ?? null;
   }
 }
 
@@ -98,6 +146,9 @@ export class DnsResponder implements ChallengeSolver {
   /** dns2, loaded when the responder starts (a platform without DNS-01 never needs it). */
   private dns: typeof DNS | null = null;
 
+  /** `shared`: in a cluster, where every node's responder finds the records of the others. */
+  constructor(private readonly shared: SharedChallenges | null = null) {}
+
   /**
    * Starts answering on `host:port`, UDP and TCP (port 0: one free for both); resolves with the port.
    * With port 0 the kernel picks a free UDP port, and the same number may be taken for TCP (by any
@@ -118,7 +169,9 @@ export class DnsResponder implements ChallengeSolver {
   private async listenOnce(host: string, port: number): Promise<number> {
     const { createTCPServer, createUDPServer } = this.dns!;
     const handle: DNS.DnsHandler = (request, send) => {
-      void send(this.respond(request)).catch(() => undefined);
+      void this.respond(request)
+        .then((response) => send(response))
+        .catch(() => undefined);
     };
     const udp = createUDPServer({ type: host.includes(':') ? 'udp6' : 'udp4' });
     // A malformed packet from anyone on the network ends that packet only.
@@ -167,6 +220,7 @@ export class DnsResponder implements ChallengeSolver {
       throw new Error('too many ACME challenges at once');
     }
     this.records.set(name, values);
+    await this.shared?.add(this.type, name, domain, value);
   }
 
   async remove(domain: string, _token: string, value: string): Promise<void> {
@@ -174,19 +228,24 @@ export class DnsResponder implements ChallengeSolver {
     const values = (this.records.get(name) ?? []).filter((v) => v !== value);
     if (values.length > 0) this.records.set(name, values);
     else this.records.delete(name);
+    await this.shared?.remove(this.type, name, value);
   }
 
-  private respond(request: DNS.Packet): DNS.Packet {
+  private async respond(request: DNS.Packet): Promise<DNS.Packet> {
     const { Packet } = this.dns!;
     const response = Packet.createResponseFromRequest(request);
     response.header.aa = 1;
     const [question] = request.questions;
     if (!question) return response;
     const name = question.name.toLowerCase().replace(/\.$/, '');
-    const values = this.records.get(name);
     if (!name.startsWith('_acme-challenge.')) {
       response.header.rcode = REFUSED;
       return response;
+    }
+    let values = this.records.get(name);
+    if (this.shared && question.type === Packet.TYPE.TXT) {
+      const elsewhere = (await this.shared.find(this.type, name)).map((row) => row.value);
+      values = [...new Set([...(values ?? []), ...elsewhere])];
     }
     if (question.type === Packet.TYPE.TXT) {
       for (const value of values ?? []) {

@@ -6,7 +6,7 @@ import type { Edge } from '../edge/edge.js';
 import type { Store } from '../store/open.js';
 import { AcmeIssuer, type ChallengeSolver } from './acme.js';
 import { CertificateManager } from './certificates.js';
-import { DnsHookSolver, DnsResponder, HttpChallenges } from './challenges.js';
+import { DnsHookSolver, DnsResponder, HttpChallenges, SharedChallenges } from './challenges.js';
 
 export interface PlatformTls {
   certificates: CertificateManager;
@@ -27,9 +27,11 @@ export function setUpTls(options: {
   db: Store;
   secret: Uint8Array | string;
   edge: Edge;
+  /** In a cluster: how to tell the other nodes a certificate was issued; null on a single node. */
+  cluster: { announce(name: string): void } | null;
   event: TlsEvent;
 }): PlatformTls | null {
-  const { config, db, secret, edge, event } = options;
+  const { config, db, secret, edge, event, cluster } = options;
   if (config.tls.httpsPort === null) return null;
   const { acme } = config.tls;
   let caPem: string | null = null;
@@ -43,8 +45,10 @@ export function setUpTls(options: {
       throw new Error(`--acme-ca-file ${acme.caFile} holds no PEM certificate`);
     }
   }
-  const http = new HttpChallenges();
-  const responder = acme.dnsHook === null && acme.dnsListen !== null ? new DnsResponder() : null;
+  // A cluster's nodes answer each other's challenges: the CA's check may reach any of them.
+  const shared = cluster ? new SharedChallenges(db) : null;
+  const http = new HttpChallenges(shared);
+  const responder = acme.dnsHook === null && acme.dnsListen !== null ? new DnsResponder(shared) : null;
   const dns: ChallengeSolver | null = acme.dnsHook !== null ? new DnsHookSolver(acme.dnsHook) : responder;
   const issuer = new AcmeIssuer(db, secret, { directoryUrl: acme.directoryUrl, email: acme.email, caPem });
   const certificates = new CertificateManager({
@@ -74,6 +78,7 @@ export function setUpTls(options: {
     checkIntervalMs: acme.checkIntervalMs,
     onDemandTimeoutMs: acme.onDemandTimeoutMs,
     event,
+    ...(cluster ? { cluster } : {}),
   });
   edge.enableTls(certificates, http);
   return {
