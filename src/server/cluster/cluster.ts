@@ -79,7 +79,8 @@ export class Cluster {
   constructor(
     private readonly db: Store,
     private readonly config: PlatformConfig,
-    private readonly onError: (error: Error, what: string) => void,
+    /** Where what fails in the background goes: the platform's log. */
+    readonly onError: (error: Error, what: string) => void,
   ) {
     this.nodeId = `node_${randomBase62(12)}`;
     this.clustered = config.nodeUrl !== null;

@@ -528,13 +528,23 @@ export class Runtime {
     if (state.build || state.current?.plan.id === releaseId) return;
     let next: ProjectState['current'] = null;
     if (releaseId !== null) {
-      const release = await this.releases.row(projectId, releaseId).catch(() => undefined);
+      // What fails here leaves this node routing to what it did: said in the platform's log, since
+      // this node answers the project's host with "Not running" meanwhile.
+      const failed = (what: string) => (error: unknown) => {
+        this.cluster.onError(error as Error, `${what} (release ${releaseId} of ${projectId})`);
+        return null;
+      };
+      const release = await this.releases
+        .row(projectId, releaseId)
+        .catch(failed('reading a release to serve'));
       if (!release?.plan) return;
       const plan = await this.here(projectId, normalizePlan(JSON.parse(release.plan) as ReleasePlan)).catch(
-        () => null,
+        failed('copying a release’s files to this node'),
       );
       if (!plan) return;
-      next = await this.supervisor.reattach(state, plan, { owner: false }).catch(() => null);
+      next = await this.supervisor
+        .reattach(state, plan, { owner: false })
+        .catch(failed('routing to the service of another node’s deploy'));
       if (!next || this.closed) return;
     }
     const previous = state.current;
