@@ -139,6 +139,8 @@ async function assemble(
   const chosen = await chooseDriver(config, db);
   const runtimeNotes = chosen.notes;
   const cluster = new Cluster(db, config, (error, what) => app.log.error({ err: error }, `${what} failed`));
+  if (cluster.clustered)
+    auth.announceRevoked = (keyId) => cluster.publish({ kind: 'key-revoked', keyId, node: cluster.nodeId });
   const signer = new HopSigner(secret, cluster.nodeId);
   const forwarder = new NodeForwarder(signer, `api.${config.baseDomain}`, (res) =>
     sendPage(res, notRunningPage(502)),
@@ -218,6 +220,7 @@ async function assemble(
       front?.schedule();
     }
     if (event.kind === 'domains') domainChecker.wake();
+    if (event.kind === 'key-revoked' && event.node !== cluster.nodeId) auth.forgetKey(event.keyId);
     if (event.kind === 'certificate' && event.node !== cluster.nodeId) {
       void tls?.certificates.reload(event.name).then(() => front?.schedule());
     }

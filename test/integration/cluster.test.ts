@@ -136,6 +136,25 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     expect(again.body.project.env_vars).toEqual({ FROM: 'b' });
   });
 
+  it('refuses on B a key revoked through A as soon as A says so, not seconds later', async () => {
+    const made = await call<{ id: string; key: string }>(`${a.api}/keys`, {
+      key: a.key,
+      body: { scopes: ['full'], name: 'short-lived' },
+    });
+    expect(made.status).toBe(201);
+    // B finds it valid, and would keep that for a few seconds.
+    expect((await call(`${b.api}/projects`, { key: made.body.key })).status).toBe(200);
+    expect((await call(`${a.api}/keys/${made.body.id}`, { key: a.key, method: 'DELETE' })).status).toBe(200);
+    const revoked = Date.now();
+    await until(
+      async () => (await call(`${b.api}/projects`, { key: made.body.key })).status === 401,
+      'B to refuse the revoked key',
+      4_000,
+      20,
+    );
+    expect(Date.now() - revoked).toBeLessThan(1_000);
+  });
+
   it('lists on one node what was just written through the other (no stale list kept)', async () => {
     const created = await createProject(a, {
       name: 'Listed',

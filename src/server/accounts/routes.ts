@@ -150,7 +150,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AccountRoutesOptions> = async 
     },
     handler: async (request) => {
       await revokeKey(db, request.caller.accountId, request.params.id);
-      auth.forgetKey(request.params.id);
+      auth.revoked(request.params.id);
       return { id: request.params.id, deleted: true as const };
     },
   });

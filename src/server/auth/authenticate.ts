@@ -20,8 +20,8 @@ export interface Caller {
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
-// Revocations through this server apply at once (forgetKey); one made by another process sharing the
-// database (none exists today) would apply within this time.
+// Revocations through this server apply at once (revoked); one made through another node of a cluster
+// as soon as its word arrives (forgetKey, from its `key-revoked` event), and within this time at worst.
 const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_ENTRIES = 10_000;
 
@@ -76,6 +76,15 @@ export class Authenticator {
       .setExpirationTime(expiresAt)
       .sign(this.secret);
     return { token, expires_at: new Date(expiresAt * 1000).toISOString() };
+  }
+
+  /** In a cluster: tells the other nodes a key was revoked here (set by the platform). */
+  announceRevoked: ((keyId: string) => void) | null = null;
+
+  /** A key revoked through this node: forgotten here, and on the other nodes of a cluster. */
+  revoked(keyId: string): void {
+    this.forgetKey(keyId);
+    this.announceRevoked?.(keyId);
   }
 
   /** Forgets what was cached about a key, so its revocation applies to the very next request. */

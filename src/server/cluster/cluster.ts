@@ -49,7 +49,9 @@ export type ClusterEvent =
   /** A domain was added, or its checks rescheduled: the node running the checks looks again. */
   | { kind: 'domains' }
   /** `node` was issued (or renewed) the certificate of `name`: the others load it from the store. */
-  | { kind: 'certificate'; name: string; node: string };
+  | { kind: 'certificate'; name: string; node: string }
+  /** An API key was revoked through `node`: the others forget they found it valid. */
+  | { kind: 'key-revoked'; keyId: string; node: string };
 
 /** A job only one node may run at a time; started when this node becomes its leader, stopped when not. */
 export interface SingletonJob {
