@@ -122,6 +122,14 @@ export async function acceptTunnel(
     // Another node may hold it by now (the row is then its): only this node's row goes.
     holders.release(subdomain, tunnel.id).catch(() => undefined);
   };
+  // The other nodes forward its traffic here from now on, and count it against the account's limit:
+  // recorded before the client hears it is connected (a tunnel it opens next, anywhere, sees this
+  // one). Should the store not answer, the tunnel still serves what reaches this node.
+  await holders.hold(subdomain, caller.accountId, tunnel.id).catch(() => undefined);
+  if (socket.destroyed) {
+    leave();
+    return;
+  }
   // The same account connecting again takes the subdomain over from its older connection, and tells
   // that one why, so that it stops instead of reconnecting and taking it back in turn.
   const previous = tunnel.session;
@@ -177,9 +185,6 @@ export async function acceptTunnel(
   tunnel.session = session;
   tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session) : null;
   tunnel.connectedAt = new Date().toISOString();
-  // The other nodes forward its traffic here from now on. The connection is up already: should the
-  // store not answer, the tunnel still serves what reaches this node.
-  await holders.hold(subdomain, caller.accountId, tunnel.id).catch(() => undefined);
 }
 
 /** The Host a relay client's app is sent (TUNNEL_HEADERS.appHost), null for the public one. */
