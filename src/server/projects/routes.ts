@@ -31,6 +31,7 @@ import { newId } from '../ids.js';
 import { accountLimits } from '../limits.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { storeChunks } from '../store/chunks.js';
+import { locksRows } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import { inspectArchive, saveStream } from './archive.js';
 import { type LogStore, type SequencedLine, publicLine } from './logs.js';
@@ -408,6 +409,14 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
           await rename(tmpFile, finalPath);
           const uploadedAt = new Date().toISOString();
           const previous = await db.transaction().execute(async (trx) => {
+            // One upload of a project replaces another at a time (PostgreSQL runs them side by side:
+            // both would delete nothing, then the second insert would break the one-upload rule).
+            await trx
+              .selectFrom('projects')
+              .select('id')
+              .where('id', '=', row.id)
+              .$if(locksRows(trx), (query) => query.forUpdate())
+              .execute();
             const old = await trx
               .selectFrom('uploads')
               .select('path')
