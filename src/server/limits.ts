@@ -82,6 +82,15 @@ export class AccountCounter {
     if (this.count(accountId) + elsewhere >= max) throw limitReached(this.name, max);
   }
 
+  /**
+   * Throws 429 limit_reached when the account, with the one it took already counted here, holds more
+   * than the limit once those it holds on the other nodes (`elsewhere`) are added.
+   */
+  checkHeld(accountId: string, elsewhere: number): void {
+    const max = this.limits[this.name];
+    if (this.count(accountId) + elsewhere > max) throw limitReached(this.name, max);
+  }
+
   /** Takes one, or throws 429 limit_reached when the account holds the limit already. */
   acquire(accountId: string): Lease {
     this.check(accountId);

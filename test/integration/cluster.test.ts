@@ -388,20 +388,23 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     expect((await viaEdge(a.edgePort, 'c-twice.localhost', '/')).body).toBe('fast /');
   }, 240_000);
 
+  /** A tunnel client of `key` to `tp` for `subdomain` (not started), kept in `clients` to stop. */
+  function tunnelClient(clients: TunnelClient[], tp: TestPlatform, key: string, subdomain: string) {
+    const client = new TunnelClient({
+      platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+      apiKey: key,
+      localPort: app.port,
+      subdomain,
+      backoffMs: 50,
+    });
+    clients.push(client);
+    return client;
+  }
+
   it('counts an account’s tunnels on every node against its limit', async () => {
     const owner = await b.newAccount();
     const clients: TunnelClient[] = [];
-    const on = (tp: TestPlatform, subdomain: string) => {
-      const client = new TunnelClient({
-        platformUrl: tp.api.replace(/\/api\/v1$/, ''),
-        apiKey: owner.key,
-        localPort: app.port,
-        subdomain,
-        backoffMs: 50,
-      });
-      clients.push(client);
-      return client;
-    };
+    const on = (tp: TestPlatform, subdomain: string) => tunnelClient(clients, tp, owner.key, subdomain);
     try {
       await on(a, 'lim-one').start();
       const two = on(b, 'lim-two');
@@ -425,6 +428,44 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
         'a tunnel to be accepted once one on the other node stopped',
         10_000,
       );
+    } finally {
+      await Promise.all(clients.map((client) => client.stop()));
+    }
+  });
+
+  it('lets only one of two tunnels connecting at once on two nodes take an account’s last slot', async () => {
+    const owner = await b.newAccount();
+    const clients: TunnelClient[] = [];
+    const on = (tp: TestPlatform, subdomain: string) => tunnelClient(clients, tp, owner.key, subdomain);
+    try {
+      await on(a, 'race-one').start();
+      for (let round = 0; round < 5; round++) {
+        const outcomes = await Promise.allSettled([
+          on(a, `race-a${round}`).start(),
+          on(b, `race-b${round}`).start(),
+        ]);
+        const accepted = outcomes.filter((o) => o.status === 'fulfilled');
+        expect(accepted, `round ${round}`).toHaveLength(1);
+        const refused = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+        expect(refused.reason).toMatchObject({ status: 429, code: 'limit_reached' });
+        // The one accepted goes again: the next round races for the same last slot.
+        const [winner] = clients.slice(-2).filter((_, i) => outcomes[i]!.status === 'fulfilled');
+        await winner!.stop();
+        await until(
+          async () => {
+            const held = await a.platform.db
+              .selectFrom('tunnel_holders')
+              .select('subdomain')
+              .where('account_id', '=', owner.accountId)
+              .where('node_id', '!=', '')
+              .execute();
+            return held.length === 1;
+          },
+          'the stopped tunnel’s slot to be free',
+          5_000,
+          20,
+        );
+      }
     } finally {
       await Promise.all(clients.map((client) => client.stop()));
     }

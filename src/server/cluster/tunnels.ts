@@ -2,7 +2,9 @@
 // feed that reaches another node is forwarded to the holder. A client that reconnects to another node
 // (its node died, or a load balancer sent it elsewhere) takes its subdomain over there: the row moves,
 // and the old holder, if alive, is told to let its connection go.
+import { type Kysely, type Transaction, sql } from 'kysely';
 import type { Store } from '../store/open.js';
+import type { Database } from '../store/schema.js';
 import type { Cluster } from './cluster.js';
 
 export interface Holder {
@@ -43,8 +45,18 @@ export class TunnelHolders {
     return row?.account_id === accountId ? row.tunnel_id : null;
   }
 
-  /** This node holds the tunnel now: recorded, and any other holder is told to let it go. */
-  async hold(subdomain: string, accountId: string, tunnelId: string): Promise<void> {
+  /**
+   * This node holds the tunnel now: recorded, and any other holder is told to let it go. `admit`, for a
+   * new connection, is given how many of the account's tunnels other live nodes hold (this subdomain
+   * aside) and throws to refuse it: counted and recorded as one step under the account's lock, so two
+   * connects at once on two nodes cannot both take its last slot.
+   */
+  async hold(
+    subdomain: string,
+    accountId: string,
+    tunnelId: string,
+    admit?: (elsewhere: number) => void,
+  ): Promise<void> {
     if (!this.cluster.clustered) return;
     const row = {
       subdomain,
@@ -53,18 +65,27 @@ export class TunnelHolders {
       node_id: this.cluster.nodeId,
       connected_at: new Date().toISOString(),
     };
-    await this.db
-      .insertInto('tunnel_holders')
-      .values(row)
-      .onConflict((c) =>
-        c.column('subdomain').doUpdateSet({
-          account_id: row.account_id,
-          tunnel_id: row.tunnel_id,
-          node_id: row.node_id,
-          connected_at: row.connected_at,
-        }),
-      )
-      .execute();
+    const others = admit ? await this.otherLiveNodes() : [];
+    await this.db.transaction().execute(async (trx) => {
+      if (admit) {
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`wharf tunnels ${accountId}`}, 0))`.execute(
+          trx,
+        );
+        admit(others.length === 0 ? 0 : await countHeld(trx, accountId, subdomain, others));
+      }
+      await trx
+        .insertInto('tunnel_holders')
+        .values(row)
+        .onConflict((c) =>
+          c.column('subdomain').doUpdateSet({
+            account_id: row.account_id,
+            tunnel_id: row.tunnel_id,
+            node_id: row.node_id,
+            connected_at: row.connected_at,
+          }),
+        )
+        .execute();
+    });
     this.cluster.publish({ kind: 'tunnel-taken', subdomain, node: this.cluster.nodeId });
   }
 
@@ -90,16 +111,12 @@ export class TunnelHolders {
    */
   async heldElsewhere(accountId: string, subdomain: string): Promise<number> {
     if (!this.cluster.clustered) return 0;
-    const others = [...(await this.cluster.liveNodes()).keys()].filter((id) => id !== this.cluster.nodeId);
-    if (others.length === 0) return 0;
-    const row = await this.db
-      .selectFrom('tunnel_holders')
-      .select(({ fn }) => fn.countAll<string>().as('n'))
-      .where('account_id', '=', accountId)
-      .where('subdomain', '!=', subdomain)
-      .where('node_id', 'in', others)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+    const others = await this.otherLiveNodes();
+    return others.length === 0 ? 0 : countHeld(this.db, accountId, subdomain, others);
+  }
+
+  private async otherLiveNodes(): Promise<string[]> {
+    return [...(await this.cluster.liveNodes()).keys()].filter((id) => id !== this.cluster.nodeId);
   }
 
   /** The live node other than this one that holds `subdomain`, or null. */
@@ -133,4 +150,21 @@ export class TunnelHolders {
     const urls = await Promise.all(rows.map((row) => this.cluster.urlOf(row.node_id)));
     return urls.filter((url): url is string => url !== null);
   }
+}
+
+/** How many of the account's tunnels `nodes` hold, `subdomain` aside. */
+async function countHeld(
+  db: Kysely<Database> | Transaction<Database>,
+  accountId: string,
+  subdomain: string,
+  nodes: string[],
+): Promise<number> {
+  const row = await db
+    .selectFrom('tunnel_holders')
+    .select(({ fn }) => fn.countAll<string>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('subdomain', '!=', subdomain)
+    .where('node_id', 'in', nodes)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

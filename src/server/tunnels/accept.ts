@@ -125,7 +125,23 @@ export async function acceptTunnel(
   // The other nodes forward its traffic here from now on, and count it against the account's limit:
   // recorded before the client hears it is connected (a tunnel it opens next, anywhere, sees this
   // one). Should the store not answer, the tunnel still serves what reaches this node.
-  await holders.hold(subdomain, caller.accountId, tunnel.id).catch(() => undefined);
+  const fresh = slot !== known?.slot;
+  try {
+    await holders.hold(
+      subdomain,
+      caller.accountId,
+      tunnel.id,
+      fresh ? (elsewhere) => limits.tunnels.checkHeld(caller.accountId, elsewhere) : undefined,
+    );
+  } catch (error) {
+    // Refused (two connects at once on two nodes, one slot left); else the store did not answer, and
+    // the tunnel still serves what reaches this node.
+    if (error instanceof ApiError) {
+      leave();
+      tunnels.forgetLater(tunnel);
+      throw error;
+    }
+  }
   if (socket.destroyed) {
     leave();
     return;
