@@ -286,6 +286,8 @@ async function assemble(
   });
   app.addHook('preClose', async () => tunnels.close());
   app.addHook('onClose', async () => {
+    // What this node copied of its services' output is stored before the others take the copying over.
+    await runtime.stopOutput();
     await cluster.close();
     await domainChecker.stop();
     // The builder's loops deploy through the runtime: they end first.

@@ -464,6 +464,17 @@ export class Runtime {
    * Platform shutdown: host processes stop, containers keep serving (unless stopContainersOnExit);
    * the desired state stays, so the next start restores it.
    */
+  /**
+   * A node of a cluster leaving: it stops copying its services' output and stores what it copied, with
+   * where it got to, before the others take it for gone and take the copying over from there (no line
+   * twice, none lost). Called before the node leaves the cluster.
+   */
+  async stopOutput(): Promise<void> {
+    if (!this.cluster.clustered || this.chosen.kind !== 'swarm') return;
+    this.supervisor.stopOutput();
+    await Promise.all([...this.states.values()].map((state) => state.log.flush()));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(

@@ -121,7 +121,15 @@ export interface SupervisorDeps {
 }
 
 export class Supervisor {
+  /** Set when a node of a cluster leaves: what its services say is another node's to copy. */
+  private outputStopped = false;
+
   constructor(private readonly deps: SupervisorDeps) {}
+
+  /** Stops copying services' output into project logs (a node of a cluster leaving). */
+  stopOutput(): void {
+    this.outputStopped = true;
+  }
 
   /** Starts every service of a plan and waits until all are healthy. */
   async start(project: Supervised, plan: ReleasePlan, build: Build | null): Promise<Instance> {
@@ -599,6 +607,7 @@ export class Supervisor {
   private outputSink(project: Supervised, plan: ReleasePlan): OutputSink {
     const sink = this.lineSink(project, plan);
     return (line, at) => {
+      if (this.outputStopped) return;
       sink(line);
       if (at !== null) project.log.mark(plan.id, at);
     };
