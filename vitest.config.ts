@@ -13,6 +13,7 @@ const POSTGRES_SUITES = [
   'test/integration/store-chunks.test.ts',
   'test/integration/shared-repos.test.ts',
   'test/integration/acme-challenges.test.ts',
+  'test/integration/certificates-cluster.test.ts',
   'test/integration/auth.test.ts',
   'test/integration/account-keys.test.ts',
   'test/integration/projects.test.ts',

@@ -115,3 +115,19 @@ export async function insertTestProject(
     .execute();
   return projectId;
 }
+
+/**
+ * `db` counting the reads made through it (Kysely's plugin hook): for tests of how often a component
+ * looks at the store. `reads()` is the count so far.
+ */
+export function countingReads(db: Store): { db: Store; reads(): number } {
+  let reads = 0;
+  const counted = db.withPlugin({
+    transformQuery: (args) => {
+      if (args.node.kind === 'SelectQueryNode') reads++;
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  });
+  return { db: counted, reads: () => reads };
+}

@@ -13,7 +13,7 @@ import {
   SharedChallenges,
 } from '../../src/server/tls/challenges.js';
 import { type Store, openStore } from '../../src/server/store/open.js';
-import { testStoreLocation } from '../helpers/test-store.js';
+import { countingReads, testStoreLocation } from '../helpers/test-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-acme-challenges-'));
 let db: Store;
@@ -47,6 +47,8 @@ describe('ACME challenges shared by the nodes of a cluster', () => {
     expect(await b.answer('shop.example.test', CHALLENGE_PATH + token(2))).toBeNull();
     expect(await b.answer('shop.example.test', `${CHALLENGE_PATH}not a token`)).toBeNull();
     await a.remove('shop.example.test', token(1), 'key-authorization-1');
+    // B answers from what it read in the last second: gone once that is a second old.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await b.answer('shop.example.test', CHALLENGE_PATH + token(1))).toBeNull();
     // A single node keeps its challenges to itself.
     const alone = new HttpChallenges();
@@ -68,6 +70,7 @@ describe('ACME challenges shared by the nodes of a cluster', () => {
     ]);
     expect((await resolver.resolve('wild.example.test', 'A')).header.rcode).toBe(5);
     await a.remove('wild.example.test', 'token', 'txt-value');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await resolver.resolve('_acme-challenge.wild.example.test', 'TXT')).answers).toEqual([]);
   });
 
@@ -87,5 +90,22 @@ describe('ACME challenges shared by the nodes of a cluster', () => {
     await shared.add('http-01', token(10), 'new.example.test', 'new');
     expect(await shared.find('http-01', token(9))).toEqual([]);
     expect(await shared.find('http-01', token(10))).toEqual([{ domain: 'new.example.test', value: 'new' }]);
+  });
+
+  it('costs the store one read a second whatever the public asks, and a new challenge is answered everywhere once added', async () => {
+    const counted = countingReads(db);
+    const b = new HttpChallenges(new SharedChallenges(counted.db));
+    const a = new HttpChallenges(new SharedChallenges(db));
+    // A flood of well-formed tokens nobody ordered, at once and one after another.
+    const flood = Array.from({ length: 200 }, (_, i) => `${'x'.repeat(30)}${i}`);
+    await Promise.all(flood.map((t) => b.answer('shop.example.test', CHALLENGE_PATH + t)));
+    for (const t of flood) expect(await b.answer('shop.example.test', CHALLENGE_PATH + t)).toBeNull();
+    expect(counted.reads()).toBe(1);
+    // B has just read "none" for this token: A's add returns only once B answers it anyway.
+    expect(await b.answer('late.example.test', CHALLENGE_PATH + token(20))).toBeNull();
+    await a.add('late.example.test', token(20), 'late-value');
+    expect(await b.answer('late.example.test', CHALLENGE_PATH + token(20))).toBe('late-value');
+    expect(counted.reads()).toBe(2);
+    await a.remove('late.example.test', token(20), 'late-value');
   });
 });

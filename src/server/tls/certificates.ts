@@ -83,6 +83,8 @@ export class CertificateManager {
   private readonly kek: Buffer;
   private readonly loaded = new Map<string, Loaded>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** In a cluster: the names whose order another node runs, that handshakes here wait for. */
+  private readonly elsewhere = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private soon: NodeJS.Timeout | null = null;
   private reconciling: Promise<void> | null = null;
@@ -117,7 +119,7 @@ export class CertificateManager {
     if (this.timer) clearInterval(this.timer);
     if (this.soon) clearTimeout(this.soon);
     await this.reconciling?.catch(() => undefined);
-    await Promise.allSettled([...this.inFlight.values()]);
+    await Promise.allSettled([...this.inFlight.values(), ...this.elsewhere.values()]);
   }
 
   /** A host was created or verified: look over the names shortly (several changes make one pass). */
@@ -193,16 +195,42 @@ export class CertificateManager {
     const issued = this.contextFor(name);
     if (issued || !this.options.cluster) return issued;
     // Another node may be ordering it: its certificate is in the store once issued.
+    const left = deadline - Date.now();
+    if (left > 0) {
+      await Promise.race([
+        this.issuedElsewhere(name),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
+      ]).finally(() => clearTimeout(timer));
+    }
+    return this.contextFor(name);
+  }
+
+  /**
+   * Resolves once another node's order of `name` has ended (its certificate loaded when issued), or
+   * after onDemandTimeoutMs: one look at the store per poll and name, however many handshakes wait.
+   */
+  private issuedElsewhere(name: string): Promise<void> {
+    let waiting = this.elsewhere.get(name);
+    if (!waiting) {
+      waiting = this.pollElsewhere(name).finally(() => this.elsewhere.delete(name));
+      this.elsewhere.set(name, waiting);
+    }
+    return waiting;
+  }
+
+  private async pollElsewhere(name: string): Promise<void> {
+    const deadline = Date.now() + this.options.onDemandTimeoutMs;
     while (!this.closed && Date.now() < deadline) {
-      const now = await this.row(name);
-      if (now?.status === 'issued') {
-        this.load(now);
-        return this.contextFor(name);
+      const row = await this.row(name);
+      if (row?.status === 'issued') {
+        this.load(row);
+        return;
       }
-      if (now?.status !== 'pending') return null;
+      if (row?.status !== 'pending') return;
       await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS));
     }
-    return null;
   }
 
   /** Loads `name`'s certificate from the store (issued or renewed through another node of the cluster). */
@@ -283,14 +311,15 @@ export class CertificateManager {
 
   /** Loads the certificates other nodes issued or renewed that this node does not serve yet. */
   private async loadNewer(): Promise<void> {
-    const rows = await this.options.db
+    // Names and dates first: the certificates themselves only of those newer than what is served.
+    const dates = await this.options.db
       .selectFrom('tls_certificates')
-      .selectAll()
+      .select(['name', 'not_after'])
       .where('status', '=', 'issued')
       .execute();
-    for (const row of rows) {
-      const kept = this.loaded.get(row.name);
-      if (row.not_after && (!kept || kept.notAfter < Date.parse(row.not_after))) this.load(row);
+    for (const { name, not_after } of dates) {
+      const kept = this.loaded.get(name);
+      if (not_after && (!kept || kept.notAfter < Date.parse(not_after))) await this.reload(name);
     }
   }
 

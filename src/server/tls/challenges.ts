@@ -18,10 +18,34 @@ const MAX_PENDING = 1_000;
 /** DNS RCODE 5: this server does not answer for that name. */
 const REFUSED = 5;
 
+/**
+ * How long a node answers from one read of the pending challenges. The CA's checks and anyone else's
+ * requests (these paths are public: HTTP on the plain port, DNS over UDP) cost the store one read per
+ * second per kind at most, whatever the keys asked.
+ */
+const SNAPSHOT_MS = 1_000;
+/** The most challenges one read takes: every node's pending ones, each a few hundred bytes. */
+const MAX_SHARED = 5_000;
+
+interface Pending {
+  domain: string;
+  value: string;
+}
+
 /** The challenges pending on every node of a cluster (acme_challenges). */
 export class SharedChallenges {
-  constructor(private readonly db: Store) {}
+  private readonly snapshots = new Map<string, { takenAt: number; byKey: Map<string, Pending[]> }>();
+  private readonly reading = new Map<string, Promise<Map<string, Pending[]>>>();
 
+  constructor(
+    private readonly db: Store,
+    private readonly snapshotMs = SNAPSHOT_MS,
+  ) {}
+
+  /**
+   * Records a challenge for every node. It resolves once every node answers it: after the snapshot
+   * time, since a node may have read the challenges just before this one was written.
+   */
   async add(kind: string, key: string, domain: string, value: string): Promise<void> {
     // One an order of a node that died left behind goes after a day: the CA gave up on it long before.
     const stale = new Date(Date.now() - 24 * 3_600_000).toISOString();
@@ -31,8 +55,11 @@ export class SharedChallenges {
       .values({ kind, key, value, domain: domain.toLowerCase(), created_at: new Date().toISOString() })
       .onConflict((oc) => oc.columns(['kind', 'key', 'value']).doNothing())
       .execute();
+    this.snapshots.delete(kind);
+    await new Promise((resolve) => setTimeout(resolve, this.snapshotMs));
   }
 
+  /** Forgets a challenge; other nodes may still answer it for up to the snapshot time. */
   async remove(kind: string, key: string, value: string): Promise<void> {
     await this.db
       .deleteFrom('acme_challenges')
@@ -40,16 +67,41 @@ export class SharedChallenges {
       .where('key', '=', key)
       .where('value', '=', value)
       .execute();
+    this.snapshots.delete(kind);
   }
 
-  async find(kind: string, key: string): Promise<Array<{ domain: string; value: string }>> {
-    return this.db
-      .selectFrom('acme_challenges')
-      .select(['domain', 'value'])
-      .where('kind', '=', kind)
-      .where('key', '=', key)
-      .limit(100)
-      .execute();
+  async find(kind: string, key: string): Promise<Pending[]> {
+    return (await this.pending(kind)).get(key) ?? [];
+  }
+
+  /** Every pending challenge of `kind` by key, read at most once per snapshot time (one read at a time). */
+  private pending(kind: string): Promise<Map<string, Pending[]>> {
+    const kept = this.snapshots.get(kind);
+    if (kept && Date.now() - kept.takenAt < this.snapshotMs) return Promise.resolve(kept.byKey);
+    let reading = this.reading.get(kind);
+    if (!reading) {
+      const takenAt = Date.now();
+      reading = this.db
+        .selectFrom('acme_challenges')
+        .select(['key', 'domain', 'value'])
+        .where('kind', '=', kind)
+        .orderBy('created_at', 'desc')
+        .limit(MAX_SHARED)
+        .execute()
+        .then((rows) => {
+          const byKey = new Map<string, Pending[]>();
+          for (const { key, domain, value } of rows) {
+            const list = byKey.get(key);
+            if (list) list.push({ domain, value });
+            else byKey.set(key, [{ domain, value }]);
+          }
+          this.snapshots.set(kind, { takenAt, byKey });
+          return byKey;
+        })
+        .finally(() => this.reading.delete(kind));
+      this.reading.set(kind, reading);
+    }
+    return reading;
   }
 }
 

@@ -1,7 +1,7 @@
 // The HAProxy front's configuration (src/server/front/haproxy-config.ts): what goes straight to an app,
 // what the Node edge keeps, and that a tenant's hostname can never become configuration. The rendered
 // files are loaded by the real HAProxy (`haproxy -c`) when it is installed.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import {
   renderFrontConfig,
 } from '../../../src/server/front/haproxy-config.js';
 import { findHaproxy } from '../../../src/server/front/haproxy.js';
+import { selfSignedCertificate } from '../../helpers/certificates.js';
 
 const options: FrontConfigOptions = {
   http: { host: '127.0.0.1', port: 8788 },
@@ -174,32 +175,9 @@ describe('renderFrontConfig', () => {
 
   it.skipIf(!haproxy)('writes a configuration HAProxy loads, plain and with HTTPS', () => {
     expect(check(renderFrontConfig(snapshot, options).files)).toBeNull();
-    const dir = mkdtempSync(join(root, 'pem-'));
-    if (spawnSync('openssl', ['version']).error) return;
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=shop.example.com',
-        '-addext',
-        'subjectAltName=DNS:shop.example.com',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    const pem = execFileSync('cat', [join(dir, 'cert.pem'), join(dir, 'key.pem')], { encoding: 'utf8' });
+    const made = selfSignedCertificate('shop.example.com');
+    if (!made) return;
+    const pem = made.certPem + made.keyPem;
     const secure = renderFrontConfig(
       { ...snapshot, certificates: ['certs/shop.example.com.pem'] },
       { ...options, https: { host: '::', port: 8443 } },
