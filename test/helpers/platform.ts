@@ -66,6 +66,8 @@ export async function startPlatform(
       dataDir,
     });
   } catch (error) {
+    // A test of a platform that refuses to start: nothing of it is left behind.
+    if (config.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     await database?.drop();
     throw error;
   }

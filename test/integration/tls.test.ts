@@ -631,9 +631,9 @@ describe.skipIf(missing !== null)('wharf platform with HTTPS, as the README runs
     [['--https-port', '0', '--acme-directory', 'ftp://ca.example'], /--acme-directory.*must be an https URL/],
     [['--https-port', '0', '--acme-dns-listen', 'nowhere'], /must be host:port/],
   ])('refuses %j with exit code 2 and says why', async (args, message) => {
-    const result = await runWharf(['platform', '--port', '0', '--edge-port', '0', ...args], {
-      home: mkdtempSync(join(tmpdir(), 'wharf-tls-usage-')),
-    });
+    const home = mkdtempSync(join(tmpdir(), 'wharf-tls-usage-'));
+    const result = await runWharf(['platform', '--port', '0', '--edge-port', '0', ...args], { home });
+    rmSync(home, { recursive: true, force: true });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
   });
