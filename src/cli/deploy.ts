@@ -2,6 +2,7 @@
 // while it watches the project's status, and exits 0 once the project runs the new version, 1 when the
 // deploy failed (also when a redeploy failed while the previous version keeps serving). `wharf rollback
 // --follow` follows a rollback the same way (followDeploy).
+import { setTimeout as wait } from 'node:timers/promises';
 import { Command } from 'commander';
 import type { PlatformClient } from '../core/api-client/platform-client.js';
 import type { LogLine, Project } from '../shared/api/index.js';
@@ -122,18 +123,8 @@ export function outcomeOf(project: Project): Outcome {
   return { done: true, ok: false, reason: `the project is ${project.status} (the platform gave no reason)` };
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((done) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        done();
-      },
-      { once: true },
-    );
-  });
+/** Waits `ms`, or less when `signal` aborts; leaves no listener on the signal either way. */
+const sleep = (ms: number, signal: AbortSignal) => wait(ms, undefined, { signal }).catch(() => undefined);
 
 /** Polls the project list (cheap: 304 while nothing changed) until the deploy is over; null if aborted. */
 async function waitForOutcome(
