@@ -497,6 +497,13 @@ export async function removeSwarmServices(platformId: string | undefined): Promi
       .getService(service.ID)
       .remove()
       .catch(() => undefined);
+  // The env values of their tasks, kept as Swarm secrets.
+  const secrets = await docker.listSecrets({ filters: { label: [`${PLATFORM_LABEL}=${platformId}`] } });
+  for (const secret of secrets)
+    await docker
+      .getSecret(secret.ID)
+      .remove()
+      .catch(() => undefined);
 }
 
 /**

@@ -11,6 +11,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, Release } from '../../src/shared/api/projects.js';
 import { PLATFORM_LABEL, PROJECT_LABEL } from '../../src/server/runtime/drivers/docker.js';
+import { SERVICE_LABEL, removeStraySecrets } from '../../src/server/runtime/drivers/swarm.js';
 import { buildPlatform } from '../../src/server/app.js';
 import {
   archiveOf,
@@ -228,6 +229,89 @@ describe.skipIf(reason !== null)('the swarm runtime', () => {
       30_000,
     );
   }, 240_000);
+
+  it('hands env values to the app as Swarm secrets: exact in the app, out of the service, gone with its release', async () => {
+    const project = await createProject(tp, { name: 'Sec', subdomain: 's-secret', deploy_source: 'upload' });
+    const env_vars = {
+      API_TOKEN: 'tok-8c1f2e',
+      TRICKY: `a "quoted" 'value' with $HOME, \\ and = signs\n\n`,
+      MULTI: 'line one\nline two',
+      EMPTY: '',
+    };
+    const put = await call(`${tp.api}/projects/${project.id}`, {
+      key: tp.key,
+      method: 'PUT',
+      body: { env_vars },
+    });
+    expect(put.status).toBe(200);
+    const envApp = (version: string) => ({
+      ...app(version),
+      'server.js': `
+const http = require('node:http');
+const names = ['API_TOKEN', 'TRICKY', 'MULTI', 'EMPTY'];
+http.createServer((req, res) => {
+  const env = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+  res.end(JSON.stringify({ version: ${JSON.stringify(version)}, env, port: process.env.PORT }));
+}).listen(Number(process.env.PORT));
+`,
+    });
+    const detail = await deployFiles(tp, project.id, envApp('v1'));
+    const seen = JSON.parse((await viaEdge(tp.edgePort, 's-secret.localhost', '/')).body) as {
+      env: Record<string, string>;
+      port: string;
+    };
+    expect(seen.env).toEqual(env_vars);
+    expect(Number(seen.port)).toBeGreaterThan(0);
+
+    const [first] = await servicesOf(tp, project.id);
+    const spec = first!.Spec!;
+    const container = (spec.TaskTemplate as { ContainerSpec: { Env: string[]; Secrets?: unknown[] } })
+      .ContainerSpec;
+    // What `docker service inspect` shows: no value, only the platform's PORT and the empty one plainly.
+    expect(JSON.stringify(spec)).not.toContain('tok-8c1f2e');
+    expect(JSON.stringify(spec)).not.toContain('line two');
+    expect(container.Env.map((e) => e.split('=')[0]).sort()).toEqual(['EMPTY', 'PORT']);
+    expect(container.Secrets).toHaveLength(3);
+    expect(detail.logs.map((l) => l.line).join('\n')).not.toContain('tok-8c1f2e');
+    const secretsOf = (service: string) =>
+      docker.listSecrets({ filters: { label: [`${SERVICE_LABEL}=${service}`] } });
+    expect(await secretsOf(spec.Name!)).toHaveLength(3);
+
+    // A new release gets its own; the old service's go with it.
+    await deployFiles(tp, project.id, envApp('v2'));
+    expect(JSON.parse((await viaEdge(tp.edgePort, 's-secret.localhost', '/')).body)).toMatchObject({
+      version: 'v2',
+      env: env_vars,
+    });
+    await until(async () => (await secretsOf(spec.Name!)).length === 0, 'v1’s secrets to go', 30_000);
+    const deleted = await call(`${tp.api}/projects/${project.id}`, { key: tp.key, method: 'DELETE' });
+    expect(deleted.status).toBe(200);
+    const left = await docker.listSecrets({ filters: { label: [`${PROJECT_LABEL}=${project.id}`] } });
+    expect(left).toEqual([]);
+  }, 240_000);
+
+  it('removes secrets a crash left without their service, and only those', async () => {
+    const platformId = `stray-${randomBytes(4).toString('hex')}`;
+    const make = async (service: string) =>
+      (
+        (await docker.createSecret({
+          Name: `wharf-test-${randomBytes(6).toString('hex')}`,
+          Labels: { [PLATFORM_LABEL]: platformId, [SERVICE_LABEL]: service },
+          Data: Buffer.from('value').toString('base64'),
+        })) as { id: string }
+      ).id;
+    const [orphan, kept] = [await make('wharf-gone'), await make('wharf-live')];
+    const ids = async () =>
+      (await docker.listSecrets({ filters: { label: [`${PLATFORM_LABEL}=${platformId}`] } })).map(
+        (s) => s.ID,
+      );
+    // Younger than the grace time: a node may be about to create their service.
+    await removeStraySecrets(docker, platformId, ['wharf-live']);
+    expect((await ids()).sort()).toEqual([orphan, kept].sort());
+    await removeStraySecrets(docker, platformId, ['wharf-live'], 0);
+    expect(await ids()).toEqual([kept]);
+    await docker.getSecret(kept).remove();
+  });
 
   it('stops and deletes a project: its service and network go', async () => {
     const project = await createProject(tp, { name: 'Gone', subdomain: 's-gone', deploy_source: 'upload' });

@@ -50,7 +50,7 @@ import { RouteEvents } from './routes.js';
 import { PlanResources } from './resources.js';
 import { transition } from './status.js';
 import { type EdgeTarget, type Instance, Supervisor, swarmNetworkOf } from './supervisor.js';
-import { type Endpoint, listServices, removeService, sinceOf } from './drivers/swarm.js';
+import { type Endpoint, listServices, removeService, removeStraySecrets, sinceOf } from './drivers/swarm.js';
 
 export type { EdgeTarget } from './supervisor.js';
 export type { ReleasePlan } from './plan.js';
@@ -810,11 +810,14 @@ export class Runtime {
       const ended = this.cluster.clustered
         ? await this.endedReleases(labelled.filter((id) => id !== '' && !serving.has(id)))
         : null;
+      const kept: string[] = [];
       for (const [i, service] of services.entries()) {
         const release = labelled[i]!;
         const stray = !release || (!serving.has(release) && (ended === null || ended.has(release)));
         if (stray) await removeService(docker, service.ID);
+        else kept.push(service.Spec?.Name ?? '');
       }
+      await removeStraySecrets(docker, this.platformId, kept).catch(() => undefined);
       return;
     }
     const containers = await listContainers(docker, this.platformId).catch(() => []);

@@ -427,18 +427,22 @@ export class Supervisor {
     build?.check();
     let serviceId: string;
     try {
-      serviceId = await createService(docker, {
-        ...containerSpec(plan, unit, {
-          name: `wharf-${plan.id}-${Date.now().toString(36)}`.toLowerCase().replace(/_/g, '-'),
-          labels,
-          network,
-          limits,
-        }),
-        replicas,
-        startPeriodMs: this.deps.config.healthTimeoutMs,
-        restartDelayMs: this.deps.config.restartBackoffMs,
-        auth: await this.pullAuth(project.id, plan.image),
-      });
+      serviceId = await createService(
+        docker,
+        {
+          ...containerSpec(plan, unit, {
+            name: `wharf-${plan.id}-${Date.now().toString(36)}`.toLowerCase().replace(/_/g, '-'),
+            labels,
+            network,
+            limits,
+          }),
+          replicas,
+          startPeriodMs: this.deps.config.healthTimeoutMs,
+          restartDelayMs: this.deps.config.restartBackoffMs,
+          auth: await this.pullAuth(project.id, plan.image),
+        },
+        (line) => project.log.system(line),
+      );
     } catch (error) {
       throw new DeployError(`Swarm did not create the service: ${(error as Error).message}`);
     }

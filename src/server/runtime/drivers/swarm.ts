@@ -11,6 +11,7 @@
 // sent to the old task in that moment fail (measured). So a release starts as a service beside the one
 // serving, the edge switches once the new one answers, and the old one is drained, then removed: the
 // zero-downtime switch the other runtimes make. Rollback starts a kept release's image again.
+import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
 import { PassThrough } from 'node:stream';
@@ -91,19 +92,126 @@ export function healthCommand(ports: number[]): string {
   return ports.map((port) => `{ ${one(port)}; }`).join(' && ');
 }
 
-/** Creates the service; its tasks start in the background (waitForTasks follows them). */
-export async function createService(docker: Docker, spec: ServiceSpec): Promise<string> {
+/** Where a task finds its env values: one file per variable, Swarm secrets only its tasks see. */
+export const SECRET_ENV_DIR = '/run/wharf-env';
+/**
+ * Sets each file in SECRET_ENV_DIR as the variable of its name (its content exactly: a trailing
+ * newline is kept, as `$(...)` alone would drop it), then runs the task's command in the shell's place.
+ */
+const SECRET_ENV_SHIM = `for f in ${SECRET_ENV_DIR}/*; do [ -f "$f" ] || continue; v=$(cat "$f"; printf x); export "\${f##*/}=\${v%x}"; done; exec "$@"`;
+/** Set by the platform, not by the tenant: passed as a plain variable. */
+const PLATFORM_ENV = new Set(['PORT']);
+/** Names a POSIX shell exports (what the API accepts); another stays a plain variable. */
+const PORTABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** On a Swarm secret: the service it was made for. */
+export const SERVICE_LABEL = 'dev.wharf.service';
+
+interface SecretRef {
+  SecretID: string;
+  SecretName: string;
+  File: { Name: string; UID: string; GID: string; Mode: number };
+}
+
+/**
+ * The service's env values as Swarm secrets: kept encrypted in the Swarm's store, handed only to the
+ * machines that run its tasks, in memory there, and out of `docker service inspect` and the tasks'
+ * container specs (plain variables show in both). A shell in the task reads them into the environment
+ * before the app starts, so the app sees ordinary variables. Null (plain variables, and `note` says
+ * why) when the task's command cannot be known.
+ */
+async function envAsSecrets(
+  docker: Docker,
+  spec: ServiceSpec,
+  note: (line: string) => void,
+): Promise<{ env: string[]; command: string[]; secrets: SecretRef[] } | null> {
+  const hidden = Object.entries(spec.env).filter(
+    ([name, value]) => !PLATFORM_ENV.has(name) && PORTABLE_NAME.test(name) && value !== '',
+  );
+  if (hidden.length === 0) return null;
+  const command = spec.cmd ?? (await imageCommand(docker, spec.image));
+  if (command === null || command.length === 0) {
+    note(`env values passed as plain variables: the command of ${spec.image} could not be read`);
+    return null;
+  }
+  const secrets: SecretRef[] = [];
+  // A random stem: secret names are at most 64 characters, and stay unique across services.
+  const stem = `wharf-env-${randomBytes(6).toString('hex')}`;
+  try {
+    for (const [i, [name, value]] of hidden.entries()) {
+      const secretName = `${stem}-${i}`;
+      const created = (await docker.createSecret({
+        Name: secretName,
+        Labels: { ...spec.labels, [SERVICE_LABEL]: spec.name },
+        Data: Buffer.from(value).toString('base64'),
+      })) as { id: string };
+      // Readable by whatever user the image runs as: the task's own tmpfs, no one else's.
+      secrets.push({
+        SecretID: created.id,
+        SecretName: secretName,
+        File: { Name: `${SECRET_ENV_DIR}/${name}`, UID: '0', GID: '0', Mode: 0o444 },
+      });
+    }
+  } catch (error) {
+    await removeSecrets(
+      docker,
+      secrets.map((s) => s.SecretID),
+    );
+    throw error;
+  }
+  const names = new Set(hidden.map(([name]) => name));
+  return {
+    env: Object.entries(spec.env)
+      .filter(([name]) => !names.has(name))
+      .map(([k, v]) => `${k}=${v}`),
+    command: ['/bin/sh', '-c', SECRET_ENV_SHIM, 'wharf-env', ...command],
+    secrets,
+  };
+}
+
+/** What a container of `image` runs when given no command: its entrypoint, then its command. */
+async function imageCommand(docker: Docker, image: string): Promise<string[] | null> {
+  try {
+    const { Config } = (await docker.getImage(image).inspect()) as {
+      Config?: { Entrypoint?: string[] | null; Cmd?: string[] | null };
+    };
+    return [...(Config?.Entrypoint ?? []), ...(Config?.Cmd ?? [])];
+  } catch {
+    return null;
+  }
+}
+
+async function removeSecrets(docker: Docker, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    await docker
+      .getSecret(id)
+      .remove()
+      .catch(() => undefined);
+  }
+}
+
+/**
+ * Creates the service; its tasks start in the background (waitForTasks follows them). `note` hears
+ * what the deploy log should say (env values passed plainly, and why).
+ */
+export async function createService(
+  docker: Docker,
+  spec: ServiceSpec,
+  note: (line: string) => void = () => undefined,
+): Promise<string> {
   const ms = 1_000_000;
   const web = spec.ports.length > 0;
+  const hidden = await envAsSecrets(docker, spec, note);
+  const command = hidden?.command ?? spec.cmd;
   const options = {
     Name: spec.name,
     Labels: spec.labels,
     TaskTemplate: {
       ContainerSpec: {
         Image: spec.image,
-        ...(spec.cmd ? { Command: spec.cmd } : {}),
+        ...(command ? { Command: command } : {}),
         ...(spec.workingDir ? { Dir: spec.workingDir } : {}),
-        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Env: hidden?.env ?? Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        ...(hidden ? { Secrets: hidden.secrets } : {}),
         Labels: spec.labels,
         // An init as PID 1 reaps zombies and passes the stop signal on.
         Init: true,
@@ -139,10 +247,15 @@ export async function createService(docker: Docker, spec: ServiceSpec): Promise<
       Ports: spec.ports.map((port) => ({ Protocol: 'tcp', TargetPort: port, PublishMode: 'host' })),
     },
   } as Docker.CreateServiceOptions;
-  const created = spec.auth
-    ? await docker.createService(spec.auth, options)
-    : await docker.createService(options);
-  return created.id as string;
+  try {
+    const created = spec.auth
+      ? await docker.createService(spec.auth, options)
+      : await docker.createService(options);
+    return created.id as string;
+  } catch (error) {
+    await removeSecrets(docker, hidden?.secrets.map((s) => s.SecretID) ?? []);
+    throw error;
+  }
 }
 
 interface Task {
@@ -452,12 +565,49 @@ export async function findService(
   return (found?.ID as string | undefined) ?? null;
 }
 
-/** Removes a service (its tasks stop, each given its grace period); gone already is fine. */
+/**
+ * Removes a service (its tasks stop, each given its grace period) and the secrets made for it; gone
+ * already is fine.
+ */
 export async function removeService(docker: Docker, serviceId: string): Promise<void> {
-  await docker
-    .getService(serviceId)
-    .remove()
-    .catch(() => undefined);
+  const service = docker.getService(serviceId);
+  const found = (await service.inspect().catch(() => null)) as {
+    Spec?: { TaskTemplate?: { ContainerSpec?: { Secrets?: Array<{ SecretID: string }> } } };
+  } | null;
+  await service.remove().catch(() => undefined);
+  const secrets = found?.Spec?.TaskTemplate?.ContainerSpec?.Secrets ?? [];
+  await removeSecrets(
+    docker,
+    secrets.map((s) => s.SecretID),
+  );
+}
+
+/** How long a secret may wait for its service: a node creates the secrets, then the service. */
+const SECRET_GRACE_MS = 10 * 60_000;
+
+/**
+ * Removes this platform's secrets whose service is gone (a crash between removing a service and its
+ * secrets, or between making them and the service), once older than SECRET_GRACE_MS.
+ */
+export async function removeStraySecrets(
+  docker: Docker,
+  platformId: string,
+  services: string[],
+  graceMs = SECRET_GRACE_MS,
+) {
+  const live = new Set(services);
+  const secrets = (await docker.listSecrets({
+    filters: { label: [`${PLATFORM_LABEL}=${platformId}`] },
+  })) as Array<{ ID: string; CreatedAt?: string; Spec?: { Labels?: Record<string, string> } }>;
+  const old = Date.now() - graceMs;
+  const stray = secrets.filter((secret) => {
+    const service = secret.Spec?.Labels?.[SERVICE_LABEL];
+    return (!service || !live.has(service)) && Date.parse(secret.CreatedAt ?? '') <= old;
+  });
+  await removeSecrets(
+    docker,
+    stray.map((s) => s.ID),
+  );
 }
 
 /** A release's service as the supervisor follows it: where its tasks answer, kept fresh while it runs. */
