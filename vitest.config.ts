@@ -38,10 +38,24 @@ const POSTGRES_SUITES = [
   'test/integration/redirects.test.ts',
   'test/integration/project-sync.test.ts',
   'test/integration/platform-info.test.ts',
+  'test/integration/deploy.test.ts',
+  'test/integration/deploy-lifecycle.test.ts',
+  'test/integration/spec-contract-ai.test.ts',
+  'test/integration/plan-resources.test.ts',
+  'test/integration/fuzz.test.ts',
+  'test/integration/registry-credentials.test.ts',
+  'test/integration/repo-secrets.test.ts',
+  'test/integration/ai-builder.test.ts',
   'test/integration/cluster.test.ts',
   'test/integration/cluster-kill.test.ts',
   'test/integration/cluster-tls.test.ts',
 ];
+
+/**
+ * Files run at once in the main and postgres projects. Most of their time is spent waiting (on
+ * servers, engines, builds), so two on two cores finish sooner than one after the other.
+ */
+const PARALLEL = 2;
 
 export default defineConfig({
   test: {
@@ -58,12 +72,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'main',
-          include: [
-            'test/unit/**/*.test.ts',
-            'test/integration/**/*.test.ts',
-            'test/e2e/**/*.test.ts',
-            'test/electron/**/*.test.ts',
-          ],
+          include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
+          maxWorkers: PARALLEL,
           // PostgreSQL's own suites, and several nodes on one database: the postgres project runs them.
           exclude: [
             'test/integration/store-postgres.test.ts',
@@ -79,8 +89,19 @@ export default defineConfig({
         test: {
           name: 'postgres',
           include: POSTGRES_SUITES,
+          maxWorkers: PARALLEL,
           env: { WHARF_TEST_STORE: 'postgres' },
           globalSetup: ['test/helpers/postgres-global.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // The screens in Chromium, one file at a time after the others: a browser's rendering and
+          // the timings the screens show want the machine to themselves.
+          name: 'ui',
+          include: ['test/e2e/**/*.test.ts', 'test/electron/**/*.test.ts'],
+          maxWorkers: 1,
         },
       },
     ],

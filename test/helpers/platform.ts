@@ -25,6 +25,8 @@ export interface TestPlatform {
   /** The edge's HTTPS port on 127.0.0.1, when the config turned HTTPS on (`tls.httpsPort`, 0: a free one). */
   httpsPort: number | null;
   dataDir: string;
+  /** The PostgreSQL database of its store, on the postgres test project (null: SQLite in dataDir). */
+  databaseUrl: string | null;
   /** The local account's full key, from local-account.json. */
   key: string;
   accountId: string;
@@ -98,6 +100,7 @@ export async function startPlatform(
     edgePort: platform.config.edgePort,
     httpsPort: platform.config.tls.httpsPort,
     dataDir,
+    databaseUrl: database?.url ?? config.databaseUrl ?? null,
     key: local.api_key,
     accountId: local.account_id,
     async newAccount(options = {}) {

@@ -2,12 +2,13 @@
 // WHARF_TEST_STORE=postgres (the `postgres` project of vitest.config.ts), a PostgreSQL database of its
 // own for each store a test opens, on the one server the project started for the run
 // (postgres-global.ts).
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Insertable } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createAccount } from '../../src/server/accounts/accounts.js';
-import type { Store } from '../../src/server/store/open.js';
+import { type Store, openStore } from '../../src/server/store/open.js';
 import type { ProjectsTable } from '../../src/server/store/schema.js';
 
 export const TEST_STORE: 'sqlite' | 'postgres' =
@@ -130,4 +131,58 @@ export function countingReads(db: Store): { db: Store; reads(): number } {
     transformResult: async (args) => args.result,
   });
   return { db: counted, reads: () => reads };
+}
+
+/**
+ * Everything a platform's store holds, as bytes, to look for what must never be stored plainly: the
+ * SQLite files of `dataDir` (the database and its write-ahead log), or on PostgreSQL every row of every
+ * table of its database (`databaseUrl`, else the one kept for `dataDir`), binary columns as they are.
+ */
+export async function storeBytes(dataDir: string, databaseUrl: string | null = null): Promise<Buffer> {
+  const url = databaseUrl ?? byDataDir.get(dataDir)?.url ?? null;
+  if (url === null) {
+    return Buffer.concat(
+      ['platform.db', 'platform.db-wal', 'platform.db-shm']
+        .map((name) => join(dataDir, name))
+        .filter((file) => existsSync(file))
+        .map((file) => readFileSync(file)),
+    );
+  }
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const tables = await client.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables
+       WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
+    );
+    const parts: Buffer[] = [];
+    for (const { name } of tables.rows) {
+      const rows = await client.query(`SELECT * FROM "${name}"`);
+      for (const row of rows.rows as Array<Record<string, unknown>>) {
+        for (const value of Object.values(row)) {
+          if (value === null || value === undefined) continue;
+          if (Buffer.isBuffer(value)) parts.push(value);
+          else if (typeof value === 'object') parts.push(Buffer.from(JSON.stringify(value)));
+          else parts.push(Buffer.from(String(value)));
+        }
+      }
+    }
+    return Buffer.concat(parts);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Runs `read` on the store a platform of `dataDir` keeps (running or not): its SQLite file, or the
+ * PostgreSQL database kept for that dir.
+ */
+export async function withKeptStore<T>(dataDir: string, read: (db: Store) => Promise<T>): Promise<T> {
+  const db = await openStore(byDataDir.get(dataDir)?.url ?? join(dataDir, 'platform.db'));
+  try {
+    return await read(db);
+  } finally {
+    await db.destroy();
+  }
 }

@@ -19,6 +19,8 @@ import type { FakeAi, ScriptedTurn } from '../helpers/fake-ai.js';
 import { type AiPlatform, fakeOpenAiEngine, startAiPlatform } from '../helpers/ai-platform.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import { type TestPostgres, postgresBin, startPostgres } from '../helpers/postgres.js';
+import { withKeptStore } from '../helpers/test-store.js';
+import type { Store } from '../../src/server/store/open.js';
 
 const OUTCOME_MS = 90_000;
 
@@ -395,7 +397,7 @@ describe.skipIf(!pgBin)('AI builder with a real PostgreSQL (needs_setup → data
       async () => {
         const left = await serverHas(pg, name);
         // The record goes after the drop, once the admin connection has closed.
-        return !left.database && !left.role && (await recorded(tp.dataDir)).length === 0;
+        return !left.database && !left.role && (await recorded(tp.platform.db)).length === 0;
       },
       'the database and role dropped, and their record gone',
       20_000,
@@ -465,17 +467,11 @@ function serverHas(pg: TestPostgres, name: string): Promise<{ database: boolean;
   }));
 }
 
-/** The app databases a platform's store still has on record (read from its file, platform running or not). */
-async function recorded(dataDir: string): Promise<string[]> {
-  const { default: Database } = await import('better-sqlite3');
-  const db = new Database(join(dataDir, 'platform.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT name FROM app_databases ORDER BY name').all() as Array<{ name: string }>).map(
-      (r) => r.name,
-    );
-  } finally {
-    db.close();
-  }
+/** The app databases a platform's store still has on record: its open store, or the one a stopped platform kept. */
+async function recorded(store: Store | string): Promise<string[]> {
+  const read = (db: Store) => db.selectFrom('app_databases').select('name').orderBy('name').execute();
+  const rows = typeof store === 'string' ? await withKeptStore(store, read) : await read(store);
+  return rows.map((r) => r.name);
 }
 
 /** A loopback port nothing listens on. */

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProjectDetail } from '../../src/shared/api/projects.js';
 import { type TestPlatform, call, expectProblem, startPlatform } from '../helpers/platform.js';
 import {
   type Files,
@@ -395,9 +396,13 @@ setInterval(() => {}, 1000);
         'no app to serve in the root folder (no start_cmd, none detected): duo is served by the service web',
       );
       expect(lines).toContain('jobs is up (a worker, alive after 0.5 s)');
-      expect(lines).toContain('worker started: ROLE=worker role SHARED=for everyone WEB_ONLY=undefined');
       expect(lines).toContain('starting jobs: node worker.js');
-      expect(logs.find((l) => l.line.startsWith('worker started'))).toMatchObject({
+      // The worker's own output is copied into the log as it comes: it may land after the deploy settled.
+      expect(await waitForLog(tp, project.id, /^worker started/)).toBe(
+        'worker started: ROLE=worker role SHARED=for everyone WEB_ONLY=undefined',
+      );
+      const output = await call<ProjectDetail>(`${tp.api}/projects/${project.id}`, { key: tp.key });
+      expect(output.body.logs.find((l) => l.line.startsWith('worker started'))).toMatchObject({
         stream: 'runtime',
         service: 'jobs',
       });

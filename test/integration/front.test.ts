@@ -68,6 +68,7 @@ async function startFront(config: PlatformConfigInput): Promise<FrontPlatform> {
     edgePort: running.config.edgePort,
     httpsPort: running.config.tls.httpsPort,
     dataDir,
+    databaseUrl: null,
     key: local.api_key,
     accountId: local.account_id,
     newAccount: () => Promise.reject(new Error('not here')),

@@ -1,11 +1,10 @@
 // Registry credentials of image sources: saved sealed, shown without the password, for the owner only,
 // refused for projects that build their own image. (The pull with them runs in containers.test.ts.)
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registryOf } from '../../src/server/projects/projects.js';
 import { createProject } from '../helpers/deploy.js';
 import { call, expectProblem, startPlatform, type TestPlatform } from '../helpers/platform.js';
+import { storeBytes } from '../helpers/test-store.js';
 
 const PASSWORD = 'reg-secret-0f9e8d7c6b5a';
 
@@ -45,7 +44,7 @@ describe('registry credentials', () => {
       .where('id', '=', imageId)
       .executeTakeFirstOrThrow();
     expect((await row).registry_auth_secret).not.toContain(PASSWORD);
-    expect(readFileSync(join(tp.dataDir, 'platform.db')).includes(PASSWORD)).toBe(false);
+    expect((await storeBytes(tp.dataDir, tp.databaseUrl)).includes(PASSWORD)).toBe(false);
 
     expect((await call(url(imageId), { key: tp.key, method: 'DELETE' })).body).toEqual({ deleted: true });
     const gone = await call<{ code: string }>(url(imageId), { key: tp.key });

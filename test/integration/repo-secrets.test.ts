@@ -3,7 +3,7 @@
 // errors, public error pages, the checkout's .git/config, nor the bytes of platform.db. A real git
 // server over smart HTTP (`git http-backend` behind Basic auth) runs here on 127.0.0.1.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, ProjectDetail } from '../../src/shared/api/projects.js';
 import { gitRepo, logLines, nodeApp, settled, viaEdge, waitFor } from '../helpers/deploy.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
+import { storeBytes } from '../helpers/test-store.js';
 
 const TOKEN = 'ghp_S3cr3tT0kenThatMustNeverLeak0123456789';
 const USER = 'deploy-bot';
@@ -124,16 +125,6 @@ async function deployAndSettle(id: string): Promise<ProjectDetail> {
   return waitFor(tp, id, settled, 40_000);
 }
 
-/** Every file of the store (the database, its write-ahead log) as bytes. */
-function storeBytes(dataDir: string): Buffer {
-  return Buffer.concat(
-    ['platform.db', 'platform.db-wal', 'platform.db-shm']
-      .map((name) => join(dataDir, name))
-      .filter((file) => existsSync(file))
-      .map((file) => readFileSync(file)),
-  );
-}
-
 describe('a repo_url with credentials', () => {
   let project: Project;
 
@@ -234,9 +225,10 @@ describe('a repo_url with credentials', () => {
     expect(fresh.repo_url).toBe(masked('app.git'));
   });
 
-  it('is not in the bytes of platform.db', () => {
-    expect(storeBytes(tp.dataDir).includes(TOKEN)).toBe(false);
-    expect(storeBytes(tp.dataDir).includes(`${USER}:`)).toBe(false);
+  it('is not in the bytes of the store', async () => {
+    const stored = await storeBytes(tp.dataDir, tp.databaseUrl);
+    expect(stored.includes(TOKEN)).toBe(false);
+    expect(stored.includes(`${USER}:`)).toBe(false);
   });
 });
 
@@ -272,11 +264,11 @@ describe('a repo_url with credentials stored before they were sealed', () => {
         .execute();
       await first.close();
       first = null;
-      expect(storeBytes(dataDir).includes(TOKEN)).toBe(true);
+      expect((await storeBytes(dataDir)).includes(TOKEN)).toBe(true);
 
       const second = await startPlatform({ dataDir, healthTimeoutMs: 20_000 });
       try {
-        expect(storeBytes(dataDir).includes(TOKEN)).toBe(false);
+        expect((await storeBytes(dataDir)).includes(TOKEN)).toBe(false);
         const got = await call<ProjectDetail>(`${second.api}/projects/${project.body.id}`, {
           key: second.key,
         });
