@@ -30,18 +30,37 @@ const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
 const isRoot = process.getuid?.() === 0;
 
 /** The machine's processes: real uid and command line (from /proc, as `ps` would show them). */
-function processes(): Array<{ uid: number; args: string }> {
+function processes(): Array<{ pid: number; ppid: number; uid: number; args: string }> {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .flatMap((pid) => {
       try {
         const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
         const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-        return uid === undefined ? [] : [{ uid: Number(uid), args }];
+        // After the command name's closing parenthesis: state, then the parent's pid.
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return uid === undefined ? [] : [{ pid: Number(pid), ppid, uid: Number(uid), args }];
       } catch {
         return [];
       }
     });
+}
+
+/** The processes this test process started, at any depth (the platform runs in it): not other suites'. */
+function ownProcesses(): ReturnType<typeof processes> {
+  const all = processes();
+  const own = new Set([process.pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) {
+      if (!own.has(p.pid) && own.has(p.ppid)) {
+        own.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((p) => p.pid !== process.pid && own.has(p.pid));
 }
 
 /** The process's memory once garbage is collected (vitest runs with --expose-gc). */
@@ -155,7 +174,7 @@ describe.skipIf(!hasBwrap)('tenant code in the default runtime', () => {
       const lines = await logLines(attacker, b.id);
       expect(lines).toContain('done-looking');
       expect(lines).not.toContain('only-for-a');
-      const uids = processes()
+      const uids = ownProcesses()
         .filter((p) => p.args === 'node server.js')
         .map((p) => p.uid);
       expect(uids.length).toBeGreaterThanOrEqual(2);
