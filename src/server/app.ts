@@ -33,7 +33,15 @@ import { domainRoutes } from './domains/routes.js';
 import { EmailVerifier } from './email/index.js';
 import { emailRoutes } from './email/routes.js';
 import { Edge } from './edge/edge.js';
-import { ApiError, problemHandler, sendProblem, zodValidatorCompiler } from './errors.js';
+import {
+  ApiError,
+  holdsNul,
+  nulRefused,
+  problemHandler,
+  sendProblem,
+  urlHoldsNul,
+  zodValidatorCompiler,
+} from './errors.js';
 import { ProjectService } from './projects/projects.js';
 import { LogStore } from './projects/logs.js';
 import { projectRoutes } from './projects/routes.js';
@@ -324,10 +332,14 @@ async function assemble(
   await app.register(
     async (api) => {
       api.addHook('onRequest', async (request) => {
+        if (urlHoldsNul(request.url)) throw nulRefused('the URL');
         const scope = request.routeOptions.config.scope ?? 'full';
         if (scope === 'public') return;
         request.caller = await auth.authenticate(request);
         assertScope(request.caller, scope);
+      });
+      api.addHook('preValidation', async (request) => {
+        if (holdsNul(request.body)) throw nulRefused('the body');
       });
 
       api.get('/openapi.json', {

@@ -29,6 +29,39 @@ export const notFound = (what: string) => new ApiError('not_found', `${what} was
 export const invalid = (path: string, message: string) =>
   new ApiError('validation_failed', `${path || 'the request'} ${message}`, [{ path, message }]);
 
+/**
+ * Whether a parsed JSON body holds U+0000 in any string or key. PostgreSQL keeps no NUL in text, so the
+ * API takes none on either store: a name, an env value or an id with one is refused before it is used.
+ */
+export function holdsNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) return true;
+    } else if (Array.isArray(item)) {
+      stack.push(...(item as unknown[]));
+    } else if (item !== null && typeof item === 'object') {
+      const proto = Object.getPrototypeOf(item) as unknown;
+      // Only what JSON.parse makes: an upload's stream or buffer is binary, and not looked into.
+      if (proto !== Object.prototype && proto !== null) continue;
+      for (const [key, inner] of Object.entries(item)) {
+        if (key.includes('\u0000')) return true;
+        stack.push(inner);
+      }
+    }
+  }
+  return false;
+}
+
+/** Whether a request URL (as sent, percent-encoded) holds a NUL in its path or query. */
+export function urlHoldsNul(url: string): boolean {
+  return url.includes('\u0000') || /%00/i.test(url);
+}
+
+export const nulRefused = (where: string) =>
+  new ApiError('bad_request', `${where} holds a NUL character (U+0000), which no text here may hold`);
+
 export function problem(
   code: ErrorCode,
   detail: string,

@@ -113,6 +113,23 @@ describe('bodies that are not JSON', () => {
     expect(created.status).toBe(201);
   });
 
+  it('refuses a NUL character (U+0000) in a body, a path or a query with 400, and creates nothing', async () => {
+    const before = await call<unknown[]>(`${p.api}/projects`, { key: p.key });
+    for (const body of [
+      { name: 'Nul\u0000name', subdomain: 'nul-name', image: 'nginx' },
+      { name: 'Nul', subdomain: 'nul-env', image: 'nginx', env_vars: { KEY: 'v\u0000' } },
+      { name: 'Nul', subdomain: 'nul-key', image: 'nginx', ['x\u0000']: 1 },
+    ]) {
+      const refused = await call(`${p.api}/projects`, { key: p.key, body });
+      expectProblem(refused, 400, 'bad_request');
+      expect((refused.body as { detail: string }).detail).toMatch(/NUL character/);
+    }
+    expectProblem(await call(`${p.api}/projects/prj_%00abc`, { key: p.key }), 400, 'bad_request');
+    expectProblem(await call(`${p.api}/projects?q=%00`, { key: p.key }), 400, 'bad_request');
+    const after = await call<unknown[]>(`${p.api}/projects`, { key: p.key });
+    expect(after.body).toHaveLength(before.body.length);
+  });
+
   it('creates nothing when the body is rejected', async () => {
     const before = await call<unknown[]>(`${p.api}/projects`, { key: p.key });
     await call(`${p.api}/projects`, {

@@ -49,6 +49,13 @@ describe('GET /projects/:id/logs', () => {
     expect(detail.body.logs).toEqual(result.body);
   });
 
+  it('keeps a line with NUL bytes (an app may print any), each shown as U+FFFD, and the lines after it', async () => {
+    const id = await newProject();
+    await t.platform.logs.append(id, [runtime('before'), runtime('a\u0000b\u0000'), runtime('after')]);
+    const result = await call<Array<{ line: string }>>(`${t.api}/projects/${id}/logs`, { key: t.key });
+    expect(result.body.map((l) => l.line)).toEqual(['before', 'a\ufffdb\ufffd', 'after']);
+  });
+
   it('gives the newest `limit` lines, and only those after `since`', async () => {
     const id = await newProject();
     await t.platform.logs.append(id, [

@@ -7,6 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/cli/options.js';
 import { createAccount } from '../../src/server/accounts/accounts.js';
@@ -162,6 +163,30 @@ describe('the store on PostgreSQL', () => {
     expect(seqs.every((seq) => typeof seq === 'number')).toBe(true);
     expect(seqs[1]! - seqs[0]!).toBe(1);
     expect(seqs[2]! - seqs[1]!).toBe(1);
+  });
+
+  it('stores text with a NUL (PostgreSQL refuses it) with U+FFFD in its place, in values, lists and raw SQL', async () => {
+    const now = new Date().toISOString();
+    await db
+      .insertInto('project_logs')
+      .values([
+        { project_id: 'prj_pg', ts: now, stream: 'stdout', service: null, line: 'nul\u0000one' },
+        { project_id: 'prj_pg', ts: now, stream: 'stdout', service: null, line: 'nul\u0000two' },
+      ])
+      .execute();
+    const rows = await db
+      .selectFrom('project_logs')
+      .select('line')
+      .where('line', 'in', ['nul\u0000one', 'nul\u0000two'])
+      .orderBy('seq')
+      .execute();
+    expect(rows.map((r) => r.line)).toEqual(['nul\ufffdone', 'nul\ufffdtwo']);
+    const looked = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM project_logs WHERE line = ${'nul\u0000one'}`.execute(db);
+    expect(looked.rows[0]!.n).toBe(1);
+    // A lookup by an id with a NUL finds nothing, rather than failing.
+    expect(await db.selectFrom('projects').select('id').where('id', '=', 'prj\u0000').execute()).toEqual([]);
   });
 
   it('refuses a wrong password or a missing database with the reason, never the password', async () => {

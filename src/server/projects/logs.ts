@@ -20,6 +20,15 @@ export interface LogQuery {
   limit: number;
 }
 
+/**
+ * A line as the store keeps it: cut at LOG_LINE_MAX_CHARS, and a NUL (which a tenant's output may hold,
+ * and PostgreSQL's text cannot) shown as U+FFFD, as an undecodable byte is.
+ */
+function storable(line: string): string {
+  const kept = line.length > LOG_LINE_MAX_CHARS ? `${line.slice(0, LOG_LINE_MAX_CHARS)}… (line cut)` : line;
+  return kept.includes('\u0000') ? kept.replaceAll('\u0000', '\ufffd') : kept;
+}
+
 export class LogStore {
   private readonly followers = new EventEmitter();
 
@@ -41,8 +50,7 @@ export class LogStore {
       ts: l.ts ?? now,
       stream: l.stream,
       service: l.service,
-      line:
-        l.line.length > LOG_LINE_MAX_CHARS ? `${l.line.slice(0, LOG_LINE_MAX_CHARS)}… (line cut)` : l.line,
+      line: storable(l.line),
     }));
     const stored = await this.db.transaction().execute(async (trx) => {
       const inserted = await trx

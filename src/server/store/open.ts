@@ -5,7 +5,23 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import {
+  Kysely,
+  type KyselyPlugin,
+  type MigrationProvider,
+  Migrator,
+  OperationNodeTransformer,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  PostgresDialect,
+  type PrimitiveValueListNode,
+  type QueryId,
+  type QueryResult,
+  type RootOperationNode,
+  SqliteDialect,
+  type UnknownRow,
+  type ValueNode,
+} from 'kysely';
 import pg from 'pg';
 import { describeLocation, isPostgresUrl, withoutPasswords } from './location.js';
 import { migrations } from './migrations.js';
@@ -73,5 +89,45 @@ function openPostgres(url: string): Store {
   // An idle connection the server dropped (a restart, a failover) is replaced at the next query; its
   // error must not end the process.
   pool.on('error', () => undefined);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new NulFreeText()] });
+}
+
+const NUL = '\u0000';
+const withoutNul = (value: unknown): unknown =>
+  typeof value === 'string' && value.includes(NUL) ? value.replaceAll(NUL, '\ufffd') : value;
+
+/** Shows a NUL in a string parameter as U+FFFD: PostgreSQL refuses text with NUL, SQLite keeps it. */
+class NulFreeValues extends OperationNodeTransformer {
+  protected override transformValue(node: ValueNode, queryId?: QueryId): ValueNode {
+    const value = withoutNul(node.value);
+    const transformed = super.transformValue(node, queryId);
+    return value === node.value ? transformed : { ...transformed, value };
+  }
+
+  protected override transformPrimitiveValueList(
+    node: PrimitiveValueListNode,
+    queryId?: QueryId,
+  ): PrimitiveValueListNode {
+    const transformed = super.transformPrimitiveValueList(node, queryId);
+    return transformed.values.some((v) => withoutNul(v) !== v)
+      ? { ...transformed, values: transformed.values.map(withoutNul) }
+      : transformed;
+  }
+}
+
+/**
+ * On PostgreSQL, text a tenant controls (an app's output line, a request path) that holds a NUL is
+ * stored with U+FFFD in its place instead of failing the write: nothing a tenant sends may stop its
+ * logs or the platform's bookkeeping. The API refuses NUL in what it is sent (errors.ts) before this.
+ */
+class NulFreeText implements KyselyPlugin {
+  private readonly values = new NulFreeValues();
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    return this.values.transformNode(args.node);
+  }
+
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return args.result;
+  }
 }
