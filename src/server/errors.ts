@@ -40,7 +40,8 @@ export function holdsNul(value: unknown): boolean {
     if (typeof item === 'string') {
       if (item.includes('\u0000')) return true;
     } else if (Array.isArray(item)) {
-      stack.push(...(item as unknown[]));
+      // One by one: a 1 MiB body holds half a million elements, too many to spread as arguments.
+      for (const inner of item as unknown[]) stack.push(inner);
     } else if (item !== null && typeof item === 'object') {
       const proto = Object.getPrototypeOf(item) as unknown;
       // Only what JSON.parse makes: an upload's stream or buffer is binary, and not looked into.

@@ -130,6 +130,16 @@ describe('bodies that are not JSON', () => {
     expect(after.body).toHaveLength(before.body.length);
   });
 
+  it('judges a body of half a million array elements on its content (422), not with a 500', async () => {
+    const body = `[${new Array(500_000).fill('0').join(',')}]`;
+    const answer = await call(`${p.api}/projects`, {
+      key: p.key,
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
+    expectProblem(answer, 422, 'validation_failed');
+  });
+
   it('creates nothing when the body is rejected', async () => {
     const before = await call<unknown[]>(`${p.api}/projects`, { key: p.key });
     await call(`${p.api}/projects`, {
