@@ -1,10 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The suites that run a second time with the store on PostgreSQL (issue 20): the store's own, and the
- * API's over it. The rest (tunnels, runtimes, the UI) reach the store through the same services.
- */
-/**
  * Several platform nodes on one database, one killed under traffic: run one at a time after the others
  * (how many requests a kill may cost depends on how fast the balancer sees it, which load slows).
  */
@@ -14,6 +10,11 @@ const CLUSTER_SUITES = [
   'test/integration/cluster-tls.test.ts',
 ];
 
+/**
+ * The suites that run a second time with the store on PostgreSQL (issue 20): the store's own, and the
+ * API's over it. The rest (the CLI, the tunnel client, the inspector, the engines, the UI) reach the
+ * store through the same services.
+ */
 const POSTGRES_SUITES = [
   'test/unit/server/billing/ledger.test.ts',
   'test/unit/server/billing/daily-cap.test.ts',
@@ -56,6 +57,15 @@ const POSTGRES_SUITES = [
   'test/integration/registry-credentials.test.ts',
   'test/integration/repo-secrets.test.ts',
   'test/integration/ai-builder.test.ts',
+  'test/integration/ai-builder-no-local-repos.test.ts',
+  'test/integration/ai-agent.test.ts',
+  'test/integration/ai-templates.test.ts',
+  'test/integration/ai-containers.test.ts',
+  'test/integration/files-escape.test.ts',
+  'test/integration/tenant-attacks.test.ts',
+  'test/integration/containers.test.ts',
+  'test/integration/edge.test.ts',
+  'test/integration/platform-connection.test.ts',
 ];
 
 /**
