@@ -12,8 +12,8 @@ const CLUSTER_SUITES = [
 
 /**
  * The suites that run a second time with the store on PostgreSQL (issue 20): the store's own, and the
- * API's over it. The rest (the CLI, the tunnel client, the inspector, the engines, the UI) reach the
- * store through the same services.
+ * API's and the CLI's over it. The rest (the tunnel client, the inspector, the engines, the UI) reach
+ * the store through the same services.
  */
 const POSTGRES_SUITES = [
   'test/unit/server/billing/ledger.test.ts',
@@ -66,6 +66,12 @@ const POSTGRES_SUITES = [
   'test/integration/containers.test.ts',
   'test/integration/edge.test.ts',
   'test/integration/platform-connection.test.ts',
+  'test/integration/cli-deploy.test.ts',
+  'test/integration/cli-email.test.ts',
+  'test/integration/cli-http.test.ts',
+  'test/integration/cli-releases.test.ts',
+  'test/integration/cli.test.ts',
+  'test/integration/cli-plans.test.ts',
 ];
 
 /**

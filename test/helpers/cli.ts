@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { testDatabase } from './test-store.js';
 
 const root = join(import.meta.dirname, '..', '..');
 export const wharfBin = join(root, 'bin', 'wharf.js');
@@ -35,14 +36,33 @@ export function wharfEnv(options: { home?: string; env?: Record<string, string> 
 }
 
 /**
- * `wharf <args>` with `env` (default: this process's), killed after `timeoutMs`. `home` sets
- * WHARF_HOME, and then the developer's WHARF_PLATFORM_URL, WHARF_API_KEY and WHARF_PORT are left out.
+ * The store's environment of `wharf platform` or `wharf admin` on `--data-dir D` (in `args`): on
+ * PostgreSQL (WHARF_TEST_STORE) WHARF_DATABASE_URL, D's own database, the same each time D is named, as
+ * its SQLite file would be; nothing on SQLite, for any other command, or where the test names a
+ * database (`--database-url` in `args`, WHARF_DATABASE_URL in `env`).
  */
-export function runWharf(
+export async function storeEnv(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Record<string, string>> {
+  const at = args.indexOf('--data-dir');
+  if (!['platform', 'admin'].includes(args[0] ?? '') || at === -1 || args[at + 1] === undefined) return {};
+  // The test names the store itself.
+  if (args.includes('--database-url') || env.WHARF_DATABASE_URL !== undefined) return {};
+  const database = await testDatabase(args[at + 1]);
+  return database ? { WHARF_DATABASE_URL: database.url } : {};
+}
+
+/**
+ * `wharf <args>` with `env` (default: this process's) and the store's (storeEnv), killed after
+ * `timeoutMs`. `home` sets WHARF_HOME, and then the developer's WHARF_PLATFORM_URL, WHARF_API_KEY and
+ * WHARF_PORT are left out.
+ */
+export async function runWharf(
   args: string[],
   options: { home?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<CliResult> {
-  const env = wharfEnv(options);
+  const env = wharfEnv({ ...options, env: { ...(await storeEnv(args, options.env)), ...options.env } });
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [wharfBin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

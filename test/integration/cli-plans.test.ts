@@ -6,8 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
+import { assertBuilt, runWharf, storeEnv, wharfBin, wharfEnv } from '../helpers/cli.js';
+import { describeLocation } from '../../src/server/store/location.js';
 import { call } from '../helpers/platform.js';
+import { testDatabase } from '../helpers/test-store.js';
 
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
@@ -34,13 +36,14 @@ function dataDirWithPlans(): string {
 }
 
 /** Starts `wharf platform` and waits until it says it is ready; resolves with its API URL and output. */
-function startPlatform(args: string[]): Promise<{ api: string; output: string; child: ChildProcess }> {
+async function startPlatform(args: string[]): Promise<{ api: string; output: string; child: ChildProcess }> {
+  const platformArgs = ['platform', '--port', '0', '--edge-port', '0', '--runtime', 'sandbox', ...args];
+  const env = wharfEnv({ home: tempDir(), env: await storeEnv(platformArgs) });
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [wharfBin, 'platform', '--port', '0', '--edge-port', '0', '--runtime', 'sandbox', ...args],
-      { env: wharfEnv({ home: tempDir() }), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [wharfBin, ...platformArgs], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let output = '';
     const timer = setTimeout(() => reject(new Error(`wharf platform did not start:\n${output}`)), 20_000);
@@ -189,7 +192,11 @@ describe('plans through the CLI', () => {
       'team',
     ]);
     expect(nobody.code).toBe(1);
-    expect(nobody.stderr.trim()).toBe(`wharf: there is no account acc_nobody in ${dataDir}`);
+    // The store is named: its data dir, or its database without the password.
+    const database = await testDatabase(dataDir);
+    const store = database ? describeLocation(database.url) : dataDir;
+    expect(nobody.stderr.trim()).toBe(`wharf: there is no account acc_nobody in ${store}`);
+    if (database) expect(nobody.stderr).not.toContain(decodeURIComponent(new URL(database.url).password));
     const malformed = await runWharf([
       'admin',
       'set-plan',

@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/server/runtime/process.js';
+import { describeLocation } from '../../src/server/store/location.js';
 import { call } from '../helpers/platform.js';
-import { assertBuilt, wharfBin } from '../helpers/cli.js';
+import { assertBuilt, storeEnv, wharfBin } from '../helpers/cli.js';
+import { testDatabase } from '../helpers/test-store.js';
 
 const bin = wharfBin;
 const dirs: string[] = [];
@@ -25,10 +27,11 @@ interface Result {
   stderr: string;
 }
 
-function run(args: string[], env: Record<string, string> = {}): Promise<Result> {
+async function run(args: string[], env: Record<string, string> = {}): Promise<Result> {
+  const store = await storeEnv(args, env);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...store, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -52,9 +55,12 @@ interface RunningCli {
 }
 
 /** Starts `wharf platform` and waits for the line with its URL. */
-function startPlatform(args: string[]): Promise<RunningCli> {
+async function startPlatform(args: string[]): Promise<RunningCli> {
+  const platformArgs = ['platform', '--port', '0', '--edge-port', '0', ...args];
+  const env = { ...process.env, ...(await storeEnv(platformArgs)) };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'platform', '--port', '0', '--edge-port', '0', ...args], {
+    const child = spawn(process.execPath, [bin, ...platformArgs], {
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -95,6 +101,14 @@ describe('wharf platform', () => {
     const dataDir = tempDir();
     const cli = await startPlatform(['--data-dir', dataDir]);
     expect(cli.output()).toContain('Local account created');
+    // Its store: the data dir's SQLite file, or (WHARF_DATABASE_URL) the database the banner names
+    // without its password.
+    const database = await testDatabase(dataDir);
+    expect(existsSync(join(dataDir, 'platform.db'))).toBe(database === null);
+    if (database) {
+      expect(cli.output()).toContain(`Database   ${describeLocation(database.url)} (PostgreSQL)`);
+      expect(cli.output()).not.toContain(decodeURIComponent(new URL(database.url).password));
+    }
     const file = join(dataDir, 'local-account.json');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const local = JSON.parse(readFileSync(file, 'utf8'));
