@@ -21,8 +21,9 @@
 // --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 // --client autocannon: autocannon even where wrk is installed.
-// --quick: only 13 B at 50 connections, direct and through the tunnel with capture on and off, with
-// the CPU per request of the platform and the client (for trying a change to the data path).
+// --quick: only 13 B (or --body '64 KiB') at 50 connections, direct and through the tunnel with capture
+// on and off, with the CPU per request of the platform and the client (for trying a change to the data
+// path).
 // --bulk-only: the bulk streams alone (download and upload, with the RSS), e.g. to profile them;
 // --direction download|upload: one of the two.
 // --rate N (with --quick): N requests/s offered instead of as many as wrk gets through: the CPU per
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     'bulk-only': { type: 'boolean', default: false },
     direction: { type: 'string' },
     rate: { type: 'string' },
+    body: { type: 'string', default: '13 B' },
   },
 });
 
@@ -291,15 +293,17 @@ async function fixedRate(target, rate) {
   return { requests: result.requests.average, total: result.requests.total };
 }
 
-/** --quick: the small-request load alone, round after round, capture on and off in turn. */
+/** --quick: one load (13 B, or --body '64 KiB'), round after round, capture on and off in turn. */
 async function quick(targets, cpuOf, platform, client, rounds) {
+  const quickPath = new Map(BODIES).get(values.body);
+  if (!quickPath) throw new Error(`--body is one of ${BODIES.map(([name]) => `'${name}'`).join(', ')}`);
   const setCapture = (on) =>
     Promise.all([ask(platform.child, { cmd: 'capture', on }), ask(client.child, { cmd: 'capture', on })]);
   const measure = async (target) => {
     const before = await cpuOf();
     const result = values.rate
       ? await fixedRate(target, Number(values.rate))
-      : await load(target, '/small', 50);
+      : await load(target, quickPath, 50);
     const after = await cpuOf();
     return {
       rps: result.requests,
@@ -317,7 +321,7 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   }
   await setCapture(true);
   const direct = median(rows.direct.map((r) => r.rps));
-  console.log(`\n13 B at 50 connections, medians of ${rows.direct.length} rounds`);
+  console.log(`\n${values.body} at 50 connections, medians of ${rows.direct.length} rounds`);
   console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
   for (const way of ['off', 'on']) {
     const r = rows[way];

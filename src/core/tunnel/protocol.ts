@@ -79,8 +79,13 @@ export function noAnswerText(why: string): string {
   return `Wharf tunnel: the local app did not answer (${why}).\n`;
 }
 
-/** Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. */
-export const STREAM_WINDOW = 16 * 1024 * 1024;
+/**
+ * Large windows: the defaults (64 KiB) throttle bulk transfers to a crawl on one connection. A stream's
+ * is what a receiver may have to hold for it when its reader is slower: 4 MiB keeps 40 MiB/s per stream
+ * at 100 ms of round trip, and the edge's peak RSS while 1 GiB streams ~10 MB lower than 16 MiB did
+ * (bench/tunnel.mjs --bulk-only, as fast or faster on loopback).
+ */
+export const STREAM_WINDOW = 4 * 1024 * 1024;
 export const SESSION_WINDOW = 64 * 1024 * 1024;
 
 /** GOAWAY opaque data the edge sends to a client whose subdomain another connection took over. */
