@@ -1,12 +1,12 @@
-// Ports a test must name before whoever listens on them starts (Pebble's, or the edge port Pebble
-// validates HTTP-01 against). A port freePort() found free is one of the kernel's ephemeral ports
+// Ports a test must name before whoever listens on them starts (Pebble's, the edge port Pebble
+// validates HTTP-01 against, a project's port_override and its services' ports). A port freePort() found free is one of the kernel's ephemeral ports
 // (32768–60999 here): until it is listened on, any outgoing connection on the machine may take it, and
 // a full run makes thousands. Ports above that range are taken only by listeners.
 import { createServer } from 'node:net';
 
 /**
- * 61000–61999 and 65001–65535: tests that need a fixed port (a project's port_override) take theirs from
- * 62000–65000, and one picked here must not be the one such a test is about to listen on.
+ * 61000–61999 and 65001–65535: tenant-attacks.test.ts takes a port of its own from 62000–65000, and
+ * one picked here must not be the one it is about to listen on.
  */
 const BANDS: ReadonlyArray<readonly [number, number]> = [
   [61_000, 61_999],
@@ -32,11 +32,18 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
-/** A port above the ephemeral range, free now. */
-export async function quietPort(): Promise<number> {
+/** A port above the ephemeral range, free now, and none of `except`. */
+export async function quietPort(except: ReadonlySet<number> = new Set()): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = nth(Math.floor(Math.random() * SIZE));
-    if (await canListen(port)) return port;
+    if (!except.has(port) && (await canListen(port))) return port;
   }
   throw new Error('no free port in 61000–61999 or 65001–65535');
+}
+
+/** `count` different ports above the ephemeral range, free now (a project's and its services'). */
+export async function quietPorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await quietPort(ports));
+  return [...ports];
 }

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORM_LABEL } from '../../src/server/runtime/drivers/docker.js';
-import { freePort } from '../../src/server/runtime/process.js';
 import { archiveOf, gitRepo, nodeApp, viaEdge, waitFor } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
+import { quietPort, quietPorts } from '../helpers/ports.js';
 import {
   dockerClient,
   hasImage,
@@ -198,7 +198,7 @@ describe('§4.1: every project endpoint, with a deploy-scoped key', () => {
       build_cmd: 'true',
       start_cmd: 'node server.js',
       root_dir: '.',
-      port_override: await freePort(),
+      port_override: await quietPort(),
       services: [],
     };
     expect(tableViolations(config, BUILD_CONFIG)).toEqual([]);
@@ -326,13 +326,14 @@ describe('§2.2 and §8: services', () => {
       }),
       headers: { 'content-type': 'application/gzip' },
     });
+    const ports = await quietPorts(3);
     const body = {
       install_cmd: 'true',
       build_cmd: 'true',
       start_cmd: 'node server.js',
       root_dir: '.',
-      port_override: await freePort(),
-      services: [service('web', await freePort()), service('api', await freePort())],
+      port_override: ports[0],
+      services: [service('web', ports[1]!), service('api', ports[2]!)],
     };
     expect(tableViolations(body, BUILD_CONFIG)).toEqual([]);
     const saved = await api(`/projects/${project.id}/build-config`, { method: 'PUT', body });
@@ -376,15 +377,16 @@ describe('§2.2 and §8: services', () => {
       headers: { 'content-type': 'application/gzip' },
     });
     expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
+    const primaryPorts = await quietPorts(2);
     const body = {
       root_dir: 'app',
       start_cmd: 'node server.js',
-      port_override: await freePort(),
+      port_override: primaryPorts[0],
       services: [
         {
           name: 'api',
           root_dir: 'api',
-          port: await freePort(),
+          port: primaryPorts[1]!,
           start_cmd: 'node server.js',
           env_overrides: { SERVICE_NAME: 'api' },
         },
@@ -415,13 +417,14 @@ describe('§2.2 and §8: services', () => {
       { name: 'Blank', subdomain: 'spec-blank', deploy_source: 'upload' },
       PROJECT,
     );
+    const blankPorts = await quietPorts(2);
     const body = {
       install_cmd: '',
       build_cmd: '',
       start_cmd: '',
       root_dir: '',
-      port_override: await freePort(),
-      services: [service('api', await freePort(), { root_dir: '', install_cmd: '', build_cmd: '' })],
+      port_override: blankPorts[0],
+      services: [service('api', blankPorts[1]!, { root_dir: '', install_cmd: '', build_cmd: '' })],
     };
     expect(tableViolations(body, BUILD_CONFIG)).toEqual([]);
     const result = await api(`/projects/${project.id}/build-config`, { method: 'PUT', body });
@@ -442,7 +445,7 @@ describe('§2.2 and §8: services', () => {
     );
     const result = await api(`/projects/${project.id}/build-config`, {
       method: 'PUT',
-      body: { services: [service('api', await freePort(), { start_cmd: '' })] },
+      body: { services: [service('api', await quietPort(), { start_cmd: '' })] },
     });
     expect(result.status).toBe(422);
   });
@@ -523,7 +526,7 @@ describe('§2.2: root_dir', () => {
       { name: 'Nested', subdomain: 'spec-rootdir', repo_url: url, branch: 'main' },
       REPOSITORY_PROJECT,
     );
-    const body = { root_dir: 'app', start_cmd: 'node server.js', port_override: await freePort() };
+    const body = { root_dir: 'app', start_cmd: 'node server.js', port_override: await quietPort() };
     expect(tableViolations(body, BUILD_CONFIG).filter((v) => !v.endsWith(': missing'))).toEqual([]);
     const saved = await api(`/projects/${project.id}/build-config`, { method: 'PUT', body });
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
