@@ -3,6 +3,7 @@
 // runtime) and for their control groups (sandbox runtime); a plan that leaves a resource out gets
 // the operator's default; moving an account to another plan applies at its projects' next start.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformConfigInput } from '../../src/server/config.js';
@@ -31,6 +32,8 @@ function as(tp: TestPlatform, key: string): TestPlatform {
 }
 
 const engineMissing = await requireEngine();
+/** This run's, in the build steps (see measured). */
+const RUN = randomBytes(6).toString('hex');
 const images = testImages() ?? { node: 'unset', python: 'unset' };
 
 describe.skipIf(engineMissing !== null)('plan resources on the container runtime', () => {
@@ -60,14 +63,18 @@ describe.skipIf(engineMissing !== null)('plan resources on the container runtime
     return (await docker.getContainer(container!.Id).inspect()).HostConfig;
   }
 
-  /** A source whose own Dockerfile prints the build's memory ceiling as a build step. */
+  /**
+   * A source whose own Dockerfile prints the build's memory ceiling as a build step. The step names a
+   * value of this run: a step the engine's cache holds (a run stopped before it cleaned up built the
+   * same) would print nothing.
+   */
   const measured = (greeting: string) => ({
     ...nodeApp(greeting),
     Dockerfile: [
       `FROM ${images.node}`,
       'WORKDIR /srv',
       'COPY server.js .',
-      'RUN echo "build memory ceiling: $(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"',
+      `RUN echo "run ${RUN}; build memory ceiling: $(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"`,
       'ENV PORT=8080',
       'EXPOSE 8080',
       'CMD ["node", "server.js"]',
