@@ -97,13 +97,11 @@ export default defineConfig({
           name: 'main',
           include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
           maxWorkers: PARALLEL,
-          // PostgreSQL's own suites, and several nodes on one database: the postgres project runs them.
+          // PostgreSQL's own suites (the postgres project) and several nodes on one database (cluster).
           exclude: [
             'test/integration/store-postgres.test.ts',
             'test/integration/migrate-store.test.ts',
-            'test/integration/cluster.test.ts',
-            'test/integration/cluster-kill.test.ts',
-            'test/integration/cluster-tls.test.ts',
+            ...CLUSTER_SUITES,
           ],
         },
       },

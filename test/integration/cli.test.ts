@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/server/runtime/process.js';
 import { describeLocation } from '../../src/server/store/location.js';
 import { call } from '../helpers/platform.js';
-import { assertBuilt, storeEnv, wharfBin } from '../helpers/cli.js';
+import { type CliResult, assertBuilt, runWharf, storeEnv, wharfBin } from '../helpers/cli.js';
 import { testDatabase } from '../helpers/test-store.js';
 
 const bin = wharfBin;
@@ -21,31 +21,8 @@ function tempDir(): string {
   return dir;
 }
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const store = await storeEnv(args, env);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      env: { ...process.env, ...store, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** `wharf <args>` with this process's environment and `env` (runWharf: the store's too). */
+const run = (args: string[], env: Record<string, string> = {}): Promise<CliResult> => runWharf(args, { env });
 
 interface RunningCli {
   child: ChildProcess;
