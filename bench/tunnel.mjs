@@ -26,6 +26,7 @@
 // path).
 // --bulk-only: the bulk streams alone (download and upload, with the RSS), e.g. to profile them;
 // --direction download|upload: one of the two.
+// --capture on|off (with --quick): that way alone, e.g. for a profile of one of them.
 // --rate N (with --quick): N requests/s offered instead of as many as wrk gets through: the CPU per
 // request then compares two versions without the saturated machine's noise.
 //
@@ -60,6 +61,7 @@ const { values } = parseArgs({
     direction: { type: 'string' },
     rate: { type: 'string' },
     body: { type: 'string', default: '13 B' },
+    capture: { type: 'string' },
   },
 });
 
@@ -128,7 +130,8 @@ function answerStats(close = async () => undefined) {
       process.send({ cmd: 'peak', peak: Math.max(peak, process.memoryUsage.rss()) });
     } else if (message?.cmd === 'cpu') {
       const { user, system } = process.cpuUsage();
-      process.send({ cmd: 'cpu', micros: user + system, user, system });
+      const faults = process.resourceUsage().minorPageFault;
+      process.send({ cmd: 'cpu', micros: user + system, user, system, faults });
     }
   });
   process.on('disconnect', () => close().finally(() => process.exit(0)));
@@ -208,6 +211,11 @@ function start(mode, args = []) {
   });
 }
 
+/** Capture off then on in even rounds, on then off in odd ones: drift between the two evens out. */
+function inTurn(round) {
+  return round % 2 === 0 ? [false, true] : [true, false];
+}
+
 /** Paired measurements `{ on, off }`: their medians, and the median cost (1 - on/off) of the pairs. */
 function summarizePairs(pairs) {
   const costs = pairs.map((p) => 1 - p.on / p.off);
@@ -279,10 +287,10 @@ async function load(target, path, connections) {
  * --quick --rate N: N requests/s offered (autocannon), below what the tunnel can take, so that the CPU
  * per request is what the data path costs and not also what a saturated machine batches less.
  */
-async function fixedRate(target, rate) {
+async function fixedRate(target, path, rate) {
   const { default: autocannon } = await import('autocannon');
   const result = await autocannon({
-    url: `http://127.0.0.1:${target.port}/small`,
+    url: `http://127.0.0.1:${target.port}${path}`,
     headers: { host: target.host },
     connections: 50,
     overallRate: rate,
@@ -297,24 +305,28 @@ async function fixedRate(target, rate) {
 async function quick(targets, cpuOf, platform, client, rounds) {
   const quickPath = new Map(BODIES).get(values.body);
   if (!quickPath) throw new Error(`--body is one of ${BODIES.map(([name]) => `'${name}'`).join(', ')}`);
+  if (values.capture !== undefined && !['on', 'off'].includes(values.capture))
+    throw new Error('--capture is on or off');
   const setCapture = (on) =>
     Promise.all([ask(platform.child, { cmd: 'capture', on }), ask(client.child, { cmd: 'capture', on })]);
   const measure = async (target) => {
     const before = await cpuOf();
     const result = values.rate
-      ? await fixedRate(target, Number(values.rate))
+      ? await fixedRate(target, quickPath, Number(values.rate))
       : await load(target, quickPath, 50);
     const after = await cpuOf();
     return {
       rps: result.requests,
       edge: (after.edge - before.edge) / result.total,
       client: (after.client - before.client) / result.total,
+      edgeFaults: (after.edgeFaults - before.edgeFaults) / result.total,
+      clientFaults: (after.clientFaults - before.clientFaults) / result.total,
     };
   };
   const rows = { direct: [], on: [], off: [] };
   for (let round = 0; round < Math.max(rounds, 3); round++) {
     rows.direct.push(await measure(targets.direct));
-    for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+    for (const on of values.capture ? [values.capture === 'on'] : inTurn(round)) {
       await setCapture(on);
       rows[on ? 'on' : 'off'].push(await measure(targets.tunnel));
     }
@@ -325,9 +337,10 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
   for (const way of ['off', 'on']) {
     const r = rows[way];
+    if (r.length === 0) continue;
     const rps = median(r.map((x) => x.rps));
     console.log(
-      `  capture ${way.padEnd(3)}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs`,
+      `  capture ${way.padEnd(3)}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs; page faults/request: ${fmt(median(r.map((x) => x.edgeFaults)), 2)}, ${fmt(median(r.map((x) => x.clientFaults)), 2)}`,
     );
   }
 }
@@ -374,7 +387,12 @@ async function main() {
         ask(platform.child, { cmd: 'cpu' }),
         ask(client.child, { cmd: 'cpu' }),
       ]);
-      return { edge: edge.micros, client: tunnelClient.micros };
+      return {
+        edge: edge.micros,
+        client: tunnelClient.micros,
+        edgeFaults: edge.faults,
+        clientFaults: tunnelClient.faults,
+      };
     };
 
     console.log(
@@ -509,7 +527,7 @@ async function main() {
       const pairs = [];
       for (let round = 0; round < captureRounds; round++) {
         const pair = {};
-        for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+        for (const on of inTurn(round)) {
           await setCapture(on);
           const result = await load(targets.tunnel, path, 50);
           pair[on ? 'on' : 'off'] = result.requests;
@@ -521,7 +539,7 @@ async function main() {
     const bulkPairs = [];
     for (let round = 0; round < 3; round++) {
       const pair = {};
-      for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+      for (const on of inTurn(round)) {
         await setCapture(on);
         pair[on ? 'on' : 'off'] = await bulk(
           targets.tunnel.port,

@@ -182,7 +182,7 @@ export class Http1Framer {
       }
       if (error !== RAW) throw error;
       this.raw = true;
-      if (this.mark < chunk.length) this.out.push(chunk.subarray(this.mark));
+      if (this.mark < chunk.length) this.pass(chunk.subarray(this.mark));
       return { out: this.out, rest: null };
     }
     if (parsed instanceof FramingError) throw parsed;
@@ -197,7 +197,7 @@ export class Http1Framer {
         this.headBytes += chunk.length - this.mark;
         // As large as Node's own server takes (16 KiB): a head that never ends must not grow forever.
         if (this.headBytes > maxHeaderSize) throw framingError('a head over the size limit');
-      } else this.out.push(chunk.subarray(this.mark));
+      } else this.pass(chunk.subarray(this.mark));
     }
     return { out: this.out, rest: null };
   }
@@ -227,6 +227,22 @@ export class Http1Framer {
     }
   }
 
+  /**
+   * Adds bytes to pass on; bytes that follow the last ones in memory (a head passed unchanged, then
+   * the body after it in the same chunk) widen that view instead, so the caller has one buffer to
+   * write where it would otherwise have copied the parts into a new one.
+   */
+  private pass(part: Buffer): void {
+    const last = this.out.at(-1);
+    if (
+      last !== undefined &&
+      last.buffer === part.buffer &&
+      last.byteOffset + last.length === part.byteOffset
+    )
+      this.out[this.out.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + part.length);
+    else this.out.push(part);
+  }
+
   private onHead(info: HeadInfo): number {
     const offset = this.parser.offset;
     const tail = this.chunk.subarray(this.mark, offset);
@@ -250,7 +266,7 @@ export class Http1Framer {
       this.rest = Buffer.concat([raw, this.chunk.subarray(offset)]);
       throw STOPPED;
     }
-    this.out.push(decision?.replace ?? raw);
+    this.pass(decision?.replace ?? raw);
     this.mark = offset;
     this.inHead = false;
     if (head.upgrade && this.kind === 'request') this.holdAfterMessage = true;
@@ -260,7 +276,7 @@ export class Http1Framer {
 
   private onMessageEnd(): void {
     const offset = this.parser.offset;
-    if (!this.inHead && offset > this.mark) this.out.push(this.chunk.subarray(this.mark, offset));
+    if (!this.inHead && offset > this.mark) this.pass(this.chunk.subarray(this.mark, offset));
     this.mark = offset;
     this.inHead = true;
     this.handlers.end?.();

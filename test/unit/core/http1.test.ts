@@ -203,6 +203,28 @@ describe('Http1Framer on responses', () => {
     expect(ends).toBe(3);
   });
 
+  it('hands out a chunk passed unchanged as one view of it, and a replaced head apart from the rest', () => {
+    const chunk = Buffer.from(
+      'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbodyHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nend',
+    );
+    const asIs = new Http1Framer('response', { head: () => undefined }).write(chunk).out;
+    expect(asIs).toHaveLength(1);
+    // The same memory, not a copy: the caller writes it without joining parts.
+    expect(asIs[0]!.buffer).toBe(chunk.buffer);
+    expect(asIs[0]!.byteOffset).toBe(chunk.byteOffset);
+    expect(asIs[0]!.equals(chunk)).toBe(true);
+
+    const replaced = new Http1Framer('response', {
+      head: (head) => (head.status === 200 ? { replace: Buffer.from('HTTP/1.1 200 OK\r\n\r\n') } : undefined),
+    }).write(chunk).out;
+    expect(replaced.map((part) => part.toString())).toEqual([
+      'HTTP/1.1 200 OK\r\n\r\n',
+      'body',
+      'HTTP/1.1 200 OK\r\n\r\n',
+      'end',
+    ]);
+  });
+
   it('ends a body without length when the stream does', () => {
     let body = '';
     let ended = false;
