@@ -2,10 +2,11 @@
 // started), with its output read line by line, and a health check that waits for its port. The
 // runtime's `process` driver builds on this; the `sandbox` driver wraps the same command in bwrap.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import type { Writable } from 'node:stream';
 import { readLines } from './lines.js';
-import { canCheckPortOwners, groupHoldsPort, groupMembers } from './ports.js';
+import { canCheckPortOwners, groupHoldsPort, groupMembers, portIsFree } from './ports.js';
 
 export interface ProcessSpec {
   /** A shell command line, run with /bin/sh -c. */
@@ -161,14 +162,58 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** A port free on 127.0.0.1 right now, for an app's PORT. */
-export function freePort(): Promise<number> {
+/** Where the kernel takes the local ports of outgoing connections from (Linux's default if unknown). */
+export function ephemeralPorts(rangeFile = '/proc/sys/net/ipv4/ip_local_port_range'): [number, number] {
+  try {
+    const [low, high] = readFileSync(rangeFile, 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high) && low! > 0 && low! <= high!) return [low!, high!];
+  } catch {
+    // not Linux, or no /proc: the default
+  }
+  return [32_768, 60_999];
+}
+
+/** App ports come from here, below the ephemeral range (and above the ports people pick by hand). */
+const APP_PORTS_FROM = 20_000;
+/** A port handed out stays its app's for this long, whether or not it listens yet. */
+const HANDED_OUT_MS = 60_000;
+const handedOut = new Map<number, number>();
+
+/**
+ * A port free on 127.0.0.1 right now, for an app's PORT. It is taken below the kernel's ephemeral
+ * range: a port found free in that range can be taken by any outgoing connection on the machine (a
+ * busy platform makes many) before the app listens on it, and that start then fails its health check.
+ * Two apps starting at once never get the same one. Where the range leaves no room below it, the
+ * kernel picks, as before.
+ */
+export async function freePort(range: [number, number] = ephemeralPorts()): Promise<number> {
+  const now = Date.now();
+  for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
+  const [low] = range;
+  const high = low - 1;
+  if (high - APP_PORTS_FROM >= 1_000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = APP_PORTS_FROM + Math.floor(Math.random() * (high - APP_PORTS_FROM + 1));
+      if (handedOut.has(port)) continue;
+      // Held while it is looked at, so that a start beside this one cannot pick it meanwhile.
+      handedOut.set(port, now);
+      if (await portIsFree(port)) return port;
+      handedOut.delete(port);
+    }
+  }
+  const port = await listenOnce(0);
+  handedOut.set(port, now);
+  return port;
+}
+
+/** Listens on `port` of 127.0.0.1 (0: any) and closes again; the port it had. */
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+    server.listen(port, '127.0.0.1', () => {
+      const { port: bound } = server.address() as { port: number };
+      server.close(() => resolve(bound));
     });
   });
 }

@@ -1,5 +1,5 @@
 // The runtime's process layer on real processes: output by line, process groups, health checks.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/poll.js';
 import {
   HealthCheckError,
+  ephemeralPorts,
   freePort,
   startProcess,
   waitForPort,
@@ -127,5 +128,51 @@ describe('waitForPort', () => {
     const port = await freePort();
     const { proc } = start(server, { PORT: String(port) });
     await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited, owner: proc.pid });
+  });
+});
+
+describe('freePort', () => {
+  it('hands out ports below the kernel’s ephemeral range, free, and never the same one twice at once', async () => {
+    const [low] = ephemeralPorts();
+    const ports = await Promise.all(Array.from({ length: 40 }, () => freePort()));
+    expect(new Set(ports).size).toBe(ports.length);
+    for (const port of ports) {
+      expect(port).toBeGreaterThanOrEqual(20_000);
+      expect(port).toBeLessThan(low);
+    }
+  });
+
+  it('passes over a port something listens on', async () => {
+    // A range that leaves 1,001 ports below it (20000–21000): one of them held, 200 asked for.
+    const held = createServer();
+    await new Promise<void>((resolve) => held.listen(20_500, '127.0.0.1', resolve));
+    try {
+      const ports = await Promise.all(Array.from({ length: 200 }, () => freePort([21_001, 60_999])));
+      expect(ports).not.toContain(20_500);
+      for (const port of ports) expect(port).toBeLessThanOrEqual(21_000);
+    } finally {
+      held.close();
+    }
+  });
+
+  it('lets the kernel pick where the ephemeral range leaves no room below it', async () => {
+    const port = await freePort([1_024, 65_535]);
+    expect(port).toBeGreaterThan(0);
+    expect(
+      await new Promise((resolve) => {
+        const server = createServer();
+        server.once('error', () => resolve(false));
+        server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+      }),
+    ).toBe(true);
+  });
+
+  it('reads the range from the kernel, and falls back to Linux’s default on a file it cannot read', () => {
+    const file = join(cwd, 'ip_local_port_range');
+    writeFileSync(file, '40000\t50000\n');
+    expect(ephemeralPorts(file)).toEqual([40_000, 50_000]);
+    writeFileSync(file, 'not a range\n');
+    expect(ephemeralPorts(file)).toEqual([32_768, 60_999]);
+    expect(ephemeralPorts(join(cwd, 'missing'))).toEqual([32_768, 60_999]);
   });
 });
