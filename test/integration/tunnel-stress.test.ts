@@ -168,10 +168,32 @@ beforeAll(async () => {
   appPort = app.port;
 });
 
+/**
+ * Runs one step of the teardown; one still under way after 10 s says which it is and what the process
+ * is waiting on (this teardown went past the hook's 30 s twice in about eight full runs, never alone).
+ */
+async function step(name: string, run: () => Promise<unknown>): Promise<void> {
+  const started = Date.now();
+  const watch = setTimeout(() => {
+    const waiting = process.getActiveResourcesInfo().reduce<Record<string, number>>((counts, kind) => {
+      counts[kind] = (counts[kind] ?? 0) + 1;
+      return counts;
+    }, {});
+    console.warn(`tunnel-stress teardown: ${name} still under way after 10 s; waiting on`, waiting);
+  }, 10_000);
+  try {
+    await run();
+  } finally {
+    clearTimeout(watch);
+    if (Date.now() - started > 10_000)
+      console.warn(`tunnel-stress teardown: ${name} took ${Date.now() - started} ms`);
+  }
+}
+
 afterAll(async () => {
-  await Promise.all([...clients].map((c) => c.stop()));
-  await app?.close();
-  await tp?.close();
+  await step('the clients stopping', () => Promise.all([...clients].map((c) => c.stop())));
+  await step('the local app closing', async () => app?.close());
+  await step('the platform closing', async () => tp?.close());
 });
 
 describe.each(['raw', 'websocket'] as const)('over the %s transport', (transport) => {
