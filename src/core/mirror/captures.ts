@@ -23,7 +23,7 @@ import type SQLite from 'better-sqlite3';
 import type { CapturedRequest, CapturedRequestDetail } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficQuery, TrafficTunnel } from '../../shared/bridge.js';
 import { parseBridgeInput } from '../../shared/bridge-inputs.js';
-import type { CapturedExchange } from '../capture/capture.js';
+import { type CapturedExchange, Scratch, bodyInto, bodyLength } from '../capture/capture.js';
 import { capturedTunnels, listCaptures, tunnelMatch } from './captures-query.js';
 import { indexedText } from './captures-text.js';
 
@@ -105,6 +105,8 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
   private budgetMs: number;
   private budgetAt = performance.now();
   private chunkStartedAt: number | null = null;
+  /** Where bodies still in parts are joined to be written (see bodyInto). */
+  private readonly scratch = { request: new Scratch(), response: new Scratch() };
   /** Exchanges kept without their bodies since this store opened, to stay within the budget. */
   shedBodies = 0;
 
@@ -180,7 +182,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     let bytes = 0;
     while (count < this.pending.length && count < CHUNK_EXCHANGES && bytes < CHUNK_BYTES) {
       const { exchange } = this.pending[count]!;
-      bytes += exchange.requestBody.length + exchange.responseBody.length;
+      bytes += bodyLength(exchange, 'request') + bodyLength(exchange, 'response');
       count += 1;
     }
     const batch = this.pending.splice(0, count);
@@ -231,8 +233,11 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
   private write({ exchange, origin }: Pending): number | null {
     const keepBodies = this.bodiesAllowed(performance.now());
     const request = exchange.request;
-    const requestBody = keepBodies ? exchange.requestBody : EMPTY;
-    const responseBody = keepBodies ? exchange.responseBody : EMPTY;
+    // Joined into buffers of the Mirror's own, not of each exchange's: SQLite copies them at once.
+    const requestBody = keepBodies ? bodyInto(exchange, 'request', this.scratch.request) : EMPTY;
+    const responseBody = keepBodies ? bodyInto(exchange, 'response', this.scratch.response) : EMPTY;
+    const requestSize = bodyLength(exchange, 'request');
+    const responseSize = bodyLength(exchange, 'response');
     const json = JSON.stringify(request);
     const text = indexedText(request, requestBody, responseBody, {
       request: exchange.requestBodyTruncated,
@@ -263,15 +268,15 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     });
     if (result.changes === 0) return null;
     const seq = Number(result.lastInsertRowid);
-    const shed = !keepBodies && (exchange.requestBody.length > 0 || exchange.responseBody.length > 0);
+    const shed = !keepBodies && (requestSize > 0 || responseSize > 0);
     if (shed) this.shedBodies += 1;
     this.statements.insertBodies.run(
       seq,
       requestBody.length > 0 ? requestBody : null,
       responseBody.length > 0 ? responseBody : null,
       // A body not kept counts as cut short: none of its bytes are here.
-      exchange.requestBodyTruncated || requestBody.length < exchange.requestBody.length ? 1 : 0,
-      exchange.responseBodyTruncated || responseBody.length < exchange.responseBody.length ? 1 : 0,
+      exchange.requestBodyTruncated || requestBody.length < requestSize ? 1 : 0,
+      exchange.responseBodyTruncated || responseBody.length < responseSize ? 1 : 0,
     );
     this.statements.insertText.run(seq, request.method, text.path, text.headers, text.body);
     return bytes;

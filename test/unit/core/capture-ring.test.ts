@@ -6,6 +6,9 @@ import {
   Exchange,
   RawHead,
   ResponseHeadReader,
+  Scratch,
+  bodyInto,
+  bodyLength,
   formatAddress,
   headerList,
   hostOfAddress,
@@ -42,6 +45,59 @@ describe('BodyTap', () => {
     expect(tap.body.toString()).toBe('abcde');
     expect(tap.size).toBe(8);
     expect(tap.truncated).toBe(true);
+  });
+});
+
+describe('a finished exchange’s bodies', () => {
+  /** A response body in two reads of their own, as a socket hands them out (mostly body bytes). */
+  function twoReads(): Exchange {
+    const e = exchange(0);
+    e.responseBody.push(Buffer.alloc(60_000, 'a'));
+    e.responseBody.push(Buffer.alloc(5_536, 'b'));
+    return e;
+  }
+
+  it('are joined into the reader’s own buffer when it copies them on, and into one of their own when read', () => {
+    const finished = twoReads().finish();
+    const scratch = new Scratch();
+    expect(bodyLength(finished, 'response')).toBe(65_536);
+    const joined = bodyInto(finished, 'response', scratch);
+    expect(joined.length).toBe(65_536);
+    expect(joined.subarray(59_999, 60_001).toString()).toBe('ab');
+    // The scratch again, for the next exchange: no buffer of the body's size per exchange.
+    const again = bodyInto(twoReads().finish(), 'response', scratch);
+    expect(again.buffer).toBe(joined.buffer);
+    // Read as a buffer: joined once, the same buffer each time, equal to what the scratch got.
+    const body = finished.responseBody;
+    expect(body).toBe(finished.responseBody);
+    expect(body.equals(Buffer.concat([Buffer.alloc(60_000, 'a'), Buffer.alloc(5_536, 'b')]))).toBe(true);
+    expect(body.buffer).not.toBe(joined.buffer);
+    // Once joined, a reader that copies it on gets that buffer.
+    expect(bodyInto(finished, 'response', scratch)).toBe(body);
+  });
+
+  it('never hold a larger chunk for a small body: those few bytes are copied out as the exchange ends', () => {
+    const e = exchange(0);
+    const read = Buffer.alloc(64 * 1024, 'x');
+    e.responseBody.push(read.subarray(100, 113));
+    e.responseBody.push(read.subarray(200, 210));
+    const finished = e.finish();
+    read.fill('y');
+    const body = bodyInto(finished, 'response', new Scratch());
+    expect(body.toString()).toBe('x'.repeat(23));
+    expect(body.buffer).not.toBe(read.buffer);
+  });
+
+  it('a body in one chunk of its own, or none, is that buffer', () => {
+    const e = exchange(0);
+    // Buffer.alloc makes a buffer of its own (Buffer.from may give a slice of a shared pool).
+    const only = Buffer.alloc(4, 'only');
+    e.responseBody.push(only);
+    const finished = e.finish();
+    expect(bodyInto(finished, 'response', new Scratch())).toBe(only);
+    expect(finished.responseBody).toBe(only);
+    expect(bodyLength(finished, 'request')).toBe(0);
+    expect(finished.requestBody.length).toBe(0);
   });
 });
 

@@ -172,6 +172,41 @@ describe('CaptureStore', () => {
     expect(mirror.captures.get(bare.request.id)!.detail.response_body_truncated).toBe(false);
   });
 
+  it('writes bodies that came in several chunks, each its own, from one batch', async () => {
+    const mirror = open();
+    const sent = Array.from({ length: 5 }, (_, i) => {
+      const e = new Exchange({
+        tunnelId: 'tun_x',
+        method: 'POST',
+        path: `/parts/${i}`,
+        url: `http://demo.tunnel.localhost/parts/${i}`,
+        httpVersion: 'HTTP/1.1',
+        requestHeaders: [],
+        remoteAddr: '127.0.0.1:50000',
+      });
+      // Chunks of their own, mostly body: kept as they came until the Mirror writes them.
+      e.requestBody.push(Buffer.alloc(3_000 + i, `q${i}`));
+      e.requestBody.push(Buffer.alloc(2_000, `r${i}`));
+      e.response(200, []);
+      e.responseBody.push(Buffer.alloc(40_000 - i, `s${i}`));
+      e.responseBody.push(Buffer.alloc(30_000, `t${i}`));
+      const expected = {
+        request: Buffer.concat([Buffer.alloc(3_000 + i, `q${i}`), Buffer.alloc(2_000, `r${i}`)]),
+        response: Buffer.concat([Buffer.alloc(40_000 - i, `s${i}`), Buffer.alloc(30_000, `t${i}`)]),
+      };
+      mirror.captures.add(e.finish(), origin);
+      return { id: e.id, expected };
+    });
+    await until(() => sent.every(({ id }) => mirror.captures.get(id) !== null), 'the batch stored');
+    for (const { id, expected } of sent) {
+      const { detail } = mirror.captures.get(id)!;
+      expect(Buffer.from(detail.request_body!, 'base64').equals(expected.request)).toBe(true);
+      expect(Buffer.from(detail.response_body!, 'base64').equals(expected.response)).toBe(true);
+      expect(detail.request_size).toBe(expected.request.length);
+      expect(detail.response_body_truncated).toBe(false);
+    }
+  });
+
   it('keeps the truncation flags', () => {
     const mirror = open();
     const e = new Exchange({
