@@ -14,8 +14,10 @@
 //  3. Capture on versus off (edge and client), for the same loads, in rounds that measure off and on
 //     back to back; the cost is the median of the rounds (a shared machine drifts more than it).
 // Targets (issue 17): tunnel >= 0.3 of direct for 13 B and >= 0.1 for 64 KiB at 50 connections; Node
-// edge >= 0.25 of direct for 13 B at 50; bulk >= 0.5 of direct; added p50 under 1 ms at 1 connection;
-// RSS under 150 MB while streaming; capture costs under 10 %.
+// edge >= 0.25 of direct for 13 B at 50; added p50 under 1 ms at 1 connection; RSS under 150 MB while
+// streaming; capture costs under 10 %. Bulk is reported beside them, against the floor two plain relays
+// reach on the same machine (bench/relay-floor.mjs): issue 17 sets it no target (an earlier version of
+// this bench asked 0.5 of direct, beyond that floor on 2 cores).
 // Usage: npm run build && node bench/tunnel.mjs [--duration 4] [--rounds 2] [--bulk-mib 1024] [--strict]
 // --strict: exit non-zero when a target is missed. --transport websocket: the tunnel's fallback transport.
 // --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
@@ -72,7 +74,6 @@ const TARGETS = {
   tunnelSmall: 0.3,
   tunnelMedium: 0.1,
   edgeSmall: 0.25,
-  bulk: 0.5,
   addedP50Ms: 1,
   rssMb: 150,
   captureCost: 0.1,
@@ -584,10 +585,6 @@ async function main() {
         edgeSmall >= TARGETS.edgeSmall,
       ],
       [
-        `bulk: ${fmt(bulkRatio, 2)} of direct, the slower direction (target >= ${TARGETS.bulk})`,
-        bulkRatio >= TARGETS.bulk,
-      ],
-      [
         `added p50 at 1 connection: ${fmt(addedP50, 2)} ms, the larger response (target < ${TARGETS.addedP50Ms} ms)`,
         addedP50 < TARGETS.addedP50Ms,
       ],
@@ -605,6 +602,9 @@ async function main() {
       console.log(`  ${ok ? 'PASS' : 'MISS'}  ${text}`);
       if (!ok) misses.push(text);
     }
+    console.log(
+      `  (bulk: ${fmt(bulkRatio, 2)} of direct, the slower direction: no target of issue 17; node bench/relay-floor.mjs measures the floor two plain relays reach)`,
+    );
     if (values.strict && misses.length > 0) process.exitCode = 1;
   } finally {
     for (const child of children) child.disconnect();
