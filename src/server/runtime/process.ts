@@ -201,19 +201,19 @@ export async function freePort(range: [number, number] = ephemeralPorts()): Prom
       handedOut.delete(port);
     }
   }
-  const port = await listenOnce(0);
+  const port = await portTheKernelPicks();
   handedOut.set(port, now);
   return port;
 }
 
-/** Listens on `port` of 127.0.0.1 (0: any) and closes again; the port it had. */
-function listenOnce(port: number): Promise<number> {
+/** A port of 127.0.0.1 the kernel gives a listener, free again once it is closed. */
+function portTheKernelPicks(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      const { port: bound } = server.address() as { port: number };
-      server.close(() => resolve(bound));
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
     });
   });
 }
