@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { readLines } from './lines.js';
 import { canCheckPortOwners, groupHoldsPort, groupMembers, portIsFree } from './ports.js';
 
@@ -17,6 +17,8 @@ export interface ProcessSpec {
   argv?: string[];
   /** Written to the program's fd 3, then closed (the sandbox's script holding the app's variables). */
   script?: string;
+  /** A pipe on the program's fd 4, whose text `RunningProcess.status` gives (bwrap's --json-status-fd). */
+  statusPipe?: boolean;
   /**
    * Each line the command writes, without its newline; lines longer than 16 KiB come in marked pieces
    * (lines.ts), so no output can grow the platform's memory.
@@ -33,6 +35,11 @@ export interface RunningProcess {
   pid: number;
   /** Settles when the command's own process has exited. */
   exited: Promise<ProcessExit>;
+  /**
+   * With `statusPipe`: what the program wrote on its fd 4 (its first 4 KiB), once every holder of the
+   * pipe closed it or a second after the program exited, whichever is first.
+   */
+  status?: Promise<string>;
   /** SIGTERM to the whole group, SIGKILL after `graceMs`; resolves once the process has exited. */
   stop(graceMs?: number): Promise<ProcessExit>;
 }
@@ -44,7 +51,13 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
     env: spec.env,
     // Its own process group: kill(-pid) then reaches every process the command starts.
     detached: true,
-    stdio: spec.script === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'],
+    stdio: [
+      'ignore',
+      'pipe',
+      'pipe',
+      spec.script === undefined ? 'ignore' : 'pipe',
+      spec.statusPipe ? 'pipe' : 'ignore',
+    ],
   });
   if (spec.script !== undefined) {
     const fd3 = child.stdio[3] as Writable;
@@ -59,6 +72,7 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
       resolve({ code: 127, signal: null });
     });
   });
+  const status = spec.statusPipe ? readStatus(child.stdio[4] as Readable, exited) : undefined;
   for (const [name, stream] of [
     ['stdout', child.stdout!],
     ['stderr', child.stderr!],
@@ -75,6 +89,7 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
   return {
     pid: child.pid ?? -1,
     exited,
+    ...(status && { status }),
     async stop(graceMs = 5_000) {
       signalGroup('SIGTERM');
       // The whole group gets the grace time, not only the command's shell: under `sh -c 'npm start'`
@@ -91,6 +106,25 @@ export function startProcess(spec: ProcessSpec): RunningProcess {
       return exit;
     },
   };
+}
+
+const STATUS_LIMIT = 4096;
+
+function readStatus(pipe: Readable, exited: Promise<ProcessExit>): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  pipe.on('data', (chunk: Buffer) => {
+    if (length >= STATUS_LIMIT) return;
+    chunks.push(chunk.subarray(0, STATUS_LIMIT - length));
+    length += chunk.length;
+  });
+  pipe.on('error', () => undefined);
+  const text = () => Buffer.concat(chunks).toString('utf8');
+  return new Promise((resolve) => {
+    pipe.once('close', () => resolve(text()));
+    // A process the program left behind may hold the pipe open: what came by then is the status.
+    void exited.then(() => setTimeout(() => resolve(text()), 1_000).unref());
+  });
 }
 
 /**
@@ -116,21 +150,23 @@ export class HealthCheckError extends Error {}
 
 /**
  * Resolves once the app accepts TCP connections on 127.0.0.1:`port`; rejects when `exited` settles
- * first (the app died) or after `timeoutMs`. With `owner` (the app's process group), the listening
- * socket must belong to that group: a port some other program holds is not this app being up.
+ * first (the app died) or after `timeoutMs`. With `owner` (the app's process group, asked at each
+ * check: a sandbox started again has a new one), the listening socket must belong to that group: a port
+ * some other program holds is not this app being up.
  */
 export async function waitForPort(
   port: number,
-  options: { timeoutMs: number; exited?: Promise<ProcessExit>; owner?: number },
+  options: { timeoutMs: number; exited?: Promise<ProcessExit>; owner?: () => number },
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   let died: ProcessExit | null = null;
   let heldByOther = false;
-  const checkOwner = options.owner !== undefined && options.owner > 0 && canCheckPortOwners();
+  const checkOwner = options.owner !== undefined && canCheckPortOwners();
   void options.exited?.then((exit) => (died = exit));
   for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
     if (await accepts(port)) {
-      if (!checkOwner || groupHoldsPort(options.owner!, port)) return;
+      const owner = options.owner?.() ?? -1;
+      if (!checkOwner || owner <= 0 || groupHoldsPort(owner, port)) return;
       heldByOther = true;
     }
     const other = heldByOther ? `; port ${port} is held by another program, not by this app` : '';

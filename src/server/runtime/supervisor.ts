@@ -346,7 +346,7 @@ export class Supervisor {
       await waitForPort(port, {
         timeoutMs: this.deps.config.healthTimeoutMs,
         exited: process.exited,
-        owner: process.pid,
+        owner: () => process.pid,
       });
     } catch (error) {
       build?.check();

@@ -116,7 +116,7 @@ describe('waitForPort', () => {
         // The app never listens: the port answers all the same, held by this test's own process.
         const { proc } = start('sleep 300');
         await expect(
-          waitForPort(port, { timeoutMs: 600, exited: proc.exited, owner: proc.pid }),
+          waitForPort(port, { timeoutMs: 600, exited: proc.exited, owner: () => proc.pid }),
         ).rejects.toThrow(`port ${port} is held by another program, not by this app`);
       } finally {
         squatter.close();
@@ -127,7 +127,7 @@ describe('waitForPort', () => {
   it.skipIf(process.platform !== 'linux')('takes the port once the app’s own process holds it', async () => {
     const port = await freePort();
     const { proc } = start(server, { PORT: String(port) });
-    await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited, owner: proc.pid });
+    await waitForPort(port, { timeoutMs: 10_000, exited: proc.exited, owner: () => proc.pid });
   });
 });
 

@@ -97,10 +97,16 @@ export class SandboxDriver implements CommandDriver {
 
   constructor(private readonly options: SandboxOptions) {
     this.bwrap = options.bwrap ?? 'bwrap';
-    const probe = spawnSync(this.bwrap, ['--ro-bind', '/', '/', '--unshare-pid', 'true'], {
-      encoding: 'utf8',
-      env: CLEAN_ENV,
-    });
+    let probe;
+    for (let attempt = 1; ; attempt++) {
+      probe = spawnSync(
+        this.bwrap,
+        ['--json-status-fd', '3', '--ro-bind', '/', '/', '--unshare-pid', 'true'],
+        { encoding: 'utf8', env: CLEAN_ENV, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] },
+      );
+      const status = (probe.output?.[3] as string | null | undefined) ?? '';
+      if (probe.error || probe.status === 0 || attempt === SETUP_ATTEMPTS || !setupFailed(status)) break;
+    }
     if (probe.error || probe.status !== 0) {
       throw new SandboxUnavailableError(
         `the sandbox runtime needs bubblewrap (bwrap), which ${
@@ -153,6 +159,7 @@ export class SandboxDriver implements CommandDriver {
     // prettier-ignore
     const bwrap = [
       this.bwrap,
+      '--json-status-fd', '4',
       '--ro-bind', '/', '/',
       '--dev', '/dev',
       '--proc', '/proc',
@@ -186,12 +193,15 @@ export class SandboxDriver implements CommandDriver {
           ];
     const groups = this.groups.get(spec.projectId)?.files ?? [];
     const join = groups.length === 0 ? [] : ['/bin/sh', '-c', JOIN_CGROUPS, 'sh', ...groups, '--'];
-    return startProcess({
-      ...spec,
-      env: CLEAN_ENV,
-      argv: [...join, ...bwrap, ...drop, '--', '/bin/sh', SCRIPT_PATH],
-      script: commandScript(spec.command, spec.env),
-    });
+    const start = () =>
+      startProcess({
+        ...spec,
+        env: CLEAN_ENV,
+        argv: [...join, ...bwrap, ...drop, '--', '/bin/sh', SCRIPT_PATH],
+        script: commandScript(spec.command, spec.env),
+        statusPipe: true,
+      });
+    return startAgainIfSetupFails(start, (line) => spec.onLine('stderr', line));
   }
 
   forget(projectId: string): void {
@@ -230,6 +240,66 @@ export class SandboxDriver implements CommandDriver {
       return existsSync(dir);
     });
   }
+}
+
+/**
+ * How many times one start of a sandbox is tried. bwrap's setup can fail on a busy machine: it remounts
+ * each mount under / read-only one by one, and one that goes away meanwhile (a container's file system
+ * on a machine that also runs Docker) fails the whole setup with "Unable to apply mount flags: remount
+ * ...: Invalid argument" (bubblewrap#650). Trying again finds the table as it is now.
+ */
+const SETUP_ATTEMPTS = 3;
+
+/**
+ * Whether bwrap's --json-status-fd output says the sandbox was created ("child-pid") but never ran the
+ * command: bwrap reports an "exit-code" only for a command it started. A failure before the sandbox
+ * existed (an unknown option, no namespaces) or in the command itself is not a setup failure.
+ */
+export function setupFailed(status: string): boolean {
+  let created = false;
+  for (const line of status.split('\n')) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof doc !== 'object' || doc === null) continue;
+    if ('exit-code' in doc) return false;
+    if ('child-pid' in doc) created = true;
+  }
+  return created;
+}
+
+/**
+ * A sandboxed command, started again (up to SETUP_ATTEMPTS times in all) when bwrap failed to set the
+ * sandbox up. Its pid is the current attempt's; `exited` settles with the last attempt's exit.
+ */
+function startAgainIfSetupFails(start: () => RunningProcess, note: (line: string) => void): RunningProcess {
+  let current = start();
+  let stopped = false;
+  const exited = (async () => {
+    for (let attempt = 1; ; attempt++) {
+      const exit = await current.exited;
+      const status = (await current.status) ?? '';
+      if (stopped || attempt === SETUP_ATTEMPTS || !setupFailed(status)) return exit;
+      note(`the sandbox could not be set up (attempt ${attempt} of ${SETUP_ATTEMPTS}); starting it again`);
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      if (stopped) return exit;
+      current = start();
+    }
+  })();
+  return {
+    get pid() {
+      return current.pid;
+    },
+    exited,
+    async stop(graceMs?: number) {
+      stopped = true;
+      await current.stop(graceMs);
+      return exited;
+    },
+  };
 }
 
 /**

@@ -1,0 +1,190 @@
+// The sandbox runtime when bubblewrap's setup fails: bwrap remounts every mount under / one by one, and
+// one that goes away meanwhile (a container's file system on a machine that also runs Docker) fails the
+// start with "Unable to apply mount flags: remount ...: Invalid argument" (bubblewrap#650). The driver
+// starts such a sandbox again; it never starts again a command that ran and failed.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SandboxDriver, setupFailed } from '../../src/server/runtime/drivers/host.js';
+import type { RunningProcess } from '../../src/server/runtime/process.js';
+
+const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
+const isRoot = process.getuid?.() === 0;
+
+const root = mkdtempSync(join(tmpdir(), 'wharf-sandbox-setup-'));
+const running: RunningProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop(1_000)));
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('setupFailed: what bwrap --json-status-fd says', () => {
+  it('is a setup failure when the sandbox was created and no command exit came', () => {
+    expect(setupFailed('{ "child-pid": 4321, "cgroup-namespace": 4026531835 }\n')).toBe(true);
+  });
+  it('is not one when the command ran (whatever its exit code)', () => {
+    expect(setupFailed('{ "child-pid": 4321 }\n{ "exit-code": 1 }\n')).toBe(false);
+    expect(setupFailed('{ "child-pid": 4321 }\n{ "exit-code": 0 }\n')).toBe(false);
+  });
+  it('is not one when bwrap never created the sandbox (nothing, or not JSON)', () => {
+    expect(setupFailed('')).toBe(false);
+    expect(setupFailed('bwrap: Unknown option --nope\n')).toBe(false);
+    expect(setupFailed('null\n"child-pid"\n[1]\n')).toBe(false);
+  });
+});
+
+/**
+ * A bwrap that fails its setup as the real one does (status "child-pid" on the --json-status-fd, the
+ * error on stderr, exit 1) on the calls for which `failing` (a shell test on the call's number $n; 1 is
+ * the driver's probe) holds, and is the real bwrap otherwise.
+ */
+function flakyBwrap(name: string, failing: string): { path: string; calls: () => number } {
+  const dir = join(root, name);
+  mkdirSync(dir);
+  const calls = join(dir, 'calls');
+  writeFileSync(calls, '');
+  const path = join(dir, 'bwrap');
+  writeFileSync(
+    path,
+    `#!/bin/sh
+echo call >> ${JSON.stringify(calls)}
+n=$(wc -l < ${JSON.stringify(calls)})
+if ${failing}; then
+  fd=
+  prev=
+  for a; do [ "$prev" = --json-status-fd ] && fd=$a; prev=$a; done
+  [ -n "$fd" ] && eval "echo '{ \\"child-pid\\": 99999 }' >&$fd"
+  echo 'bwrap: Can'"'"'t bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount "/newroot/var/lib/docker/overlay2/x/merged": Invalid argument' >&2
+  exit 1
+fi
+exec bwrap "$@"
+`,
+  );
+  chmodSync(path, 0o755);
+  return { path, calls: () => readFileSync(calls, 'utf8').split('\n').filter(Boolean).length };
+}
+
+function sandbox(bwrap: string): SandboxDriver {
+  return new SandboxDriver({ hidden: [join(root, 'hidden')], users: null, cgroups: null, bwrap });
+}
+
+function run(driver: SandboxDriver, command: string) {
+  const workspace = mkdtempSync(join(root, 'ws-'));
+  const lines: Array<[string, string]> = [];
+  const proc = driver.run({
+    projectId: 'p1',
+    command,
+    cwd: workspace,
+    env: { GREETING: 'hello from the sandbox' },
+    workspace,
+    onLine: (stream, line) => lines.push([stream, line]),
+  });
+  running.push(proc);
+  return { proc, lines };
+}
+
+describe.skipIf(!hasBwrap)('a sandbox whose setup fails', () => {
+  it('is started again, and the command runs once it is set up', async () => {
+    const bwrap = flakyBwrap('twice', '[ $n = 2 ] || [ $n = 3 ]');
+    const { proc, lines } = run(sandbox(bwrap.path), 'echo "$GREETING"; exit 0');
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+    expect(bwrap.calls()).toBe(4);
+    expect(lines).toContainEqual(['stdout', 'hello from the sandbox']);
+    const notes = lines.filter(([, line]) => line.startsWith('the sandbox could not be set up'));
+    expect(notes.map(([, line]) => line)).toEqual([
+      'the sandbox could not be set up (attempt 1 of 3); starting it again',
+      'the sandbox could not be set up (attempt 2 of 3); starting it again',
+    ]);
+    // What bwrap said stays in the log: the operator sees why it took more than one start.
+    expect(lines.filter(([, line]) => line.includes('Unable to apply mount flags'))).toHaveLength(2);
+  });
+
+  it('gives up after three starts, with bwrap’s own exit and message', async () => {
+    const bwrap = flakyBwrap('always', '[ $n -gt 1 ]');
+    const { proc, lines } = run(sandbox(bwrap.path), 'echo never');
+    expect(await proc.exited).toEqual({ code: 1, signal: null });
+    expect(bwrap.calls()).toBe(4);
+    expect(lines.some(([, line]) => line === 'never')).toBe(false);
+    expect(lines.filter(([, line]) => line.includes('Unable to apply mount flags'))).toHaveLength(3);
+  });
+
+  it('never starts again a command that ran and failed', async () => {
+    const bwrap = flakyBwrap('none', 'false');
+    const { proc, lines } = run(sandbox(bwrap.path), 'echo ran; exit 7');
+    expect(await proc.exited).toEqual({ code: 7, signal: null });
+    expect(bwrap.calls()).toBe(2);
+    expect(lines.filter(([, line]) => line === 'ran')).toHaveLength(1);
+  });
+
+  it('a failed probe is tried again too: the platform keeps its sandbox', async () => {
+    const bwrap = flakyBwrap('probe', '[ $n -lt 3 ]');
+    const driver = sandbox(bwrap.path);
+    expect(bwrap.calls()).toBe(3);
+    const { proc, lines } = run(driver, 'echo "$GREETING"');
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+    expect(lines).toContainEqual(['stdout', 'hello from the sandbox']);
+  });
+
+  it('stopped between two starts, it starts no more', async () => {
+    const bwrap = flakyBwrap('stopped', '[ $n -gt 1 ]');
+    const { proc } = run(sandbox(bwrap.path), 'sleep 30');
+    const stopping = proc.stop(1_000);
+    await proc.exited;
+    await stopping;
+    // Give a pending start the time it would have taken (the retry waits 50 ms, then 100 ms).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(bwrap.calls()).toBeLessThanOrEqual(3);
+  });
+
+  it.skipIf(!isRoot)(
+    'the real race: starts while mounts under / come and go all succeed',
+    { timeout: 60_000 },
+    async () => {
+      // A shared mount of our own, as Docker makes /var/lib/docker, with mounts churning inside it.
+      const churn = join(root, 'churn');
+      mkdirSync(churn);
+      const mount = (...args: string[]) => spawnSync('mount', args, { stdio: 'ignore' }).status === 0;
+      expect(mount('--bind', churn, churn)).toBe(true);
+      expect(mount('--make-shared', churn)).toBe(true);
+      let churner: ChildProcess | null = null;
+      try {
+        const points = Array.from({ length: 60 }, (_, i) => join(churn, `m${i}`));
+        for (const point of points) mkdirSync(point);
+        churner = spawn(
+          '/bin/sh',
+          [
+            '-c',
+            `while :; do for p in "$@"; do mount -t tmpfs churn "$p"; done; for p in "$@"; do umount "$p"; done; done`,
+            'sh',
+            ...points,
+          ],
+          { stdio: 'ignore', detached: true },
+        );
+        const driver = sandbox('bwrap');
+        let restarted = 0;
+        const failed: string[][] = [];
+        for (let i = 0; i < 120; i++) {
+          const { proc, lines } = run(driver, 'echo up');
+          const exit = await proc.exited;
+          if (exit.code !== 0 || !lines.some(([, line]) => line === 'up'))
+            failed.push(lines.map(([, l]) => l));
+          if (lines.some(([, line]) => line.startsWith('the sandbox could not be set up'))) restarted += 1;
+        }
+        expect(failed).toEqual([]);
+        // Not asserted (it depends on timing), but shown: how often the race struck and was handled.
+        console.log(`sandbox setup race: ${restarted} of 120 starts needed another try`);
+      } finally {
+        if (churner?.pid) {
+          try {
+            process.kill(-churner.pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+        spawnSync('sh', ['-c', `umount -R ${JSON.stringify(churn)}`], { stdio: 'ignore' });
+      }
+    },
+  );
+});
