@@ -117,18 +117,25 @@ switch (values.serve) {
 // Child processes.
 
 /**
- * Reports the process's peak RSS since the last reset (sampled every 20 ms), and its CPU time; ends
- * the process (after `close`) when the bench lets go of it.
+ * Reports the process's peak RSS since the last reset (sampled every 20 ms) with what V8 held then (its
+ * heap, and the ArrayBuffers: socket reads not yet collected, mostly), and its CPU time; ends the
+ * process (after `close`) when the bench lets go of it.
  */
 function answerStats(close = async () => undefined) {
-  let peak = process.memoryUsage.rss();
-  setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20).unref();
+  let peak = process.memoryUsage();
+  const sample = () => {
+    const now = process.memoryUsage();
+    if (now.rss >= peak.rss) peak = now;
+  };
+  setInterval(sample, 20).unref();
   process.on('message', (message) => {
     if (message?.cmd === 'peak-reset') {
-      peak = process.memoryUsage.rss();
-      process.send({ cmd: 'peak-reset', rss: peak });
+      peak = process.memoryUsage();
+      process.send({ cmd: 'peak-reset', rss: peak.rss });
     } else if (message?.cmd === 'peak') {
-      process.send({ cmd: 'peak', peak: Math.max(peak, process.memoryUsage.rss()) });
+      sample();
+      const { rss, heapTotal, arrayBuffers } = peak;
+      process.send({ cmd: 'peak', peak: rss, heapTotal, arrayBuffers });
     } else if (message?.cmd === 'cpu') {
       const { user, system } = process.cpuUsage();
       const faults = process.resourceUsage().minorPageFault;
@@ -431,6 +438,8 @@ async function main() {
         tunnelRate: median(rounds.map((r) => r.tunnelRate)),
         ratio: median(rounds.map((r) => r.tunnelRate / r.directRate)),
         edgeMb: edgePeak.peak / 1e6,
+        edgeHeapMb: edgePeak.heapTotal / 1e6,
+        edgeBuffersMb: edgePeak.arrayBuffers / 1e6,
         clientMb: clientPeak.peak / 1e6,
         edgeBeforeMb: edgeBefore.rss / 1e6,
         clientBeforeMb: clientBefore.rss / 1e6,
@@ -442,6 +451,9 @@ async function main() {
     for (const [direction, r] of Object.entries(bulkResults)) {
       console.log(
         `  ${direction.padEnd(8)}  direct ${fmt(r.directRate)} MiB/s, tunnel ${fmt(r.tunnelRate)} MiB/s, ratio ${fmt(r.ratio, 2)}; RSS edge ${fmt(r.edgeBeforeMb)} -> ${fmt(r.edgeMb)} MB, client ${fmt(r.clientBeforeMb)} -> ${fmt(r.clientMb)} MB`,
+      );
+      console.log(
+        `  ${''.padEnd(8)}  at the edge's peak: V8 heap ${fmt(r.edgeHeapMb)} MB, ArrayBuffers ${fmt(r.edgeBuffersMb)} MB (reads not yet collected, mostly)`,
       );
     }
     if (values['bulk-only']) return;
