@@ -16,7 +16,7 @@
 // every job runs here.
 import { EventEmitter } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { sql } from 'kysely';
 import type { PlatformConfig } from '../config.js';
 import { randomBase62 } from '../ids.js';
@@ -222,6 +222,7 @@ export class Cluster {
   /** The connection that LISTENs and holds this node's advisory locks; reconnected when lost. */
   private connect(): Promise<void> {
     this.connecting ??= (async () => {
+      const { default: pg } = await import('pg');
       for (let attempt = 0; !this.closed; attempt++) {
         const client = new pg.Client({ connectionString: this.config.databaseUrl! });
         client.on('error', () => undefined);

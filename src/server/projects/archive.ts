@@ -15,7 +15,7 @@ import { posix } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { Parser, type ReadEntry } from 'tar';
+import type { ReadEntry } from 'tar';
 import { LIMITS } from '../../shared/api/projects.js';
 import { ApiError, validationError } from '../errors.js';
 
@@ -214,6 +214,7 @@ export async function inspectArchive(
 
   const input = createReadStream(file);
   const gunzip = createGunzip();
+  const { Parser } = await import('tar');
   const parser = new Parser({ strict: true });
   // Headers and padding add at most 1.5 KiB per entry to the unpacked bytes.
   const maxTarBytes = limits.maxUnpackedBytes + (limits.maxEntries + 2) * 1536 + 10240;

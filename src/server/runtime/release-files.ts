@@ -7,7 +7,6 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import * as tar from 'tar';
 import { formatBytes } from '../limits.js';
 import { TooManyBytes, dropChunks, hasChunks, readChunks, storeChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
@@ -54,6 +53,7 @@ export class ReleaseFiles {
   async save(plan: ReleasePlan): Promise<number> {
     const roots = staticRoots(plan);
     if (roots.length === 0) return 0;
+    const tar = await import('tar');
     // Links are stored as links (not followed): the edge refuses those that leave the site, here as there.
     const packed = tar.create({ gzip: true, cwd: plan.dir, portable: true }, roots);
     try {
@@ -80,6 +80,7 @@ export class ReleaseFiles {
   async copyTo(releaseId: string, dir: string): Promise<boolean> {
     if (isDirectory(dir)) return true;
     if (!(await hasChunks(this.db, 'release_files', releaseId))) return false;
+    const tar = await import('tar');
     const part = `${dir}.part-${randomBytes(6).toString('hex')}`;
     await mkdir(part, { recursive: true });
     try {

@@ -9,7 +9,6 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { extract, list } from 'tar';
 import { TopLevel } from '../projects/archive.js';
 import { maskUrlsIn, splitUserinfo } from '../projects/repo-url.js';
 import { readLines } from './lines.js';
@@ -171,6 +170,7 @@ export async function extractUpload(options: {
   dest: string;
   onLine: LineSink;
 }): Promise<void> {
+  const { extract, list } = await import('tar');
   const top = new TopLevel();
   await list({ file: options.archive, onReadEntry: (entry) => top.add(entry.path, entry.type) });
   const folder = top.folder;

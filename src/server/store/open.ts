@@ -22,7 +22,7 @@ import {
   type UnknownRow,
   type ValueNode,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { describeLocation, isPostgresUrl, withoutPasswords } from './location.js';
 import { migrations } from './migrations.js';
 import type { Database } from './schema.js';
@@ -38,9 +38,12 @@ export type Store = Kysely<Database>;
  */
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
-function getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
-  if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
-  return pg.types.getTypeParser(oid, format ?? 'text');
+function typeParsers(types: typeof pg.types): pg.CustomTypesConfig {
+  const getTypeParser = (oid: number, format?: 'text' | 'binary'): ((value: string) => unknown) => {
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+    return types.getTypeParser(oid, format ?? 'text');
+  };
+  return { getTypeParser } as pg.CustomTypesConfig;
 }
 
 /**
@@ -49,7 +52,7 @@ function getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string)
  * together migrate once).
  */
 export async function openStore(location: string): Promise<Store> {
-  const db = isPostgresUrl(location) ? openPostgres(location) : openSqlite(location);
+  const db = isPostgresUrl(location) ? await openPostgres(location) : openSqlite(location);
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   let outcome;
   try {
@@ -78,13 +81,15 @@ function openSqlite(file: string): Store {
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
 }
 
-function openPostgres(url: string): Store {
+/** pg is loaded only for a PostgreSQL store: a platform on SQLite never needs it. */
+async function openPostgres(url: string): Promise<Store> {
+  const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
-    types: { getTypeParser } as pg.CustomTypesConfig,
+    types: typeParsers(pg.types),
   });
   // An idle connection the server dropped (a restart, a failover) is replaced at the next query; its
   // error must not end the process.

@@ -10,7 +10,6 @@ import { PassThrough, type Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { RegistryConfig } from '../../config.js';
-import { create as createTar } from 'tar';
 import { LineSplitter, readLines } from '../lines.js';
 import type { ProcessExit, RunningProcess } from '../process.js';
 
@@ -131,6 +130,7 @@ export interface BuildOptions {
 
 /** Builds an image; its output goes to `onLine` line by line. Throws with the engine's error. */
 export async function buildImage(docker: Docker, options: BuildOptions): Promise<void> {
+  const { create: createTar } = await import('tar');
   const context = createTar({ cwd: options.context, portable: true, noMtime: false }, ['.']);
   const stream = (await docker.buildImage(context as unknown as NodeJS.ReadableStream, {
     t: options.tag,
