@@ -117,25 +117,33 @@ switch (values.serve) {
 // Child processes.
 
 /**
- * Reports the process's peak RSS since the last reset (sampled every 20 ms) with what V8 held then (its
- * heap, and the ArrayBuffers: socket reads not yet collected, mostly), and its CPU time; ends the
- * process (after `close`) when the bench lets go of it.
+ * Reports the process's peak RSS since the last reset (sampled every 20 ms), with the most V8 held
+ * meanwhile (its heap, and the ArrayBuffers: socket reads not yet collected, mostly), and its CPU
+ * time; ends the process (after `close`) when the bench lets go of it.
  */
 function answerStats(close = async () => undefined) {
-  let peak = process.memoryUsage();
+  const fresh = () => {
+    const { rss, heapTotal, arrayBuffers } = process.memoryUsage();
+    return { rss, heapTotal, arrayBuffers };
+  };
+  let peak = fresh();
   const sample = () => {
-    const now = process.memoryUsage();
-    if (now.rss >= peak.rss) peak = now;
+    const now = fresh();
+    for (const key of Object.keys(peak)) peak[key] = Math.max(peak[key], now[key]);
   };
   setInterval(sample, 20).unref();
   process.on('message', (message) => {
     if (message?.cmd === 'peak-reset') {
-      peak = process.memoryUsage();
+      peak = fresh();
       process.send({ cmd: 'peak-reset', rss: peak.rss });
     } else if (message?.cmd === 'peak') {
       sample();
-      const { rss, heapTotal, arrayBuffers } = peak;
-      process.send({ cmd: 'peak', peak: rss, heapTotal, arrayBuffers });
+      process.send({
+        cmd: 'peak',
+        peak: peak.rss,
+        heapTotal: peak.heapTotal,
+        arrayBuffers: peak.arrayBuffers,
+      });
     } else if (message?.cmd === 'cpu') {
       const { user, system } = process.cpuUsage();
       const faults = process.resourceUsage().minorPageFault;
@@ -453,7 +461,7 @@ async function main() {
         `  ${direction.padEnd(8)}  direct ${fmt(r.directRate)} MiB/s, tunnel ${fmt(r.tunnelRate)} MiB/s, ratio ${fmt(r.ratio, 2)}; RSS edge ${fmt(r.edgeBeforeMb)} -> ${fmt(r.edgeMb)} MB, client ${fmt(r.clientBeforeMb)} -> ${fmt(r.clientMb)} MB`,
       );
       console.log(
-        `  ${''.padEnd(8)}  at the edge's peak: V8 heap ${fmt(r.edgeHeapMb)} MB, ArrayBuffers ${fmt(r.edgeBuffersMb)} MB (reads not yet collected, mostly)`,
+        `  ${''.padEnd(8)}  the edge's most meanwhile: V8 heap ${fmt(r.edgeHeapMb)} MB, ArrayBuffers ${fmt(r.edgeBuffersMb)} MB (reads not yet collected, mostly)`,
       );
     }
     if (values['bulk-only']) return;
