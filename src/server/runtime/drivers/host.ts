@@ -7,7 +7,8 @@
 // `sandbox` runs the same inside bubblewrap:
 // - the file system is the machine's, read-only, but for the project's own folder of releases (the only
 //   writable place besides a private /tmp); the platform's data folder, the user's Wharf home, /root and
-//   /home are empty in there;
+//   /home are empty in there, and so are the per-user runtime folders (/run/user: a desktop session's
+//   D-Bus and agents) and the container engines' sockets and state, the doors out of the sandbox;
 // - the app sees only its own processes (pid namespace), its own IPC and host name;
 // - when the platform runs as root, each project's commands run as a user of their own (one uid per
 //   project from `uidBase`), without capabilities and with no_new_privs, so one tenant cannot read or
@@ -18,7 +19,9 @@
 //   the project's variables reach only the app, through a script bwrap copies into the sandbox, so
 //   nothing a tenant sets (LD_PRELOAD…) runs in a privileged process.
 // The network is shared: the edge reaches the app on 127.0.0.1:PORT, and the runtime checks that the
-// port is held by the project's own processes (ports.ts).
+// port is held by the project's own processes (ports.ts). Sharing it also shares the abstract Unix
+// sockets (an X server's, a session bus started with an abstract address): a machine with a desktop
+// session should run apps in containers.
 import { spawnSync } from 'node:child_process';
 import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -144,37 +147,6 @@ export class SandboxDriver implements CommandDriver {
     if (this.options.users && uid === undefined) {
       throw new Error(`the sandbox was not prepared for project ${spec.projectId}`);
     }
-    const hidden = this.hiddenDirs();
-    // The folders between a hidden one and the workspace: bwrap would make them 0700 root, which the
-    // project's user could not pass through.
-    const covered = [...hidden, '/tmp'];
-    const between: string[] = [];
-    for (
-      let dir = dirname(spec.workspace);
-      covered.some((h) => dir.startsWith(h + sep));
-      dir = dirname(dir)
-    ) {
-      between.unshift(dir);
-    }
-    // prettier-ignore
-    const bwrap = [
-      this.bwrap,
-      '--json-status-fd', '4',
-      '--ro-bind', '/', '/',
-      '--dev', '/dev',
-      '--proc', '/proc',
-      '--perms', '1777', '--tmpfs', '/tmp',
-      ...hidden.flatMap((dir) => ['--tmpfs', dir]),
-      ...this.toolchains(hidden).flatMap((dir) => ['--ro-bind', dir, dir]),
-      ...between.flatMap((dir) => ['--perms', '0755', '--dir', dir]),
-      '--bind', spec.workspace, spec.workspace,
-      '--perms', '0444', '--file', '3', SCRIPT_PATH,
-      '--unshare-pid',
-      '--unshare-ipc',
-      '--unshare-uts',
-      '--die-with-parent',
-      '--chdir', spec.cwd,
-    ];
     const drop =
       uid === undefined
         ? []
@@ -193,15 +165,52 @@ export class SandboxDriver implements CommandDriver {
           ];
     const groups = this.groups.get(spec.projectId)?.files ?? [];
     const join = groups.length === 0 ? [] : ['/bin/sh', '-c', JOIN_CGROUPS, 'sh', ...groups, '--'];
+    // Each start reads the machine afresh: what is mounted, which sockets are in /run.
     const start = () =>
       startProcess({
         ...spec,
         env: CLEAN_ENV,
-        argv: [...join, ...bwrap, ...drop, '--', '/bin/sh', SCRIPT_PATH],
+        argv: [...join, ...this.sandboxArgs(spec), ...drop, '--', '/bin/sh', SCRIPT_PATH],
         script: commandScript(spec.command, spec.env),
         statusPipe: true,
       });
     return startAgainIfSetupFails(start, (line) => spec.onLine('stderr', line));
+  }
+
+  /** bwrap's arguments for one start of `spec`'s command, up to the command. */
+  private sandboxArgs(spec: RunSpec): string[] {
+    const hidden = this.hiddenDirs();
+    // The folders between a hidden one and the workspace: bwrap would make them 0700 root, which the
+    // project's user could not pass through.
+    const covered = [...hidden, '/tmp'];
+    const between: string[] = [];
+    for (
+      let dir = dirname(spec.workspace);
+      covered.some((h) => dir.startsWith(h + sep));
+      dir = dirname(dir)
+    ) {
+      between.unshift(dir);
+    }
+    // prettier-ignore
+    return [
+      this.bwrap,
+      '--json-status-fd', '4',
+      '--ro-bind', '/', '/',
+      '--dev', '/dev',
+      '--proc', '/proc',
+      '--perms', '1777', '--tmpfs', '/tmp',
+      ...hidden.flatMap((dir) => ['--tmpfs', dir]),
+      ...runSockets().flatMap((socket) => ['--ro-bind', '/dev/null', socket]),
+      ...this.toolchains(hidden).flatMap((dir) => ['--ro-bind', dir, dir]),
+      ...between.flatMap((dir) => ['--perms', '0755', '--dir', dir]),
+      '--bind', spec.workspace, spec.workspace,
+      '--perms', '0444', '--file', '3', SCRIPT_PATH,
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--die-with-parent',
+      '--chdir', spec.cwd,
+    ];
   }
 
   forget(projectId: string): void {
@@ -221,24 +230,62 @@ export class SandboxDriver implements CommandDriver {
   }
 
   /**
-   * The hidden folders, each created first when missing: bwrap cannot make a mount point on the
-   * read-only root (it fails "Can't mkdir"), and one created later would show through. One that cannot
-   * be created (and so does not exist) has nothing to hide. Home folders go too: an operator's keys
-   * and tokens live there.
+   * The hidden folders: the platform's own, each created first when missing (bwrap cannot make a mount
+   * point on the read-only root, it fails "Can't mkdir", and one created later would show through; one
+   * that cannot be created has nothing to hide), the home folders (an operator's keys and tokens live
+   * there), and the doors out that this machine has (OUTSIDE_DOORS).
    */
   private hiddenDirs(): string[] {
     const homes = ['/root', '/home', homedir()];
-    const dirs = [...new Set([...homes, ...this.options.hidden].map((dir) => resolve(dir)))];
+    const ours = new Set([...homes, ...this.options.hidden].map((dir) => resolve(dir)));
+    const dirs = [...new Set([...ours, ...OUTSIDE_DOORS.filter((dir) => isDirectory(dir))])];
     // A folder inside another hidden one is hidden with it (and could not be mounted on first).
     const outer = dirs.filter((dir) => !dirs.some((other) => other !== dir && dir.startsWith(other + sep)));
     return outer.filter((dir) => {
       try {
-        mkdirSync(dir, { recursive: true });
+        if (ours.has(dir)) mkdirSync(dir, { recursive: true });
       } catch {
         // not ours to create
       }
       return existsSync(dir);
     });
+  }
+}
+
+/**
+ * The folders through which a command could act outside the sandbox, hidden where they exist (never
+ * created): the per-user runtime folders (a desktop session's D-Bus, from which `systemd-run --user`
+ * starts anything; keyring and SSH agents; a rootless Podman's or Docker's socket) and the container
+ * engines' sockets and state. The sockets right in /run (Docker's) are covered one by one (runSockets).
+ */
+const OUTSIDE_DOORS = [
+  '/run/user',
+  '/run/docker',
+  '/run/podman',
+  '/run/containerd',
+  '/run/containers',
+  '/run/crio',
+  '/run/buildkit',
+  '/var/lib/docker',
+  '/var/lib/containers',
+];
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The sockets right in /run (Docker's docker.sock, an engine's API socket): each one a door out. */
+export function runSockets(dir = '/run'): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isSocket())
+      .map((entry) => join(dir, entry.name));
+  } catch {
+    return [];
   }
 }
 
