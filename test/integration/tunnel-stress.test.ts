@@ -11,6 +11,7 @@ import type { Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TunnelClient, type TunnelClientOptions, type TunnelState } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
@@ -387,11 +388,28 @@ describe('failures', () => {
       );
       await until(() => openStreams(edgeSession('killed')) === 50, '50 streams in flight');
       const oldEdgeSession = edgeSession('killed')!;
+      const transport = (client as unknown as { transport: Socket }).transport;
       // Abruptly: a TCP reset, no GOAWAY, no FIN.
-      (client as unknown as { transport: Socket }).transport.resetAndDestroy();
+      transport.resetAndDestroy();
+      // What each side holds 2 s after the reset: said if the public requests are not all ended with a
+      // 502 (in about one CI run in ten they waited for their 20 s timeout instead, and the cause is not
+      // known yet).
+      const seen = sleep(2_000).then(() => ({
+        clientTransportDestroyed: transport.destroyed,
+        clientHandleGone: (transport as unknown as { _handle: unknown })._handle === null,
+        clientState: client.state,
+        edgeSessionDestroyed: oldEdgeSession.destroyed,
+        edgeSessionClosed: oldEdgeSession.closed,
+        edgeOpenStreams: openStreams(oldEdgeSession),
+        edgeSocketDestroyed: oldEdgeSession.socket?.destroyed ?? null,
+        edgeSocketReadable: oldEdgeSession.socket?.readable ?? null,
+      }));
       const outcomes = await Promise.all(inFlight);
       // Every public request ended at once, with the edge's 502 page (nothing had been answered yet).
-      expect(outcomes.filter((o) => o !== 502)).toEqual([]);
+      expect(
+        outcomes.filter((o) => o !== 502),
+        `2 s after the reset: ${JSON.stringify(await seen)}`,
+      ).toEqual([]);
       expect(oldEdgeSession.destroyed).toBe(true);
       expect(openStreams(oldEdgeSession)).toBe(0);
       // The client reconnects by itself, to the same subdomain, and traffic flows again.
