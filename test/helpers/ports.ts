@@ -32,11 +32,19 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
-/** A port above the ephemeral range, free now, and none of `except`. */
+/**
+ * The ports handed out in this test file: a project that declared one keeps it after its app stopped
+ * (free again, but "declared by another project on this platform" to the next project given it).
+ */
+const handedOut = new Set<number>();
+
+/** A port above the ephemeral range, free now, none of `except`, and not handed out before. */
 export async function quietPort(except: ReadonlySet<number> = new Set()): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = nth(Math.floor(Math.random() * SIZE));
-    if (!except.has(port) && (await canListen(port))) return port;
+    if (except.has(port) || handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
   }
   throw new Error('no free port in 61000–61999 or 65001–65535');
 }
