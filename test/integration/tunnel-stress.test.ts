@@ -180,7 +180,21 @@ async function step(name: string, run: () => Promise<unknown>): Promise<void> {
       counts[kind] = (counts[kind] ?? 0) + 1;
       return counts;
     }, {});
-    console.warn(`tunnel-stress teardown: ${name} still under way after 10 s; waiting on`, waiting);
+    // Which sockets and servers: Node names the kinds only (getActiveResourcesInfo), its handles say more.
+    const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+    const sockets = handles.flatMap((handle) => {
+      const s = handle as Partial<Socket> & { listening?: boolean; address?: () => unknown };
+      if (s.listening) return [`server ${JSON.stringify(s.address?.())}`];
+      if (s.remotePort !== undefined) return [`socket ${s.localPort} -> ${s.remotePort}`];
+      return [];
+    });
+    const ports = tp ? `(api ${tp.api}, edge ${tp.edgePort}, app ${appPort})` : '';
+    console.warn(
+      `tunnel-stress teardown: ${name} still under way after 10 s; waiting on`,
+      waiting,
+      sockets,
+      ports,
+    );
   }, 10_000);
   try {
     await run();
