@@ -165,6 +165,9 @@ async function expectIdle(sub: string, client: TunnelClient): Promise<void> {
 
 beforeAll(async () => {
   tp = await startPlatform();
+  // A connection that dies unnoticed is the edge heartbeat's to end: within 4 s here rather than 30 s,
+  // inside the public requests' 20 s timeout (the killed-connection test).
+  tp.platform.tunnels.heartbeatMs = 2_000;
   app = await startAsyncApp(handle);
   appPort = app.port;
 });

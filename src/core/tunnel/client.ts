@@ -18,11 +18,13 @@ import { CaptureRecordReader } from './capture-records.js';
 import {
   CAPTURES_FEATURE,
   GOAWAY_REPLACED,
+  HEARTBEAT_MS,
   PIPE_FEATURE,
   RELAY_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
   STREAM_HEADERS,
+  heartbeat,
   sessionTransport,
 } from './protocol.js';
 import { answerPipe, relayPipe } from './pipe.js';
@@ -197,34 +199,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     transport.on('error', () => undefined);
     this.session = session;
     this.transport = transport;
-    this.heartbeat(session, transport);
+    // An unanswered PING ends the connection, and so reconnects.
+    heartbeat(session, transport, this.options.heartbeatMs ?? HEARTBEAT_MS);
     this.setState('online');
     return info;
-  }
-
-  /** PINGs the edge every `heartbeatMs`; an unanswered one ends the connection (and so reconnects). */
-  private heartbeat(session: ServerHttp2Session, transport: Duplex) {
-    const every = this.options.heartbeatMs ?? 15_000;
-    if (every <= 0) return;
-    let waiting = false;
-    const timer = setInterval(() => {
-      if (session.destroyed) return;
-      if (waiting) {
-        transport.destroy();
-        return;
-      }
-      waiting = true;
-      try {
-        session.ping((error) => {
-          waiting = false;
-          if (error && !session.destroyed) transport.destroy();
-        });
-      } catch {
-        transport.destroy();
-      }
-    }, every);
-    timer.unref();
-    session.once('close', () => clearInterval(timer));
   }
 
   private scheduleReconnect(reason: string) {

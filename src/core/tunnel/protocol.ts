@@ -14,7 +14,7 @@
 // also offers `relay` reads none of those bytes: the edge does the rewriting both ways, and sends it the
 // exchanges on capture streams when it offers `captures` (STREAM_HEADERS.relay, .captures).
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import type { Settings } from 'node:http2';
+import type { Http2Session, Settings } from 'node:http2';
 import { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
@@ -173,6 +173,38 @@ export function sessionTransport(socket: Duplex): Duplex {
     stream.destroy();
   });
   return stream;
+}
+
+/** How often each end of a tunnel connection PINGs the other, unless told otherwise. */
+export const HEARTBEAT_MS = 15_000;
+
+/**
+ * PINGs the peer every `everyMs` (0: never); a PING still unanswered when the next is due ends
+ * `transport`, and so the session. A peer that vanished without a FIN or a reset (a laptop closed, a
+ * NAT that forgot the flow), or a session HTTP/2 stopped reading on its own, is noticed within two
+ * periods instead of when the kernel gives up on the connection.
+ */
+export function heartbeat(session: Http2Session, transport: Duplex, everyMs: number): void {
+  if (everyMs <= 0) return;
+  let waiting = false;
+  const timer = setInterval(() => {
+    if (session.destroyed) return;
+    if (waiting) {
+      transport.destroy();
+      return;
+    }
+    waiting = true;
+    try {
+      session.ping((error) => {
+        waiting = false;
+        if (error && !session.destroyed) transport.destroy();
+      });
+    } catch {
+      transport.destroy();
+    }
+  }, everyMs);
+  timer.unref();
+  session.once('close', () => clearInterval(timer));
 }
 
 /** Headers that describe one HTTP/1.1 connection, not the message: HTTP/2 forbids them. */

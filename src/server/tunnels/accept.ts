@@ -12,6 +12,7 @@ import {
   RELAY_FEATURE,
   SESSION_SETTINGS,
   SESSION_WINDOW,
+  heartbeat,
   sessionTransport,
 } from '../../core/tunnel/protocol.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
@@ -37,6 +38,8 @@ export interface UpgradeContext {
   readonly wss: WebSocketServer;
   /** Which node holds each tunnel, when several share the database. */
   readonly holders: TunnelHolders;
+  /** How often the edge PINGs each tunnel client (0: never), read as each connects. */
+  readonly settings: { readonly heartbeatMs: number };
 }
 
 /** Takes a tunnel client's upgrade to the tunnel connection; throws the ApiError that refuses it. */
@@ -190,6 +193,8 @@ export async function acceptTunnel(
     settings: SESSION_SETTINGS,
   });
   session.on('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+  // A client gone without a word (no FIN, no reset) is let go of, and its public requests answered.
+  heartbeat(session, transport, context.settings.heartbeatMs);
   session.on('error', () => undefined);
   session.once('close', () => {
     if (tunnel.session === session) tunnel.session = null;

@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import { HEARTBEAT_MS } from '../../core/tunnel/protocol.js';
 import type { CapturedRequest, Tunnel as TunnelView } from '../../shared/api/tunnels.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { PlatformConfig } from '../config.js';
@@ -46,6 +47,13 @@ export class TunnelHub {
   capture = true;
   /** How long a public connection on the byte path is kept without a request (the edge's keep-alive). */
   idleMs = 65_000;
+  /** How often the edge PINGs each tunnel client; one that leaves a PING unanswered that long is let go. */
+  heartbeatMs = HEARTBEAT_MS;
+  /**
+   * Every connection taken by an upgrade (tunnel clients, live feeds) until it closes: the HTTP server
+   * no longer ends them, and a tunnel connection replaced by a newer one is no longer any tunnel's.
+   */
+  private readonly upgraded = new Set<Duplex>();
 
   constructor(
     private readonly config: PlatformConfig,
@@ -61,6 +69,7 @@ export class TunnelHub {
       auth,
       wss: this.wss,
       holders: nodes.holders,
+      settings: this,
     };
     // The relay reads this hub's capture and idleMs as they are when each connection or request comes.
     this.relays = new TunnelRelay(config, this.tunnels, this);
@@ -122,6 +131,7 @@ export class TunnelHub {
       tunnel.session?.close();
       tunnel.session?.destroy();
     }
+    for (const socket of this.upgraded) socket.destroy();
     this.wss.close();
     this.relays.close();
     this.nodes.forwarder.close();
@@ -229,6 +239,10 @@ export class TunnelHub {
   /** The API server's `upgrade` requests: tunnel connections and the traffic feed. */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, prefix: string): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://platform');
+    if (!socket.destroyed) {
+      this.upgraded.add(socket);
+      socket.once('close', () => this.upgraded.delete(socket));
+    }
     if (url.pathname === `${prefix}/tunnels/connect`) {
       await acceptTunnel(this.upgrades, req, socket, head, url).catch((error: unknown) =>
         refuse(socket, error),
