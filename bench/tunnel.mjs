@@ -21,6 +21,7 @@
 // Usage: npm run build && node bench/tunnel.mjs [--duration 4] [--rounds 2] [--bulk-mib 1024] [--strict]
 // --strict: exit non-zero when a target is missed. --transport websocket: the tunnel's fallback transport.
 // --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
+// --node-flag FLAG (repeatable): a flag for the platform's and the client's node, e.g. --trace-gc.
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 // --client autocannon: autocannon even where wrk is installed.
 // --quick: only 13 B (or --body '64 KiB') at 50 connections, direct and through the tunnel with capture
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     client: { type: 'string' },
     strict: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    'node-flag': { type: 'string', multiple: true, default: [] },
     quick: { type: 'boolean', default: false },
     'bulk-only': { type: 'boolean', default: false },
     direction: { type: 'string' },
@@ -219,7 +221,7 @@ function start(mode, args = []) {
     : [];
   const child = fork(fileURLToPath(import.meta.url), ['--serve', mode, '--dist', values.dist, ...args], {
     stdio: 'inherit',
-    execArgv: profile,
+    execArgv: [...profile, ...values['node-flag']],
   });
   return new Promise((resolve, reject) => {
     child.once('message', (info) => resolve({ child, ...info }));
