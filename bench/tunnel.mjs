@@ -119,9 +119,10 @@ switch (values.serve) {
 // Child processes.
 
 /**
- * Reports the process's peak RSS since the last reset (sampled every 20 ms), with the most V8 held
- * meanwhile (its heap, and the ArrayBuffers: socket reads not yet collected, mostly), and its CPU
- * time; ends the process (after `close`) when the bench lets go of it.
+ * Reports the process's peak RSS between a reset and the report that follows it (sampled every 20 ms
+ * only then: reading /proc 50 times a second is 2 % of the platform's CPU under a request load), with
+ * the most V8 held meanwhile (its heap, and the ArrayBuffers: socket reads not yet collected, mostly),
+ * and its CPU time; ends the process (after `close`) when the bench lets go of it.
  */
 function answerStats(close = async () => undefined) {
   const fresh = () => {
@@ -133,13 +134,17 @@ function answerStats(close = async () => undefined) {
     const now = fresh();
     for (const key of Object.keys(peak)) peak[key] = Math.max(peak[key], now[key]);
   };
-  setInterval(sample, 20).unref();
+  let sampler = null;
   process.on('message', (message) => {
     if (message?.cmd === 'peak-reset') {
       peak = fresh();
+      clearInterval(sampler);
+      sampler = setInterval(sample, 20).unref();
       process.send({ cmd: 'peak-reset', rss: peak.rss });
     } else if (message?.cmd === 'peak') {
       sample();
+      clearInterval(sampler);
+      sampler = null;
       process.send({
         cmd: 'peak',
         peak: peak.rss,
