@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import { type Server, type Socket, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchange, RawHead } from '../../src/core/capture/capture.js';
+import { CaptureRecordReader } from '../../src/core/tunnel/capture-records.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { STREAM_HEADERS } from '../../src/core/tunnel/protocol.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tunnels.js';
@@ -61,6 +62,38 @@ function connectWith(
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * The client end of a tunnel connection, as far as capture streams go: a real HTTP/2 connection on
+ * loopback whose every stream goes to `onStream`, open for the describe block it is called in;
+ * `session` is the edge's end, for a CaptureSender.
+ */
+function capturePeer(onStream: (stream: http2.ServerHttp2Stream) => void): {
+  session: http2.ClientHttp2Session;
+} {
+  const peer = {} as { session: http2.ClientHttp2Session };
+  let server: Server;
+  const sockets = new Set<Socket>();
+  beforeAll(async () => {
+    server = createServer((socket) => {
+      sockets.add(socket);
+      const end = http2.performServerHandshake(socket);
+      end.on('stream', onStream);
+      end.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    peer.session = http2.connect(`http://127.0.0.1:${port}`);
+    peer.session.on('error', () => undefined);
+    await new Promise((resolve) => peer.session.once('connect', resolve));
+  });
+  afterAll(async () => {
+    peer.session?.destroy();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+  return peer;
 }
 
 describe('a relay client', () => {
@@ -155,33 +188,11 @@ describe('the capture stream of a relay client', () => {
 });
 
 describe('the capture streams of a client that never reads them', () => {
-  let hostile: Server;
-  const sockets = new Set<Socket>();
-  let session: http2.ClientHttp2Session;
-
-  beforeAll(async () => {
-    // The "client" end: takes the HTTP/2 connection and each stream, and reads none of them.
-    hostile = createServer((socket) => {
-      sockets.add(socket);
-      const server = http2.performServerHandshake(socket);
-      server.on('stream', (stream) => stream.pause());
-      server.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
-    const { port } = hostile.address() as { port: number };
-    session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', () => undefined);
-    await new Promise((resolve) => session.once('connect', resolve));
-  });
-
-  afterAll(async () => {
-    session?.destroy();
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => hostile?.close(resolve));
-  });
+  // The "client" end: takes the HTTP/2 connection and each stream, and reads none of them.
+  const peer = capturePeer((stream) => stream.pause());
 
   it('hold the edge to a bounded backlog: past it records lose their bodies, then are dropped and counted', async () => {
-    const sender = new CaptureSender(session);
+    const sender = new CaptureSender(peer.session);
     const MiB = 1024 * 1024;
     const exchange = (bodyBytes: number) => {
       const e = new Exchange({
@@ -216,6 +227,51 @@ describe('the capture streams of a client that never reads them', () => {
     const most = await batches(12, 10_000, 0);
     expect(sender.dropped).toBeGreaterThan(10_000);
     expect(most).toBeLessThanOrEqual(16 * MiB + 10_000 * 300);
+  });
+});
+
+describe('the capture stream of a client that reads it', () => {
+  /** What the "client" end read, in order. */
+  const read: Array<{ path: string; body: Buffer }> = [];
+  const peer = capturePeer((stream) => {
+    const reader = new CaptureRecordReader();
+    // Read late: the batches written meanwhile wait in the stream's queue, their chunks not sent.
+    stream.pause();
+    setTimeout(() => stream.resume(), 200);
+    stream.on('data', (chunk: Buffer) => {
+      for (const e of reader.push(chunk)) read.push({ path: e.request.path, body: e.responseBody });
+    });
+  });
+
+  it('gets every record whole and in order, batches of several chunks sent while it reads late', async () => {
+    const sender = new CaptureSender(peer.session);
+    const sent: Array<{ path: string; body: Buffer }> = [];
+    // Batches of several 64 KiB chunks each, one gathering time apart, queued while the client waits.
+    for (let batch = 0; batch < 8; batch++) {
+      for (let i = 0; i < 120; i++) {
+        const n = batch * 1000 + i;
+        const e = new Exchange({
+          tunnelId: 'tun_chunks',
+          method: 'GET',
+          path: `/${n}`,
+          url: `http://chunks.tunnel.localhost/${n}`,
+          httpVersion: 'HTTP/1.1',
+          requestHeaders: new RawHead(`GET /${n} HTTP/1.1\r\nHost: chunks.tunnel.localhost\r\n\r\n`),
+          remoteAddr: '127.0.0.1:40000',
+        });
+        const body = Buffer.alloc(1_500 + (n % 700), n % 251);
+        e.response(200, new RawHead(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`));
+        e.responseBody.push(body);
+        sender.send(e, null, null);
+        sent.push({ path: `/${n}`, body });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    await until(() => read.length === sent.length, 'every record to arrive');
+    expect(read.map((r) => r.path)).toEqual(sent.map((s) => s.path));
+    for (let i = 0; i < sent.length; i++) expect(read[i]!.body.equals(sent[i]!.body)).toBe(true);
+    expect(sender.dropped).toBe(0);
+    sender.end();
   });
 });
 

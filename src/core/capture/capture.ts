@@ -45,8 +45,12 @@ export class BodyTap {
 
   /** Copies the kept bytes into `target` at `offset`; returns how many. */
   copyTo(target: Buffer, offset: number): number {
+    // TypedArray#set: Buffer#copy's argument handling costs more than the copy of a small body.
     let at = offset;
-    for (const chunk of this.chunks) at += chunk.copy(target, at);
+    for (const chunk of this.chunks) {
+      target.set(chunk, at);
+      at += chunk.length;
+    }
     return at - offset;
   }
 

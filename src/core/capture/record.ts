@@ -100,9 +100,15 @@ export function planRecord(exchange: Exchange, error: string | null, options: Re
     ended.error ?? '',
     start.replayOf ?? '',
   ];
+  // The strings are written as one when they are ASCII (they nearly always are): each native write
+  // costs more than the bytes it writes.
+  const text = strings.join('');
+  const textBytes = Buffer.byteLength(text);
+  const ascii = textBytes === text.length;
   const lengths = new Array<number>(PARTS);
   let size = RECORD_FIXED_BYTES;
-  for (let i = 0; i < STRINGS; i++) size += lengths[i] = Buffer.byteLength(strings[i]!);
+  for (let i = 0; i < STRINGS; i++)
+    size += lengths[i] = ascii ? strings[i]!.length : Buffer.byteLength(strings[i]!);
   size += lengths[Part.requestHead] = byteLength(requestHead);
   size += lengths[Part.responseHead] = byteLength(responseHead);
   size += lengths[Part.requestBody] = inline ? requestBody.keptBytes : 0;
@@ -120,7 +126,10 @@ export function planRecord(exchange: Exchange, error: string | null, options: Re
       target.writeDoubleBE(ended.responseSize, offset + 27);
       for (let i = 0; i < PARTS; i++) target.writeUInt32BE(lengths[i]!, offset + LENGTHS_AT + 4 * i);
       let at = offset + RECORD_FIXED_BYTES;
-      for (let i = 0; i < STRINGS; i++) at += target.write(strings[i]!, at, 'utf8');
+      // Joined, a lone surrogate at the end of one string and one at the start of the next would be
+      // written as one character: strings that are not ASCII are written one by one.
+      if (ascii) at += target.write(text, at, 'latin1');
+      else for (let i = 0; i < STRINGS; i++) at += target.write(strings[i]!, at, 'utf8');
       at += writeHead(target, at, requestHead);
       at += writeHead(target, at, responseHead);
       if (inline) {
@@ -154,7 +163,9 @@ function byteLength(head: Buffer | RawHead | string): number {
 
 function writeHead(target: Buffer, at: number, head: Buffer | RawHead | string): number {
   if (head instanceof RawHead) return target.write(head.text, at, 'latin1');
-  return typeof head === 'string' ? target.write(head, at, 'utf8') : head.copy(target, at);
+  if (typeof head === 'string') return target.write(head, at, 'utf8');
+  target.set(head, at);
+  return head.length;
 }
 
 /** Bytes that are not a record: a stream that does not carry them, or memory written over. */

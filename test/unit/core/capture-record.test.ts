@@ -90,6 +90,56 @@ describe('an exchange as a record', () => {
     expect(withHead.request.error).toBeNull();
   });
 
+  it('keeps every string as its UTF-8 reads back, ASCII or not, lone surrogates included', () => {
+    // Strings that are ASCII are written as one; others one by one, so that a lone surrogate at the end
+    // of one and another at the start of the next are not written as one character.
+    const text = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom('\ud83d', '\ude00', 'caf\xe9', ''),
+    );
+    fc.assert(
+      fc.property(text, text, text, text, (method, path, error, replayOf) => {
+        const e = new Exchange({
+          tunnelId: 'tun_records',
+          method,
+          path,
+          url: `http://demo.tunnel.localhost${path}`,
+          httpVersion: 'HTTP/1.1',
+          requestHeaders: [],
+          remoteAddr: '127.0.0.1:1',
+          replayOf: replayOf || null,
+        });
+        const read = readRecord(encodeRecord(e, error || null, { bodies: 'inline' }));
+        const utf8 = (s: string) => Buffer.from(s, 'utf8').toString('utf8');
+        expect(read.ended.start.method).toBe(utf8(method));
+        expect(read.ended.start.path).toBe(utf8(path));
+        expect(read.ended.start.url).toBe(utf8(`http://demo.tunnel.localhost${path}`));
+        expect(read.ended.error).toBe(error ? utf8(error) : null);
+        expect(read.ended.start.replayOf).toBe(replayOf ? utf8(replayOf) : null);
+        expect(read.ended.id).toBe(e.id);
+      }),
+      { numRuns: 300 },
+    );
+    const split = readRecord(
+      encodeRecord(
+        new Exchange({
+          tunnelId: 'tun_records',
+          method: 'GET',
+          path: '/',
+          url: 'http://demo.tunnel.localhost/',
+          httpVersion: 'HTTP/1.1',
+          requestHeaders: [],
+          remoteAddr: '127.0.0.1:1',
+          replayOf: '\ude00',
+        }),
+        'ends high \ud83d',
+        { bodies: 'inline' },
+      ),
+    );
+    expect([split.ended.error, split.ended.start.replayOf]).toEqual(['ends high \ufffd', '\ufffd']);
+  });
+
   it('flags bodies cut at the limit, left out for a client too far behind, or kept apart', () => {
     const big = Buffer.alloc(1024 * 1024 + 10, 7);
     const cut = capturedFromRecord(encodeRecord(exchange({ responseBody: big }), null, { bodies: 'inline' }));

@@ -122,6 +122,35 @@ describe('CaptureRing', () => {
     expect(last.request).toBe(last.request);
   });
 
+  it('reads every kept exchange back whole, its record anywhere in a chunk, through thousands dropped', () => {
+    // Records of many lengths, so that they start anywhere in a chunk and some are cut off by its end;
+    // 200 kept over a few chunks of 64 KiB, thousands written and dropped.
+    const ring = new CaptureRing(200, 1024 * 1024);
+    const kept: Exchange[] = [];
+    for (let i = 0; i < 4_000; i++) {
+      const e = new Exchange({
+        tunnelId: 'tun_test',
+        method: 'GET',
+        path: `/${'p'.repeat(i % 700)}/${i}`,
+        url: `http://t.tunnel.localhost/${'p'.repeat(i % 700)}/${i}`,
+        httpVersion: 'HTTP/1.1',
+        requestHeaders: new RawHead(`GET /${i} HTTP/1.1\r\nX-N: ${'n'.repeat(i % 311)}\r\n\r\n`),
+        remoteAddr: '127.0.0.1:50000',
+      });
+      e.requestBody.push(Buffer.alloc(i % 50, i % 256));
+      e.response(200, new RawHead(`HTTP/1.1 200 OK\r\nX-I: ${i}\r\n\r\n`));
+      ring.record(e, i % 3 === 0 ? `failed ${i}` : null);
+      kept.push(e);
+      if (kept.length > 200) kept.shift();
+    }
+    expect(ring.list()).toEqual(kept.map((e) => e.finish().request).reverse());
+    for (const e of kept) {
+      const entry = ring.get(e.id)!;
+      expect(entry.request).toEqual(e.finish().request);
+      expect(entry.requestBody.equals(e.finish().requestBody)).toBe(true);
+    }
+  });
+
   it('keeps the last `capacity` exchanges, newest first', () => {
     const ring = new CaptureRing(3);
     const all = Array.from({ length: 5 }, () => ring.record(exchange(1)));
