@@ -25,8 +25,8 @@
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 // --client autocannon: autocannon even where wrk is installed.
 // --quick: only 13 B (or --body '64 KiB') at 50 connections, direct and through the tunnel with capture
-// on and off, with the CPU per request of the platform and the client (for trying a change to the data
-// path).
+// on and off, with the CPU per request of the platform and the client and the read and write system
+// calls each made per request (for trying a change to the data path).
 // --bulk-only: the bulk streams alone (download and upload, with the RSS), e.g. to profile them;
 // --direction download|upload: one of the two.
 // --capture on|off (with --quick): that way alone, e.g. for a profile of one of them.
@@ -37,7 +37,15 @@
 // dist/tunnel.js when a build makes one, else bundled from src/core/tunnel/client.ts into a temp dir
 // with rolldown (a devDependency), the same way the build bundles everything else.
 import { fork } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -154,10 +162,21 @@ function answerStats(close = async () => undefined) {
     } else if (message?.cmd === 'cpu') {
       const { user, system } = process.cpuUsage();
       const faults = process.resourceUsage().minorPageFault;
-      process.send({ cmd: 'cpu', micros: user + system, user, system, faults });
+      process.send({ cmd: 'cpu', micros: user + system, user, system, faults, ...syscalls() });
     }
   });
   process.on('disconnect', () => close().finally(() => process.exit(0)));
+}
+
+/** The read and write system calls the process made so far (Linux's /proc; NaN elsewhere). */
+function syscalls() {
+  try {
+    const io = readFileSync('/proc/self/io', 'utf8');
+    const count = (name) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? NaN);
+    return { reads: count('syscr'), writes: count('syscw') };
+  } catch {
+    return { reads: NaN, writes: NaN };
+  }
 }
 
 async function servePlatform(dataDir) {
@@ -344,6 +363,8 @@ async function quick(targets, cpuOf, platform, client, rounds) {
       client: (after.client - before.client) / result.total,
       edgeFaults: (after.edgeFaults - before.edgeFaults) / result.total,
       clientFaults: (after.clientFaults - before.clientFaults) / result.total,
+      edgeSyscalls: after.edgeSyscalls.map((n, i) => (n - before.edgeSyscalls[i]) / result.total),
+      clientSyscalls: after.clientSyscalls.map((n, i) => (n - before.clientSyscalls[i]) / result.total),
     };
   };
   const rows = { direct: [], on: [], off: [] };
@@ -364,6 +385,10 @@ async function quick(targets, cpuOf, platform, client, rounds) {
     const rps = median(r.map((x) => x.rps));
     console.log(
       `  capture ${way.padEnd(3)}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs; page faults/request: ${fmt(median(r.map((x) => x.edgeFaults)), 2)}, ${fmt(median(r.map((x) => x.clientFaults)), 2)}`,
+    );
+    const calls = (key, i) => fmt(median(r.map((x) => x[key][i])), 2);
+    console.log(
+      `                reads/writes per request: platform ${calls('edgeSyscalls', 0)}/${calls('edgeSyscalls', 1)}, client ${calls('clientSyscalls', 0)}/${calls('clientSyscalls', 1)}`,
     );
   }
 }
@@ -415,6 +440,8 @@ async function main() {
         client: tunnelClient.micros,
         edgeFaults: edge.faults,
         clientFaults: tunnelClient.faults,
+        edgeSyscalls: [edge.reads, edge.writes],
+        clientSyscalls: [tunnelClient.reads, tunnelClient.writes],
       };
     };
 
