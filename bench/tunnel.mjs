@@ -10,7 +10,9 @@
 //     bodies within a 64 MiB budget), which would show as streaming's RSS.
 //  2. Requests/s for a 13-byte and a 64 KiB response, direct, Node edge and tunnel, at 1 and 50
 //     connections (wrk when installed, else autocannon), with the CPU time the platform and the tunnel
-//     client spent per request; p50/p99 at 1 connection from sequential requests timed in microseconds.
+//     client spent per request; the three in turn in each of --rounds rounds (at least 3), each way's
+//     ratio to direct the median of the rounds'; p50/p99 at 1 connection from sequential requests timed
+//     in microseconds.
 //  3. Capture on versus off (edge and client), for the same loads, in rounds that measure off and on
 //     back to back; the cost is the median of the rounds (a shared machine drifts more than it).
 // Targets (issue 17): tunnel >= 0.3 of direct for 13 B and >= 0.1 for 64 KiB at 50 connections; Node
@@ -253,6 +255,21 @@ function start(mode, args = []) {
   });
 }
 
+/**
+ * The round whose ratio of `side` to direct (measured in the same round) is the median, with that
+ * ratio; direct's own result is the median round's of its requests/s.
+ */
+function medianRound(perRound, side) {
+  if (side === 'direct') {
+    const sorted = [...perRound].sort((a, b) => a.direct.requests - b.direct.requests);
+    return { ...sorted[Math.floor(sorted.length / 2)].direct, ratio: 1 };
+  }
+  const sorted = perRound
+    .map((r) => ({ ...r[side], ratio: r[side].requests / r.direct.requests }))
+    .sort((a, b) => a.ratio - b.ratio);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
 /** Capture off then on in even rounds, on then off in odd ones: drift between the two evens out. */
 function inTurn(round) {
   return round % 2 === 0 ? [false, true] : [true, false];
@@ -446,7 +463,7 @@ async function main() {
     };
 
     console.log(
-      `Tunnel bench (${values.transport} transport, ${CLIENT === 'wrk' ? 'wrk -t1' : 'autocannon'}): ${values.duration} s per load, best of ${rounds}, ` +
+      `Tunnel bench (${values.transport} transport, ${CLIENT === 'wrk' ? 'wrk -t1' : 'autocannon'}): ${values.duration} s per load, ${rounds} rounds (at least 3 for request loads), ` +
         `${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} CPUs`,
     );
 
@@ -500,12 +517,17 @@ async function main() {
     }
     if (values['bulk-only']) return;
 
-    // 2. Requests/s, CPU per request, latency.
+    // 2. Requests/s, CPU per request, latency. Direct, Node edge and tunnel back to back in each round:
+    // a shared machine drifts by more within a minute than the ways differ, so each way's ratio is the
+    // median of the rounds' ratios (as for bulk and capture below), and its other numbers come from
+    // that median round.
+    const requestRounds = Math.max(rounds, 3);
     const rps = {};
     for (const [name, path] of BODIES) {
       for (const connections of [1, 50]) {
-        const best = {};
-        for (let round = 0; round < rounds; round++) {
+        const perRound = [];
+        for (let round = 0; round < requestRounds; round++) {
+          const results = {};
           for (const [side, target] of Object.entries(targets)) {
             const before = await cpuOf();
             const result = await load(target, path, connections);
@@ -515,10 +537,15 @@ async function main() {
               edge: (after.edge - before.edge) / result.total,
               client: (after.client - before.client) / result.total,
             };
-            if (!best[side] || result.requests > best[side].requests) best[side] = result;
+            results[side] = result;
           }
+          perRound.push(results);
         }
-        rps[`${name}@${connections}`] = best;
+        rps[`${name}@${connections}`] = {
+          direct: medianRound(perRound, 'direct'),
+          edge: medianRound(perRound, 'edge'),
+          tunnel: medianRound(perRound, 'tunnel'),
+        };
       }
     }
     const lat = {};
@@ -535,13 +562,15 @@ async function main() {
         });
     }
 
-    console.log(`\nRequests/s (${CLIENT}), and each way's ratio to direct`);
+    console.log(
+      `\nRequests/s (${CLIENT}), and each way's ratio to direct: medians of ${requestRounds} rounds measuring the three in turn`,
+    );
     console.log('  response  conns     direct    Node edge   ratio      tunnel   ratio');
-    const ratio = (key, side) => rps[key][side].requests / rps[key].direct.requests;
-    for (const [key, best] of Object.entries(rps)) {
+    const ratio = (key, side) => rps[key][side].ratio;
+    for (const [key, row] of Object.entries(rps)) {
       const [name, connections] = key.split('@');
       console.log(
-        `  ${name.padEnd(8)}  ${connections.padStart(5)}  ${fmt(best.direct.requests).padStart(9)}  ${fmt(best.edge.requests).padStart(11)}   ${fmt(ratio(key, 'edge'), 2)}  ${fmt(best.tunnel.requests).padStart(10)}   ${fmt(ratio(key, 'tunnel'), 2)}`,
+        `  ${name.padEnd(8)}  ${connections.padStart(5)}  ${fmt(row.direct.requests).padStart(9)}  ${fmt(row.edge.requests).padStart(11)}   ${fmt(ratio(key, 'edge'), 2)}  ${fmt(row.tunnel.requests).padStart(10)}   ${fmt(ratio(key, 'tunnel'), 2)}`,
       );
     }
     console.log('\nCPU per request (µs, user + system, over each load), at 50 connections');
