@@ -3,7 +3,8 @@
 // relay client that does not capture is sent no captures; and a client that never reads its capture
 // streams cannot make the edge hold more than its bounded backlog (records go without bodies, then are
 // dropped and counted), over a real HTTP/2 connection that reads nothing. A relay client's captures come
-// on one stream for its connection, ended cleanly when the client stops or is taken over.
+// on one stream for its connection, ended cleanly when the client stops or is taken over; batches of
+// several chunks, queued while the client reads late, reach it whole and in order.
 import { Agent, request } from 'node:http';
 import http2 from 'node:http2';
 import { type Server, type Socket, createServer } from 'node:net';
