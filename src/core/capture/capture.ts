@@ -191,8 +191,8 @@ export function hostOfAddress(address: string): string {
 }
 
 let sequence = 0;
-/** Random bytes drawn 4 KiB at a time: one call per request costs more than the rest of its id. */
-let entropy = Buffer.alloc(0);
+/** Random bytes drawn 4 KiB at a time, as hex: one call per request costs more than the rest of its id. */
+let entropy = '';
 let entropyAt = 0;
 /** The id's time part, made once per millisecond. */
 let stampMs = -1;
@@ -201,12 +201,11 @@ let stamp = '';
 /** Request ids sort by time, like the platform's other ids: base36 milliseconds, a counter, randomness. */
 export function newRequestId(): string {
   sequence = (sequence + 1) % 1296;
-  if (entropyAt + 6 > entropy.length) {
-    entropy = randomBytes(4096);
+  if (entropyAt + 12 > entropy.length) {
+    entropy = randomBytes(4096).toString('hex');
     entropyAt = 0;
   }
-  const random = entropy.toString('hex', entropyAt, entropyAt + 6);
-  entropyAt += 6;
+  const random = entropy.slice(entropyAt, (entropyAt += 12));
   const now = Date.now();
   if (now !== stampMs) {
     stampMs = now;
@@ -216,17 +215,29 @@ export function newRequestId(): string {
 }
 
 /**
- * A message head as it came (latin1 text, request or status line first), whose headers are taken
- * apart only when the captured request is read. What a ring keeps for a thousand exchanges is then one
- * string each, not a string per header name and value: under load those would outlive the young
- * generation and be copied and promoted, a cost the capture paid on every request.
+ * A message head as it came (its bytes, request or status line first), whose headers are taken apart
+ * only when the captured request is read. An exchange keeps the bytes the parser found it in until it
+ * is recorded (ring.ts, the capture stream and the Mirror copy them on), so that a head costs no
+ * conversion on its way: text is made of it only for a reader of its headers.
  */
 export class RawHead {
-  constructor(readonly text: string) {}
+  readonly bytes: Buffer;
 
-  /** The head's bytes (a copy: they must not hold on to the chunk they came in). */
+  /** A head's bytes (kept, not copied: they must not change), or its latin1 text. */
+  constructor(head: Buffer | string) {
+    this.bytes = typeof head === 'string' ? Buffer.from(head, 'latin1') : head;
+  }
+
+  get text(): string {
+    return this.bytes.toString('latin1');
+  }
+
+  /**
+   * The head in `bytes`, a view of the chunk it came in. A head that is a small part of a larger
+   * chunk is copied, so that an exchange in flight does not hold the rest of that memory (as KeptBody).
+   */
   static of(bytes: Buffer): RawHead {
-    return new RawHead(bytes.toString('latin1'));
+    return new RawHead(bytes.buffer.byteLength <= 2 * bytes.length + 4096 ? bytes : Buffer.from(bytes));
   }
 }
 

@@ -7,6 +7,7 @@
 // One record instead of the objects an exchange is made of: a ring of a thousand exchanges kept as
 // objects (a dozen each) is what the garbage collector copied and promoted on every request under load.
 import {
+  type BodyTap,
   type CapturedExchange,
   type CapturedHeaders,
   type EndedExchange,
@@ -24,6 +25,8 @@ const REQUEST_LIST = 4;
 const RESPONSE_LIST = 8;
 const HAS_ERROR = 16;
 const HAS_REPLAY_OF = 32;
+/** The strings are ASCII: read as one. Readers that do not know the flag read them as UTF-8, the same. */
+const STRINGS_ASCII = 64;
 
 /** The variable parts, in order, each with its length in the fixed part. */
 const Part = {
@@ -69,26 +72,30 @@ export interface RecordOptions {
 
 /** A record to be written: its size, and the writer. */
 export interface PlannedRecord {
-  size: number;
+  readonly size: number;
   write(target: Buffer, at: number): void;
 }
 
-/** Plans the record of an ended exchange (Exchange.end with `error`). */
-export function planRecord(exchange: Exchange, error: string | null, options: RecordOptions): PlannedRecord {
-  const ended = exchange.end(error);
-  const { start } = ended;
-  const { requestBody, responseBody } = exchange;
-  let flags = 0;
-  const requestHead = options.requestHead ?? headBytes(start.requestHeaders);
-  if (typeof requestHead === 'string') flags |= REQUEST_LIST;
-  const responseHead = headBytes(ended.responseHeaders);
-  if (typeof responseHead === 'string') flags |= RESPONSE_LIST;
-  if (ended.error !== null) flags |= HAS_ERROR;
-  if (start.replayOf) flags |= HAS_REPLAY_OF;
-  const inline = options.bodies === 'inline';
-  if (options.bodies === 'none' ? requestBody.size > 0 : requestBody.truncated) flags |= REQUEST_TRUNCATED;
-  if (options.bodies === 'none' ? responseBody.size > 0 : responseBody.truncated) flags |= RESPONSE_TRUNCATED;
+/** The strings of an ended exchange's record, and how they are written. */
+interface RecordStrings {
+  strings: string[];
+  /** The strings joined, written as one when they are ASCII (each native write costs more than its bytes). */
+  text: string;
+  ascii: boolean;
+  /** Their byte lengths. */
+  lengths: number[];
+}
 
+/**
+ * The strings of the exchange last planned: the edge plans two records of each exchange in a row (the
+ * relay client's, then the ring's), and the second takes the first's.
+ */
+let lastEnded: EndedExchange | null = null;
+let lastStrings: RecordStrings | null = null;
+
+function recordStrings(ended: EndedExchange): RecordStrings {
+  if (ended === lastEnded && lastStrings !== null) return lastStrings;
+  const { start } = ended;
   const strings = [
     ended.id,
     start.tunnelId,
@@ -100,44 +107,97 @@ export function planRecord(exchange: Exchange, error: string | null, options: Re
     ended.error ?? '',
     start.replayOf ?? '',
   ];
-  // The strings are written as one when they are ASCII (they nearly always are): each native write
-  // costs more than the bytes it writes.
   const text = strings.join('');
-  const textBytes = Buffer.byteLength(text);
-  const ascii = textBytes === text.length;
-  const lengths = new Array<number>(PARTS);
-  let size = RECORD_FIXED_BYTES;
-  for (let i = 0; i < STRINGS; i++)
-    size += lengths[i] = ascii ? strings[i]!.length : Buffer.byteLength(strings[i]!);
-  size += lengths[Part.requestHead] = byteLength(requestHead);
-  size += lengths[Part.responseHead] = byteLength(responseHead);
-  size += lengths[Part.requestBody] = inline ? requestBody.keptBytes : 0;
-  size += lengths[Part.responseBody] = inline ? responseBody.keptBytes : 0;
+  const ascii = Buffer.byteLength(text) === text.length;
+  const lengths = new Array<number>(STRINGS);
+  for (let i = 0; i < STRINGS; i++) lengths[i] = ascii ? strings[i]!.length : Buffer.byteLength(strings[i]!);
+  lastEnded = ended;
+  return (lastStrings = { strings, text, ascii, lengths });
+}
 
-  return {
-    size,
-    write(target, offset) {
-      target.writeUInt32BE(size - 4, offset);
-      target.writeUInt8(flags, offset + 4);
-      target.writeUInt16BE(ended.status, offset + 5);
-      target.writeUInt32BE(Math.min(ended.durationMs, 0xffffffff), offset + 7);
-      target.writeDoubleBE(ended.startedAt, offset + 11);
-      target.writeDoubleBE(ended.requestSize, offset + 19);
-      target.writeDoubleBE(ended.responseSize, offset + 27);
-      for (let i = 0; i < PARTS; i++) target.writeUInt32BE(lengths[i]!, offset + LENGTHS_AT + 4 * i);
-      let at = offset + RECORD_FIXED_BYTES;
-      // Joined, a lone surrogate at the end of one string and one at the start of the next would be
-      // written as one character: strings that are not ASCII are written one by one.
-      if (ascii) at += target.write(text, at, 'latin1');
-      else for (let i = 0; i < STRINGS; i++) at += target.write(strings[i]!, at, 'utf8');
-      at += writeHead(target, at, requestHead);
-      at += writeHead(target, at, responseHead);
-      if (inline) {
-        at += requestBody.copyTo(target, at);
-        responseBody.copyTo(target, at);
-      }
-    },
-  };
+/**
+ * A record being planned. There is one, planned afresh by each planRecord and written once at once,
+ * never kept: a record costs no objects of its own.
+ */
+class RecordPlan implements PlannedRecord {
+  size = 0;
+  private flags = 0;
+  private ended!: EndedExchange;
+  private strings!: RecordStrings;
+  private requestHead: Buffer | string = '';
+  private responseHead: Buffer | string = '';
+  private requestBody: BodyTap | null = null;
+  private responseBody: BodyTap | null = null;
+  private readonly lengths = new Array<number>(PARTS).fill(0);
+
+  plan(exchange: Exchange, error: string | null, options: RecordOptions): this {
+    const ended = exchange.end(error);
+    const { start } = ended;
+    const { requestBody, responseBody } = exchange;
+    const strings = recordStrings(ended);
+    const requestHead = options.requestHead ?? headBytes(start.requestHeaders);
+    const responseHead = headBytes(ended.responseHeaders);
+    let flags = strings.ascii ? STRINGS_ASCII : 0;
+    if (typeof requestHead === 'string') flags |= REQUEST_LIST;
+    if (typeof responseHead === 'string') flags |= RESPONSE_LIST;
+    if (ended.error !== null) flags |= HAS_ERROR;
+    if (start.replayOf) flags |= HAS_REPLAY_OF;
+    const inline = options.bodies === 'inline';
+    if (options.bodies === 'none' ? requestBody.size > 0 : requestBody.truncated) flags |= REQUEST_TRUNCATED;
+    if (options.bodies === 'none' ? responseBody.size > 0 : responseBody.truncated)
+      flags |= RESPONSE_TRUNCATED;
+
+    const { lengths } = this;
+    let size = RECORD_FIXED_BYTES;
+    for (let i = 0; i < STRINGS; i++) size += lengths[i] = strings.lengths[i]!;
+    size += lengths[Part.requestHead] = byteLength(requestHead);
+    size += lengths[Part.responseHead] = byteLength(responseHead);
+    size += lengths[Part.requestBody] = inline ? requestBody.keptBytes : 0;
+    size += lengths[Part.responseBody] = inline ? responseBody.keptBytes : 0;
+    this.size = size;
+    this.flags = flags;
+    this.ended = ended;
+    this.strings = strings;
+    this.requestHead = requestHead;
+    this.responseHead = responseHead;
+    this.requestBody = inline ? requestBody : null;
+    this.responseBody = inline ? responseBody : null;
+    return this;
+  }
+
+  write(target: Buffer, offset: number): void {
+    const { ended, lengths, strings } = this;
+    target.writeUInt32BE(this.size - 4, offset);
+    target.writeUInt8(this.flags, offset + 4);
+    target.writeUInt16BE(ended.status, offset + 5);
+    target.writeUInt32BE(Math.min(ended.durationMs, 0xffffffff), offset + 7);
+    target.writeDoubleBE(ended.startedAt, offset + 11);
+    target.writeDoubleBE(ended.requestSize, offset + 19);
+    target.writeDoubleBE(ended.responseSize, offset + 27);
+    for (let i = 0; i < PARTS; i++) target.writeUInt32BE(lengths[i]!, offset + LENGTHS_AT + 4 * i);
+    let at = offset + RECORD_FIXED_BYTES;
+    // Joined, a lone surrogate at the end of one string and one at the start of the next would be
+    // written as one character: strings that are not ASCII are written one by one.
+    if (strings.ascii) at += target.write(strings.text, at, 'latin1');
+    else for (let i = 0; i < STRINGS; i++) at += target.write(strings.strings[i]!, at, 'utf8');
+    at += writeHead(target, at, this.requestHead);
+    at += writeHead(target, at, this.responseHead);
+    if (this.requestBody) at += this.requestBody.copyTo(target, at);
+    if (this.responseBody) this.responseBody.copyTo(target, at);
+    // Written once: the plan does not hold on to the exchange's bodies and heads until the next one.
+    this.requestBody = this.responseBody = null;
+    this.requestHead = this.responseHead = '';
+  }
+}
+
+const plan = new RecordPlan();
+
+/**
+ * Plans the record of an ended exchange (Exchange.end with `error`). Write it once, at once: the plan
+ * is the next call's.
+ */
+export function planRecord(exchange: Exchange, error: string | null, options: RecordOptions): PlannedRecord {
+  return plan.plan(exchange, error, options);
 }
 
 /** The record of an ended exchange, in a buffer of its own. */
@@ -148,21 +208,19 @@ export function encodeRecord(exchange: Exchange, error: string | null, options: 
   return record;
 }
 
-/** A head as latin1 text (its bytes), or a list as JSON. */
-function headBytes(headers: CapturedHeaders): Buffer | RawHead | string {
-  if (headers instanceof RawHead) return headers;
+/** A head as its bytes, or a list as JSON. */
+function headBytes(headers: CapturedHeaders): Buffer | string {
+  if (headers instanceof RawHead) return headers.bytes;
   return JSON.stringify(
     typeof headers[0] === 'string' ? headerList(headers as readonly string[]) : (headers as HeaderList),
   );
 }
 
-function byteLength(head: Buffer | RawHead | string): number {
-  if (head instanceof RawHead) return head.text.length;
+function byteLength(head: Buffer | string): number {
   return typeof head === 'string' ? Buffer.byteLength(head) : head.length;
 }
 
-function writeHead(target: Buffer, at: number, head: Buffer | RawHead | string): number {
-  if (head instanceof RawHead) return target.write(head.text, at, 'latin1');
+function writeHead(target: Buffer, at: number, head: Buffer | string): number {
   if (typeof head === 'string') return target.write(head, at, 'utf8');
   target.set(head, at);
   return head.length;
@@ -199,9 +257,19 @@ export function readRecord(record: Buffer): ReadRecord {
   if (sum !== record.length) throw new RecordError('a record whose parts do not add up');
   const strings = new Array<string>(STRINGS);
   let at = RECORD_FIXED_BYTES;
-  for (let i = 0; i < STRINGS; i++) {
-    strings[i] = record.toString('utf8', at, at + lengths[i]!);
-    at += lengths[i]!;
+  if ((flags & STRINGS_ASCII) !== 0) {
+    let textLength = 0;
+    for (let i = 0; i < STRINGS; i++) textLength += lengths[i]!;
+    // One string made, the nine sliced from it.
+    const text = record.toString('latin1', at, at + textLength);
+    let from = 0;
+    for (let i = 0; i < STRINGS; i++) strings[i] = text.slice(from, (from += lengths[i]!));
+    at += textLength;
+  } else {
+    for (let i = 0; i < STRINGS; i++) {
+      strings[i] = record.toString('utf8', at, at + lengths[i]!);
+      at += lengths[i]!;
+    }
   }
   const requestHeaders = headersOf(record, at, lengths[Part.requestHead]!, (flags & REQUEST_LIST) !== 0);
   at += lengths[Part.requestHead]!;
@@ -262,7 +330,7 @@ export function capturedFromRecord(record: Buffer): CapturedExchange {
 }
 
 function headersOf(record: Buffer, at: number, length: number, isList: boolean): CapturedHeaders {
-  if (!isList) return new RawHead(record.toString('latin1', at, at + length));
+  if (!isList) return new RawHead(record.subarray(at, at + length));
   let list: unknown;
   try {
     list = JSON.parse(record.toString('utf8', at, at + length));

@@ -49,8 +49,17 @@ export class CaptureRing {
     private readonly bodyBudget = 64 * 1024 * 1024,
   ) {}
 
-  /** Ends an exchange and keeps it: its record in the log, its bodies copied into the arena. */
+  /** Ends an exchange and keeps it (see keep), as a captured exchange. */
   record(exchange: Exchange, error: string | null = null): CapturedExchange {
+    this.keep(exchange, error);
+    return new RingEntry(this, this.total - 1, exchange.end(error), {
+      request: exchange.requestBody.truncated,
+      response: exchange.responseBody.truncated,
+    });
+  }
+
+  /** Ends an exchange and keeps it: its record in the log, its bodies copied into the arena. */
+  keep(exchange: Exchange, error: string | null = null): void {
     const planned = planRecord(exchange, error, { bodies: 'apart' });
     if (this.chunks.length === 0 || this.chunkUsed + planned.size > this.chunks.at(-1)!.length) {
       this.chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, planned.size)));
@@ -78,10 +87,6 @@ export class CaptureRing {
     }
     this.total += 1;
     if (this.size > this.capacity) this.dropOldest();
-    return new RingEntry(this, seq, exchange.end(error), {
-      request: exchange.requestBody.truncated,
-      response: exchange.responseBody.truncated,
-    });
   }
 
   get(id: string): CapturedExchange | undefined {

@@ -326,7 +326,16 @@ function checkRequestFraming(head: MessageHead): void {
   }
   // A folded line (obs-fold) continues the header above it: the parser joins it, a head rewrite
   // could not keep the two together.
-  if (/\n[ \t]/.test(head.raw.toString('latin1'))) throw framingError('a header folded over lines');
+  if (foldsALine(head.raw)) throw framingError('a header folded over lines');
+}
+
+/** Whether a line of the head starts with a space or a tab (read in place: no text made of it). */
+function foldsALine(raw: Buffer): boolean {
+  for (let at = raw.indexOf(0x0a); at >= 0 && at + 1 < raw.length; at = raw.indexOf(0x0a, at + 1)) {
+    const next = raw[at + 1];
+    if (next === 0x20 || next === 0x09) return true;
+  }
+  return false;
 }
 
 /** A header's value in a head's list (the first, names compared without case), or undefined. */
@@ -368,20 +377,27 @@ export function hasAnyHeader(headers: readonly string[], names: ReadonlySet<stri
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 
+/** `add` as editHead appends it to a head: the lines, then the blank line that ends the head. */
+export function appendedLines(add: readonly string[]): Buffer {
+  return Buffer.from(`${add.join('\r\n')}\r\n\r\n`, 'latin1');
+}
+
 /**
  * A head with `drop` left out and `add` appended, like rewriteHead, but without taking the head apart
  * when none of `drop` is in it (the common case: the lines are put before its blank line).
+ * `addBytes`: `add` as appendedLines makes it, when the caller keeps it made.
  */
 export function editHead(
   head: { raw: Buffer; headers: readonly string[] },
   drop: ReadonlySet<string>,
   add: readonly string[],
+  addBytes?: Buffer,
 ): Buffer {
   const { raw } = head;
   if (hasAnyHeader(head.headers, drop) || !raw.subarray(-4).equals(HEAD_END))
     return rewriteHead(raw, drop, add);
   if (add.length === 0) return raw;
-  return Buffer.concat([raw.subarray(0, raw.length - 2), Buffer.from(add.join('\r\n'), 'latin1'), HEAD_END]);
+  return Buffer.concat([raw.subarray(0, raw.length - 2), addBytes ?? appendedLines(add)]);
 }
 
 /**

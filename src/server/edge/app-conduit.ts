@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { headerValue } from '../../core/tunnel/http1.js';
 import type { EdgeTarget } from '../runtime/runtime.js';
 import { type CarriedConnection, Conduit } from './conduit.js';
-import { forwardingLines, publicProto } from './forwarded.js';
+import { ConnectionForwarding, publicProto } from './forwarded.js';
 import { notRunningPage, pageParts } from './pages.js';
 
 export interface AppConduitOptions extends CarriedConnection {
@@ -25,8 +25,7 @@ export interface AppConduitOptions extends CarriedConnection {
 export function openAppConduit(options: AppConduitOptions): Conduit {
   const { socket, host, port } = options;
   const upstreamHost = options.appAddress;
-  const address = socket.remoteAddress ?? '';
-  const proto = publicProto(socket);
+  const forwarding = new ConnectionForwarding(socket.remoteAddress ?? '', publicProto(socket));
   const upstream = connect({ host: upstreamHost, port });
   upstream.setNoDelay(true);
   let connected = false;
@@ -43,7 +42,8 @@ export function openAppConduit(options: AppConduitOptions): Conduit {
         return null;
       }
       const named = headerValue(head.headers, 'host') ?? host;
-      return { add: forwardingLines(address, named, proto, head.upgrade), exchange: null, done: target.done };
+      const { lines, bytes } = forwarding.for(named, head.upgrade);
+      return { add: lines, addBytes: bytes, exchange: null, done: target.done };
     },
     // Why an app does not answer is for its owner (in Wharf), as on the edge's other pages.
     noAnswer: () => pageParts(notRunningPage(502)),

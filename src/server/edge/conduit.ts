@@ -48,7 +48,9 @@ const REPLACED = new Set([
 /** A request the upstream takes. */
 export interface Admitted {
   /** `name: value` lines the edge adds to the request head. */
-  add: string[];
+  add: readonly string[];
+  /** `add` as the head's edit appends it (appendedLines in http1.ts), when made once for the connection. */
+  addBytes?: Buffer;
   /** Its capture, when the upstream captures. */
   exchange: Exchange | null;
   /** Runs once the request leaves the connection, answered or not. */
@@ -153,7 +155,9 @@ export class Conduit {
         const drop = listed ? new Set([...REPLACED, ...listed]) : REPLACED;
         // The head as sent but for the Host: what goes upstream without a Host rule, and the capture's.
         const forwarded =
-          admitted.host === undefined || admitted.exchange ? editHead(head, drop, admitted.add) : null;
+          admitted.host === undefined || admitted.exchange
+            ? editHead(head, drop, admitted.add, admitted.addBytes)
+            : null;
         this.inFlight.push({
           exchange: admitted.exchange,
           head: admitted.exchange ? forwarded : null,

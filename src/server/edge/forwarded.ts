@@ -1,5 +1,6 @@
 // The forwarding headers the edges (app and tunnel) give an app about the public hop. What a public
 // client sends in them is never passed on: the edge is where requests enter.
+import { appendedLines } from '../../core/tunnel/http1.js';
 
 /** RFC 7239 `Forwarded` for one hop: a v6 address bracketed and quoted, the host quoted. */
 export function forwardedHeader(address: string, host: string, proto: 'http' | 'https' = 'http'): string {
@@ -42,4 +43,31 @@ export function forwardingLines(
 /** The scheme the public client used: `https` when its connection to the edge (or the front) is TLS. */
 export function publicProto(socket: object): 'http' | 'https' {
   return (socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+}
+
+/**
+ * The forwarding lines of one public connection, made again only when a request names another Host
+ * (or asks for an upgrade) than the one before it: a connection's requests nearly always name the same,
+ * and the lines cost more to make than the rest of the head's edit.
+ */
+export class ConnectionForwarding {
+  private host: string | null = null;
+  private upgrade = false;
+  private made: { lines: readonly string[]; bytes: Buffer } = { lines: [], bytes: Buffer.alloc(0) };
+
+  constructor(
+    private readonly address: string,
+    private readonly proto: 'http' | 'https',
+  ) {}
+
+  /** The lines for a request naming `host`, and their bytes as a head's edit appends them (editHead). */
+  for(host: string, upgrade = false): { lines: readonly string[]; bytes: Buffer } {
+    if (host !== this.host || upgrade !== this.upgrade) {
+      const lines = forwardingLines(this.address, host, this.proto, upgrade);
+      this.made = { lines, bytes: appendedLines(lines) };
+      this.host = host;
+      this.upgrade = upgrade;
+    }
+    return this.made;
+  }
 }

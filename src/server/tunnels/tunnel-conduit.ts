@@ -10,7 +10,7 @@ import { Exchange, RawHead, peerAddress } from '../../core/capture/capture.js';
 import { headerValue } from '../../core/tunnel/http1.js';
 import { STREAM_HEADERS, noAnswerText } from '../../core/tunnel/protocol.js';
 import { type CarriedConnection, Conduit } from '../edge/conduit.js';
-import { forwardingLines, publicProto } from '../edge/forwarded.js';
+import { ConnectionForwarding, publicProto } from '../edge/forwarded.js';
 import type { Tunnel } from './tunnel.js';
 
 export interface TunnelConduitOptions extends CarriedConnection {
@@ -21,12 +21,12 @@ export interface TunnelConduitOptions extends CarriedConnection {
 /** Opens a stream of the tunnel's connection for `socket` and carries the connection over it. */
 export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
   const { tunnel, socket, host } = options;
-  const address = socket.remoteAddress ?? '';
-  const proto = publicProto(socket);
+  const forwarding = new ConnectionForwarding(socket.remoteAddress ?? '', publicProto(socket));
   // What the client of this connection takes: it may change with the next connection, not this one's.
   const { captures } = tunnel;
   const relays = tunnel.relayNow;
   const appHost = tunnel.appHost ?? undefined;
+  const remoteAddr = peerAddress(socket);
   const stream = tunnel.session!.request(
     {
       ':method': 'POST',
@@ -35,7 +35,7 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       ':scheme': 'http',
       [STREAM_HEADERS.pipe]: '1',
       ...(relays ? { [STREAM_HEADERS.relay]: '1' } : {}),
-      [STREAM_HEADERS.remoteAddr]: peerAddress(socket),
+      [STREAM_HEADERS.remoteAddr]: remoteAddr,
     },
     { endStream: false },
   );
@@ -57,15 +57,15 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
             url: tunnel.url + head.url,
             httpVersion: `HTTP/${head.version}`,
             requestHeaders: RawHead.of(head.raw),
-            remoteAddr: peerAddress(socket),
+            remoteAddr,
           })
         : null;
-      const add = forwardingLines(address, headerValue(head.headers, 'host') ?? host, proto);
+      const { lines, bytes } = forwarding.for(headerValue(head.headers, 'host') ?? host);
       // A client that parses the bytes takes the exchange's id out of the head; a relay client gets it
       // with the exchange's record.
-      if (relays) return { add, exchange, host: appHost };
-      if (exchange) add.push(`${STREAM_HEADERS.requestId}: ${exchange.id}`);
-      return { add, exchange };
+      if (relays) return { add: lines, addBytes: bytes, exchange, host: appHost };
+      if (exchange) return { add: [...lines, `${STREAM_HEADERS.requestId}: ${exchange.id}`], exchange };
+      return { add: lines, addBytes: bytes, exchange };
     },
     noAnswer: (why) => ({
       headers: [{ name: 'content-type', value: 'text/plain; charset=utf-8' }],

@@ -136,7 +136,10 @@ export class Tunnel {
     this.ended = [];
     for (const { exchange, error, head, sender, keep } of ended) {
       sender?.send(exchange, error, head);
-      if (keep) this.record(exchange, error);
+      if (!keep) continue;
+      // The captured request is put together only for someone who reads it (capture.ts).
+      if (this.feed.listenerCount('request') > 0) this.record(exchange, error);
+      else this.ring.keep(exchange, error);
     }
   }
 

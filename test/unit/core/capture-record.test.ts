@@ -3,7 +3,7 @@
 // field; records cut anywhere over chunks read back whole; bytes that are not records are refused.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Exchange, RawHead } from '../../../src/core/capture/capture.js';
+import { Exchange, RawHead, capturedRequest } from '../../../src/core/capture/capture.js';
 import {
   MAX_RECORD_BYTES,
   RecordError,
@@ -156,6 +156,62 @@ describe('an exchange as a record', () => {
     ]);
     const apart = readRecord(encodeRecord(small(), null, { bodies: 'apart' }));
     expect([apart.requestBody.length, apart.requestTruncated]).toEqual([0, false]);
+  });
+});
+
+describe('records planned in a row', () => {
+  it('each read back as their own exchange, whichever was planned before (the strings of the last are reused)', () => {
+    const first = exchange({ requestBody: Buffer.from('one'), responseBody: Buffer.from('1') });
+    const second = exchange({ path: '/\u00e9two', responseBody: Buffer.from('2') });
+    const sent = Buffer.from('POST /p HTTP/1.1\r\nHost: app.local\r\nX-Forwarded-For: ::1\r\n\r\n', 'latin1');
+    const records = [
+      encodeRecord(first, null, { requestHead: sent, bodies: 'inline' }),
+      encodeRecord(first, null, { bodies: 'apart' }),
+      encodeRecord(second, 'the app went away', { bodies: 'inline' }),
+      encodeRecord(first, null, { bodies: 'inline' }),
+      encodeRecord(second, null, { bodies: 'apart' }),
+    ].map(readRecord);
+    const [relayed, kept, other, again, otherKept] = records;
+    expect(capturedRequest(relayed!.ended).request_headers).toEqual({
+      host: 'app.local',
+      'x-forwarded-for': '::1',
+    });
+    expect(capturedRequest(kept!.ended)).toEqual(first.finish().request);
+    expect([relayed!.requestBody.toString(), kept!.requestBody.length]).toEqual(['one', 0]);
+    expect(capturedRequest(other!.ended)).toEqual(second.finish('the app went away').request);
+    expect(capturedRequest(otherKept!.ended)).toEqual(second.finish().request);
+    expect(capturedRequest(again!.ended)).toEqual(first.finish().request);
+    expect(again!.responseBody.toString()).toBe('1');
+  });
+});
+
+describe('a record from a writer that did not flag its strings as ASCII', () => {
+  it('reads the same as one that did', () => {
+    const e = exchange({ path: '/plain?ascii=1', responseBody: Buffer.from('ok') });
+    const flagged = encodeRecord(e, 'closed early', { bodies: 'inline' });
+    const unflagged = Buffer.from(flagged);
+    unflagged.writeUInt8(unflagged.readUInt8(4) & ~64, 4);
+    expect(unflagged.equals(flagged)).toBe(false);
+    expect(capturedFromRecord(unflagged).request).toEqual(capturedFromRecord(flagged).request);
+    expect(capturedFromRecord(flagged).request).toEqual(e.finish('closed early').request);
+  });
+});
+
+describe('a raw head', () => {
+  it('keeps the bytes it came in while they are most of their chunk, and copies a small part of a large one', () => {
+    const head = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n';
+    const own = Buffer.allocUnsafeSlow(head.length + 2);
+    own.write(`${head}ok`, 'latin1');
+    const kept = RawHead.of(own.subarray(0, head.length));
+    expect(kept.bytes.buffer).toBe(own.buffer);
+
+    const large = Buffer.allocUnsafeSlow(64 * 1024).fill(0x61);
+    large.write(head, 1000, 'latin1');
+    const copied = RawHead.of(large.subarray(1000, 1000 + head.length));
+    expect(copied.bytes.buffer).not.toBe(large.buffer);
+    large.fill(0);
+    expect(copied.text).toBe(head);
+    expect(new RawHead(head).text).toBe(head);
   });
 });
 

@@ -6,6 +6,7 @@ import {
   FramingError,
   Http1Framer,
   type MessageHead,
+  appendedLines,
   connectionListed,
   editHead,
   headerValue,
@@ -159,6 +160,8 @@ describe('Http1Framer on requests', () => {
       /chunk size/,
     ],
     ['a header folded over lines', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n', /folded/],
+    ['a header folded with a tab', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n', /folded/],
+    ['the first header line folded', 'GET / HTTP/1.1\r\n Host: a\r\n\r\n', /folded|malformed/],
     ['not HTTP at all', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n', /malformed/],
     [
       'a head over the size limit',
@@ -280,6 +283,22 @@ describe('rewriteHead and connectionListed', () => {
     expect(
       editHead({ raw: Buffer.from('GET / HTTP/1.1\nHost: a\n\n'), headers }, new Set(), ['x: 1']).toString(),
     ).toBe('GET / HTTP/1.1\r\nHost: a\r\nx: 1\r\n\r\n');
+  });
+
+  it('appends lines made once (appendedLines) as it appends them made afresh', () => {
+    const add = ['x-real-ip: 1.2.3.4', 'x-forwarded-proto: http'];
+    const made = appendedLines(add);
+    const raw = Buffer.from('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+    const drop = new Set(['x-real-ip']);
+    expect(editHead({ raw, headers: ['Host', 'a'] }, drop, add, made)).toEqual(
+      editHead({ raw, headers: ['Host', 'a'] }, drop, add),
+    );
+    // A head taken apart (a header dropped) is written from the lines, the bytes made once unused.
+    const claimed = Buffer.from('GET / HTTP/1.1\r\nX-Real-IP: 6.6.6.6\r\nHost: a\r\n\r\n');
+    const headers = ['X-Real-IP', '6.6.6.6', 'Host', 'a'];
+    expect(editHead({ raw: claimed, headers }, drop, add, made).toString()).toBe(
+      'GET / HTTP/1.1\r\nHost: a\r\nx-real-ip: 1.2.3.4\r\nx-forwarded-proto: http\r\n\r\n',
+    );
   });
 
   it('takes off a last line only when it is the one given', () => {
