@@ -10,11 +10,12 @@
 //     bodies within a 64 MiB budget), which would show as streaming's RSS.
 //  2. Requests/s for a 13-byte and a 64 KiB response, direct, Node edge and tunnel, at 1 and 50
 //     connections (wrk when installed, else autocannon), with the CPU time the platform and the tunnel
-//     client spent per request; the three in turn in each of --rounds rounds (at least 3), each way's
-//     ratio to direct the median of the rounds'; p50/p99 at 1 connection from sequential requests timed
-//     in microseconds.
-//  3. Capture on versus off (edge and client), for the same loads, in rounds that measure off and on
-//     back to back; the cost is the median of the rounds (a shared machine drifts more than it).
+//     client spent per request; the three in turn in each of --rounds rounds (at least 5, which goes
+//     first turning with the rounds), each way's ratio to direct the median of the rounds'; p50/p99 at
+//     1 connection from sequential requests timed in microseconds.
+//  3. Capture on versus off (edge and client), for the same loads, in rounds (at least 9) that measure
+//     off and on back to back; the cost is the median of the rounds (a shared machine drifts more than
+//     it).
 // Targets (issue 17): tunnel >= 0.3 of direct for 13 B and >= 0.1 for 64 KiB at 50 connections; Node
 // edge >= 0.25 of direct for 13 B at 50; added p50 under 1 ms at 1 connection; RSS under 150 MB while
 // streaming; capture costs under 10 %. Bulk is reported beside them, against the floor two plain relays
@@ -463,7 +464,7 @@ async function main() {
     };
 
     console.log(
-      `Tunnel bench (${values.transport} transport, ${CLIENT === 'wrk' ? 'wrk -t1' : 'autocannon'}): ${values.duration} s per load, ${rounds} rounds (at least 3 for request loads), ` +
+      `Tunnel bench (${values.transport} transport, ${CLIENT === 'wrk' ? 'wrk -t1' : 'autocannon'}): ${values.duration} s per load, ${rounds} rounds (at least 5 for request loads, 9 for capture), ` +
         `${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} CPUs`,
     );
 
@@ -520,15 +521,16 @@ async function main() {
     // 2. Requests/s, CPU per request, latency. Direct, Node edge and tunnel back to back in each round:
     // a shared machine drifts by more within a minute than the ways differ, so each way's ratio is the
     // median of the rounds' ratios (as for bulk and capture below), and its other numbers come from
-    // that median round.
-    const requestRounds = Math.max(rounds, 3);
+    // that median round. Which way goes first turns with the rounds.
+    const requestRounds = Math.max(rounds, 5);
+    const ways = Object.entries(targets);
     const rps = {};
     for (const [name, path] of BODIES) {
       for (const connections of [1, 50]) {
         const perRound = [];
         for (let round = 0; round < requestRounds; round++) {
           const results = {};
-          for (const [side, target] of Object.entries(targets)) {
+          for (const [side, target] of [...ways.slice(round % 3), ...ways.slice(0, round % 3)]) {
             const before = await cpuOf();
             const result = await load(target, path, connections);
             const after = await cpuOf();
@@ -606,7 +608,7 @@ async function main() {
     };
     // A shared machine drifts by more than the cost measured: each round measures off and on back to
     // back (in turn first), and the cost is the median of the rounds' on/off ratios.
-    const captureRounds = Math.max(rounds * 2, 5);
+    const captureRounds = Math.max(rounds * 4, 9);
     for (const [name, path] of BODIES) {
       const pairs = [];
       for (let round = 0; round < captureRounds; round++) {
