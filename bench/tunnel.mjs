@@ -530,7 +530,8 @@ async function main() {
         const perRound = [];
         for (let round = 0; round < requestRounds; round++) {
           const results = {};
-          for (const [side, target] of [...ways.slice(round % 3), ...ways.slice(0, round % 3)]) {
+          const first = round % ways.length;
+          for (const [side, target] of [...ways.slice(first), ...ways.slice(0, first)]) {
             const before = await cpuOf();
             const result = await load(target, path, connections);
             const after = await cpuOf();

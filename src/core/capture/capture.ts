@@ -68,10 +68,18 @@ export class BodyTap {
     if (this.kept === 0) return KeptBody.EMPTY;
     let backing = 0;
     for (const chunk of this.chunks) backing += chunk.buffer.byteLength;
-    return backing <= 2 * this.kept + 4096
+    return worthItsMemory(this.kept, backing)
       ? new KeptBody(this.chunks.slice(), this.kept)
       : new KeptBody([joined(this.chunks, this.kept)], this.kept);
   }
+}
+
+/**
+ * Whether `kept` bytes are worth holding on to in the chunks they came in, whose memory is `backing`
+ * bytes in all: not when they are a small part of it (they are copied out instead).
+ */
+function worthItsMemory(kept: number, backing: number): boolean {
+  return backing <= 2 * kept + 4096;
 }
 
 /** Chunks as one buffer; a chunk that is its own whole allocation as it is. */
@@ -237,7 +245,7 @@ export class RawHead {
    * chunk is copied, so that an exchange in flight does not hold the rest of that memory (as KeptBody).
    */
   static of(bytes: Buffer): RawHead {
-    return new RawHead(bytes.buffer.byteLength <= 2 * bytes.length + 4096 ? bytes : Buffer.from(bytes));
+    return new RawHead(worthItsMemory(bytes.length, bytes.buffer.byteLength) ? bytes : Buffer.from(bytes));
   }
 }
 

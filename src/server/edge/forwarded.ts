@@ -45,24 +45,30 @@ export function publicProto(socket: object): 'http' | 'https' {
   return (socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
 }
 
+/** A connection's forwarding lines, and their bytes as a head's edit appends them (editHead). */
+export interface ForwardingLines {
+  lines: readonly string[];
+  bytes: Buffer;
+}
+
 /**
  * The forwarding lines of one public connection, made again only when a request names another Host
  * (or asks for an upgrade) than the one before it: a connection's requests nearly always name the same,
  * and the lines cost more to make than the rest of the head's edit.
  */
 export class ConnectionForwarding {
-  private host: string | null = null;
+  private host = '';
   private upgrade = false;
-  private made: { lines: readonly string[]; bytes: Buffer } = { lines: [], bytes: Buffer.alloc(0) };
+  private made: ForwardingLines | null = null;
 
   constructor(
     private readonly address: string,
     private readonly proto: 'http' | 'https',
   ) {}
 
-  /** The lines for a request naming `host`, and their bytes as a head's edit appends them (editHead). */
-  for(host: string, upgrade = false): { lines: readonly string[]; bytes: Buffer } {
-    if (host !== this.host || upgrade !== this.upgrade) {
+  /** The lines for a request naming `host`. */
+  for(host: string, upgrade = false): ForwardingLines {
+    if (this.made === null || host !== this.host || upgrade !== this.upgrade) {
       const lines = forwardingLines(this.address, host, this.proto, upgrade);
       this.made = { lines, bytes: appendedLines(lines) };
       this.host = host;
