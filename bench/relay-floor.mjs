@@ -33,18 +33,24 @@ const { values } = parseArgs({
   },
 });
 
-/** Passes bytes both ways between two duplex streams, with back-pressure; either end closing ends both. */
+/**
+ * Passes bytes both ways between two duplex streams, with back-pressure. An end is passed on once what
+ * came before it is written; a side gone without one (reset, error) takes the other with it. (A side
+ * that closed used to destroy the other at once, dropping what the relay had not written yet: a bulk
+ * run now and then ended in the client's "aborted", ECONNRESET.)
+ */
 function join(a, b) {
-  a.on('data', (chunk) => b.write(chunk) || a.pause());
-  b.on('data', (chunk) => a.write(chunk) || b.pause());
-  a.on('drain', () => b.resume());
-  b.on('drain', () => a.resume());
-  for (const [one, other] of [
+  for (const [from, to] of [
     [a, b],
     [b, a],
   ]) {
-    one.on('error', () => other.destroy());
-    one.on('close', () => other.destroy());
+    from.on('data', (chunk) => to.write(chunk) || from.pause());
+    to.on('drain', () => from.resume());
+    from.on('end', () => to.end());
+    from.on('error', () => to.destroy());
+    from.on('close', () => {
+      if (!from.readableEnded) to.destroy();
+    });
   }
 }
 

@@ -262,6 +262,26 @@ describe('the byte path to an app', () => {
     }
   });
 
+  it('refuses header lines it cannot read with 400 rather than pass them on unread', async () => {
+    for (const [line, why] of [
+      ['Transfer-Encoding : chunked', 'a malformed header line'],
+      ['Host: other.localhost', 'two Host headers'],
+    ]) {
+      const wire = await Wire.open(tp.edgePort);
+      try {
+        wire.write(
+          `POST /up HTTP/1.1\r\nHost: bytes-a.localhost\r\nContent-Length: 5\r\n${line}\r\n\r\n0\r\n\r\n`,
+        );
+        const answer = await wire.read();
+        expect(answer.status).toBe(400);
+        expect(answer.body).toContain(why);
+        await wire.closed();
+      } finally {
+        wire.close();
+      }
+    }
+  });
+
   it('a kept-alive connection to a project that is deleted gets the edge’s 404 next', async () => {
     const gone = await createProject(tp, {
       name: 'Bytes gone',

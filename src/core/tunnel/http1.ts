@@ -47,6 +47,49 @@ function fastConsumeLine(this: ParserState): string | undefined {
   return line;
 }
 
+/** A field name (RFC 9110 §5.1): a token. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What a field value may not hold (RFC 9110 §5.5): control characters but the tab (CR, LF, NUL among them). */
+// eslint-disable-next-line no-control-regex
+const NOT_IN_A_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+function isBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** `line`'s field value from `from` on, without the spaces and tabs around it. */
+function fieldValue(line: string, from: number): string {
+  let start = from;
+  while (start < line.length && isBlank(line.charCodeAt(start))) start += 1;
+  let end = line.length;
+  while (end > start && isBlank(line.charCodeAt(end - 1))) end -= 1;
+  const value = line.slice(start, end);
+  if (NOT_IN_A_VALUE.test(value)) throw framingError('a control character in a header value');
+  return value;
+}
+
+/**
+ * The parser's header line reader, strict: a line it could not read (a space before the colon, a name
+ * that is not a token, no colon at all) was skipped, and passed on as it came. An app that reads such a
+ * line (`Transfer-Encoding : chunked`) would frame the message otherwise than the edge did, and a
+ * request could hide inside another's body; the edge refuses the message instead (RFC 9112 §5.1).
+ * A folded line (obs-fold) is refused in a request; in a response it continues the value above it.
+ */
+function strictHeaderLine(this: ParserState, line: string, headers: string[]): void {
+  if (isBlank(line.charCodeAt(0))) {
+    if (this.type === REQUEST_TYPE || headers.length === 0) throw framingError('a header folded over lines');
+    const more = fieldValue(line, 1);
+    const last = headers.length - 1;
+    if (more.length > 0) headers[last] = headers[last] === '' ? more : `${headers[last]!} ${more}`;
+    return;
+  }
+  const colon = line.indexOf(':');
+  if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw framingError('a malformed header line');
+  headers.push(line.slice(0, colon), fieldValue(line, colon + 1));
+}
+
+const REQUEST_TYPE = HTTPParser.REQUEST;
+
 /** The parser's own state and methods, as far as this file reads them (the typings call them private). */
 interface ParserState {
   chunk: Buffer & { latin1Slice(start: number, end: number): string };
@@ -55,7 +98,9 @@ interface ParserState {
   offset: number;
   state: string;
   body_bytes: number | null;
+  type: string;
   consumeLine(this: ParserState): string | undefined;
+  parseHeader(this: ParserState, line: string, headers: string[]): void;
   execute(chunk: Buffer): number | Error;
   finish(): void | Error;
   reinitialize(type: string): void;
@@ -154,6 +199,7 @@ export class Http1Framer {
     // The state machine calls each state by name on the parser: this one reads chunk sizes strictly.
     this.parser.BODY_CHUNKHEAD = strictChunkHead;
     this.parser.consumeLine = fastConsumeLine;
+    this.parser.parseHeader = strictHeaderLine;
   }
 
   /** Whether a message has begun and not ended (its head, or its body, is still coming). */
@@ -301,14 +347,19 @@ interface HeadInfo {
 /**
  * Refuses request framing that two HTTP parsers could read differently (RFC 9112 §6.3): a
  * Transfer-Encoding other than `chunked` alone, one next to a Content-Length, a Content-Length that is
- * not digits, headers folded over lines.
+ * not digits, two Host headers, a request target with a control character (header lines are checked
+ * as they are read).
  */
 function checkRequestFraming(head: MessageHead): void {
   let transferEncoding: string | null = null;
   let contentLength: string | null = null;
+  let hosts = 0;
   const { headers } = head;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
+    // The edge routes by the first, an app may read the last (RFC 9112 §3.2: refused).
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1)
+      throw framingError('two Host headers');
     if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
       transferEncoding =
         transferEncoding === null ? headers[i + 1]! : `${transferEncoding},${headers[i + 1]!}`;
@@ -324,19 +375,13 @@ function checkRequestFraming(head: MessageHead): void {
       throw framingError(`a Transfer-Encoding other than chunked (${transferEncoding})`);
     if (contentLength !== null) throw framingError('both Transfer-Encoding and Content-Length');
   }
-  // A folded line (obs-fold) continues the header above it: the parser joins it, a head rewrite
-  // could not keep the two together.
-  if (foldsALine(head.raw)) throw framingError('a header folded over lines');
+  // Folded lines were refused as they were read (strictHeaderLine). A target with a control
+  // character in it is read as two by some servers (a tab), and as one by others.
+  if (NOT_IN_A_TARGET.test(head.url)) throw framingError('a control character in the request target');
 }
 
-/** Whether a line of the head starts with a space or a tab (read in place: no text made of it). */
-function foldsALine(raw: Buffer): boolean {
-  for (let at = raw.indexOf(0x0a); at >= 0 && at + 1 < raw.length; at = raw.indexOf(0x0a, at + 1)) {
-    const next = raw[at + 1];
-    if (next === 0x20 || next === 0x09) return true;
-  }
-  return false;
-}
+// eslint-disable-next-line no-control-regex
+const NOT_IN_A_TARGET = /[\x00-\x1f\x7f]/;
 
 /** A header's value in a head's list (the first, names compared without case), or undefined. */
 export function headerValue(headers: readonly string[], lowerName: string): string | undefined {

@@ -162,6 +162,27 @@ describe('Http1Framer on requests', () => {
     ['a header folded over lines', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n', /folded/],
     ['a header folded with a tab', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n', /folded/],
     ['the first header line folded', 'GET / HTTP/1.1\r\n Host: a\r\n\r\n', /folded|malformed/],
+    [
+      'a space between a header name and its colon',
+      'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\n',
+      /malformed header line/,
+    ],
+    [
+      'a header name that is not a token',
+      'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding\x0b: chunked\r\nContent-Length: 3\r\n\r\n',
+      /malformed header line/,
+    ],
+    ['a header line without a colon', 'GET / HTTP/1.1\r\nHost: a\r\nX-A b\r\n\r\n', /malformed header line/],
+    ['an empty header name', 'GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n', /malformed header line/],
+    ['a NUL in a header value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x00c\r\n\r\n', /control character/],
+    ['a CR alone in a header value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n', /control character/],
+    ['two Host headers', 'GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n', /two Host headers/],
+    ['a tab in the request target', 'GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n', /request target/],
+    [
+      'a malformed trailer',
+      'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T : y\r\n\r\n',
+      /malformed header line/,
+    ],
     ['not HTTP at all', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n', /malformed/],
     [
       'a head over the size limit',
@@ -226,6 +247,30 @@ describe('Http1Framer on responses', () => {
       'HTTP/1.1 200 OK\r\n\r\n',
       'end',
     ]);
+  });
+
+  it('reads header values without the spaces and tabs around them, and joins a folded response line', () => {
+    const heads: MessageHead[] = [];
+    const framer = new Http1Framer('response', { head: (head) => void heads.push(head) });
+    const input = Buffer.from(
+      'HTTP/1.1 200 OK\r\nX-Pad: \t a b \t\r\nX-Empty:\r\nX-Folded: one\r\n \t two \r\nContent-Length: 0\r\n\r\n',
+    );
+    expect(Buffer.concat(framer.write(input).out).equals(input)).toBe(true);
+    expect(heads[0]!.headers).toEqual([
+      'X-Pad',
+      'a b',
+      'X-Empty',
+      '',
+      'X-Folded',
+      'one two',
+      'Content-Length',
+      '0',
+    ]);
+    // A response line that cannot be read is an error, as a request's is (the conduit passes the rest raw).
+    const strict = new Http1Framer('response', { head: () => undefined });
+    expect(() => strict.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello'))).toThrow(
+      FramingError,
+    );
   });
 
   it('ends a body without length when the stream does', () => {
