@@ -176,6 +176,18 @@ describe('Http1Framer on requests', () => {
     ['an empty header name', 'GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n', /malformed header line/],
     ['a NUL in a header value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x00c\r\n\r\n', /control character/],
     ['a CR alone in a header value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n', /control character/],
+    ['a head line ending in LF alone', 'GET / HTTP/1.1\r\nHost: a\nX-A: b\r\n\r\n', /without CR/],
+    ['a request line ending in LF alone', 'GET / HTTP/1.1\nHost: a\r\n\r\n', /without CR/],
+    [
+      'a chunk size ending in LF alone',
+      'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;x\nab\r\n0\r\n\r\n',
+      /without CR/,
+    ],
+    [
+      'chunk data followed by LF alone',
+      'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n',
+      /without CR/,
+    ],
     ['two Host headers', 'GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n', /two Host headers/],
     ['a tab in the request target', 'GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n', /request target/],
     [
@@ -266,6 +278,10 @@ describe('Http1Framer on responses', () => {
       'Content-Length',
       '0',
     ]);
+    // An app's lines ending in LF alone are read (a request's are refused).
+    const lenient = new Http1Framer('response', { head: (head) => void heads.push(head) });
+    lenient.write(Buffer.from('HTTP/1.1 204 No Content\nX-A: b\n\n'));
+    expect(heads[1]!.headers).toEqual(['X-A', 'b']);
     // A response line that cannot be read is an error, as a request's is (the conduit passes the rest raw).
     const strict = new Http1Framer('response', { head: () => undefined });
     expect(() => strict.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello'))).toThrow(
