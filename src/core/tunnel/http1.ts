@@ -26,6 +26,7 @@ function strictChunkHead(this: ParserState): void {
   if (!match) throw framingError('an invalid chunk size');
   this.body_bytes = parseInt(match[1]!, 16);
   this.state = this.body_bytes === 0 ? 'BODY_CHUNKTRAILERS' : 'BODY_CHUNK';
+  this.trailerBytes = 0;
 }
 
 /**
@@ -38,6 +39,11 @@ function lineReader(crlf: boolean): (this: ParserState) => string | undefined {
   return function consumeLine(this: ParserState): string | undefined {
     const { chunk, end } = this;
     const newline = chunk.indexOf(0x0a, this.offset);
+    // A line is kept whole until its end comes: one that never ends (a chunk extension sent on and on)
+    // must not grow forever. Heads are bounded as a whole (Http1Framer#write), this bounds the lines
+    // of a chunked body.
+    if (this.line.length + (newline < 0 || newline >= end ? end : newline) - this.offset > maxHeaderSize)
+      throw framingError('a line over the size limit');
     if (newline < 0 || newline >= end) {
       this.line += chunk.latin1Slice(this.offset, end);
       this.offset = end;
@@ -91,6 +97,11 @@ function strictHeaderLine(this: ParserState, line: string, headers: string[]): v
     if (more.length > 0) headers[last] = headers[last] === '' ? more : `${headers[last]!} ${more}`;
     return;
   }
+  if (this.state === 'BODY_CHUNKTRAILERS') {
+    // The trailers are kept until the message ends: as many as a head may hold.
+    this.trailerBytes += line.length + 2;
+    if (this.trailerBytes > maxHeaderSize) throw framingError('trailers over the size limit');
+  }
   const colon = line.indexOf(':');
   if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw framingError('a malformed header line');
   headers.push(line.slice(0, colon), fieldValue(line, colon + 1));
@@ -107,6 +118,8 @@ interface ParserState {
   state: string;
   body_bytes: number | null;
   type: string;
+  /** The bytes of a chunked message's trailers so far (ours). */
+  trailerBytes: number;
   consumeLine(this: ParserState): string | undefined;
   parseHeader(this: ParserState, line: string, headers: string[]): void;
   execute(chunk: Buffer): number | Error;

@@ -123,6 +123,27 @@ describe('Http1Framer on requests', () => {
     }).toThrow(/size limit/);
   });
 
+  it('refuses a chunk line that never ends, and trailers that never end, before they grow past 16 KiB', () => {
+    const start = 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n';
+    for (const [opening, more, why] of [
+      [`${start}1;`, 'e'.repeat(1024), /line over the size limit/],
+      [`${start}0\r\n`, 'X-T: t\r\n', /trailers over the size limit/],
+    ] as const) {
+      const framer = new Http1Framer('request', { head: () => undefined });
+      framer.write(Buffer.from(opening));
+      let error: unknown = null;
+      let written = 0;
+      try {
+        for (; written < 1024 * 1024; written += more.length) framer.write(Buffer.from(more));
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error).toBeInstanceOf(FramingError);
+      expect((error as Error).message).toMatch(why);
+      expect(written).toBeLessThanOrEqual(17 * 1024);
+    }
+  });
+
   const refusals: Array<[string, string, RegExp]> = [
     [
       'Transfer-Encoding next to Content-Length',
