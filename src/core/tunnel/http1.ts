@@ -90,17 +90,17 @@ function fieldValue(line: string, from: number): string {
  * A folded line (obs-fold) is refused in a request; in a response it continues the value above it.
  */
 function strictHeaderLine(this: ParserState, line: string, headers: string[]): void {
+  if (this.state === 'BODY_CHUNKTRAILERS') {
+    // The trailers are kept until the message ends: as many as a head may hold.
+    this.trailerBytes += line.length + 2;
+    if (this.trailerBytes > maxHeaderSize) throw framingError('trailers over the size limit');
+  }
   if (isBlank(line.charCodeAt(0))) {
     if (this.type === REQUEST_TYPE || headers.length === 0) throw framingError('a header folded over lines');
     const more = fieldValue(line, 1);
     const last = headers.length - 1;
     if (more.length > 0) headers[last] = headers[last] === '' ? more : `${headers[last]!} ${more}`;
     return;
-  }
-  if (this.state === 'BODY_CHUNKTRAILERS') {
-    // The trailers are kept until the message ends: as many as a head may hold.
-    this.trailerBytes += line.length + 2;
-    if (this.trailerBytes > maxHeaderSize) throw framingError('trailers over the size limit');
   }
   const colon = line.indexOf(':');
   if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw framingError('a malformed header line');

@@ -125,11 +125,14 @@ describe('Http1Framer on requests', () => {
 
   it('refuses a chunk line that never ends, and trailers that never end, before they grow past 16 KiB', () => {
     const start = 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n';
-    for (const [opening, more, why] of [
-      [`${start}1;`, 'e'.repeat(1024), /line over the size limit/],
-      [`${start}0\r\n`, 'X-T: t\r\n', /trailers over the size limit/],
+    const response = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: t\r\n';
+    for (const [kind, opening, more, why] of [
+      ['request', `${start}1;`, 'e'.repeat(1024), /line over the size limit/],
+      ['request', `${start}0\r\n`, 'X-T: t\r\n', /trailers over the size limit/],
+      // A response's folded trailer lines join the value above them: counted all the same.
+      ['response', response, ` ${'f'.repeat(1000)}\r\n`, /trailers over the size limit/],
     ] as const) {
-      const framer = new Http1Framer('request', { head: () => undefined });
+      const framer = new Http1Framer(kind, { head: () => undefined });
       framer.write(Buffer.from(opening));
       let error: unknown = null;
       let written = 0;
