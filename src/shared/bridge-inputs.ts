@@ -7,14 +7,13 @@ import { z } from 'zod';
 import { fieldErrors } from './api/validation.js';
 import { BridgeError, type BridgeInput, type BridgeOperation } from './bridge.js';
 import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from './dns-label.js';
+import { HTTP_TOKEN } from './http-token.js';
 
 /** The most requests a traffic page holds (`TrafficQuery.limit` is capped to it). */
 export const MAX_TRAFFIC_PAGE = 1_000;
 /** The most requests one HAR file is made of. */
 export const MAX_HAR_REQUESTS = 10_000;
 
-/** An HTTP token (RFC 9110 §5.6.2): a method or a header name. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** A status filter: a class (`2xx`), a code (`404`), or `error`. */
 export const STATUS_FILTER = /^(?:([1-5])xx|([1-5]\d\d)|error)$/i;
 const RUN_ID = /^run_[A-Za-z0-9_-]{8,64}$/;
@@ -94,7 +93,7 @@ const trafficQuery = fields({
   q: optionalText(),
   methods: textList()
     .transform((methods) => methods.map((method) => method.toUpperCase()))
-    .refine((methods) => methods.every((method) => TOKEN.test(method)), {
+    .refine((methods) => methods.every((method) => HTTP_TOKEN.test(method)), {
       error: 'must be HTTP methods such as GET',
     }),
   statuses: textList().superRefine((statuses, context) => {
@@ -127,7 +126,7 @@ const replay = fields({
   id: id('a request id'),
   method: z
     .string({ error: 'must be an HTTP method such as GET or POST' })
-    .regex(TOKEN, { error: 'must be an HTTP method such as GET or POST' })
+    .regex(HTTP_TOKEN, { error: 'must be an HTTP method such as GET or POST' })
     .transform((method) => method.toUpperCase())
     .optional(),
   path: z
@@ -139,7 +138,9 @@ const replay = fields({
   headers: z
     .array(
       z.object({
-        name: z.string({ error: 'must be a header name' }).regex(TOKEN, { error: 'must be a header name' }),
+        name: z
+          .string({ error: 'must be a header name' })
+          .regex(HTTP_TOKEN, { error: 'must be a header name' }),
         value: z
           .string({ error: 'must be text on one line' })
           .refine((value) => !/[\r\n\0]/.test(value), { error: 'must be text on one line' }),

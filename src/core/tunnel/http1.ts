@@ -5,6 +5,7 @@
 // Body bytes are forwarded as slices of the chunks they came in: never copied, never re-framed.
 import { maxHeaderSize } from 'node:http';
 import { HTTPParser } from 'http-parser-js';
+import { HTTP_TOKEN } from '../../shared/http-token.js';
 
 // Header bytes as they are (RFC 9110 allows obs-text): 'ascii', the default, would clear their top bit.
 HTTPParser.encoding = 'latin1';
@@ -61,8 +62,6 @@ function lineReader(crlf: boolean): (this: ParserState) => string | undefined {
 const readLineEndingCrlf = lineReader(true);
 const readLine = lineReader(false);
 
-/** A field name (RFC 9110 §5.1): a token. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What a field value may not hold (RFC 9110 §5.5): control characters but the tab (CR, LF, NUL among them). */
 // eslint-disable-next-line no-control-regex
 const NOT_IN_A_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
@@ -96,18 +95,17 @@ function strictHeaderLine(this: ParserState, line: string, headers: string[]): v
     if (this.trailerBytes > maxHeaderSize) throw framingError('trailers over the size limit');
   }
   if (isBlank(line.charCodeAt(0))) {
-    if (this.type === REQUEST_TYPE || headers.length === 0) throw framingError('a header folded over lines');
+    if (this.type === HTTPParser.REQUEST || headers.length === 0)
+      throw framingError('a header folded over lines');
     const more = fieldValue(line, 1);
     const last = headers.length - 1;
     if (more.length > 0) headers[last] = headers[last] === '' ? more : `${headers[last]!} ${more}`;
     return;
   }
   const colon = line.indexOf(':');
-  if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw framingError('a malformed header line');
+  if (colon <= 0 || !HTTP_TOKEN.test(line.slice(0, colon))) throw framingError('a malformed header line');
   headers.push(line.slice(0, colon), fieldValue(line, colon + 1));
 }
-
-const REQUEST_TYPE = HTTPParser.REQUEST;
 
 /** The parser's own state and methods, as far as this file reads them (the typings call them private). */
 interface ParserState {

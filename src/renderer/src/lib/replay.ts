@@ -3,6 +3,7 @@
 // header comparison shown between the original response and the replay's.
 import type { CapturedRequestDetail, HeaderList } from '../../../shared/api/tunnels.js';
 import type { ReplayInput } from '../../../shared/bridge.js';
+import { HTTP_TOKEN } from '../../../shared/http-token.js';
 import { base64ToBytes, bytesToBase64, decodeUtf8, encodeUtf8, looksBinary } from './body-format.js';
 
 export interface HeaderRow {
@@ -51,14 +52,12 @@ export interface DraftProblems {
   headers?: string;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
 export function draftProblems(draft: ReplayDraft): DraftProblems {
   const problems: DraftProblems = {};
-  if (!TOKEN.test(draft.method.trim())) problems.method = 'a method such as GET or POST';
+  if (!HTTP_TOKEN.test(draft.method.trim())) problems.method = 'a method such as GET or POST';
   if (!draft.path.startsWith('/')) problems.path = 'a path starting with /';
   else if (/\s/.test(draft.path)) problems.path = 'no spaces (encode them as %20)';
-  const badHeader = draft.headers.find((h) => h.name.trim() !== '' && !TOKEN.test(h.name.trim()));
+  const badHeader = draft.headers.find((h) => h.name.trim() !== '' && !HTTP_TOKEN.test(h.name.trim()));
   if (badHeader) problems.headers = `"${badHeader.name}" is not a valid header name`;
   else if (draft.headers.some((h) => /[\r\n]/.test(h.value))) problems.headers = 'header values are one line';
   return problems;
