@@ -71,15 +71,15 @@ export class ProjectService {
     this.cacheLists = config.nodeUrl === null;
   }
 
+  /** Called once a project's hosts were claimed (created, services changed): certificates follow. */
+  onHostsChanged: (() => void) | null = null;
+
   /**
    * Seals the userinfo of repo_urls stored before it was kept apart (migration 0009), masks it in the
    * log lines and deploy errors of those projects (older deploys logged the URL as given), and
    * overwrites the freed bytes so that the database file no longer holds it. Run at start, before
    * serving.
    */
-  /** Called once a project's hosts were claimed (created, services changed): certificates follow. */
-  onHostsChanged: (() => void) | null = null;
-
   async sealStoredRepoCredentials(): Promise<number> {
     const rows = await this.db
       .selectFrom('projects')
