@@ -61,7 +61,7 @@ class Wire {
   ended = false;
 
   private constructor(port: number) {
-    this.socket = connect({ host: '127.0.0.1', port });
+    this.socket = connect({ host: '127.0.0.1', port, noDelay: true });
     this.socket.on('data', (chunk: Buffer) => {
       this.buffer = Buffer.concat([this.buffer, chunk]);
       this.waiting?.();
@@ -186,6 +186,26 @@ describe('the byte path to an app', () => {
       expect(JSON.parse(answers[5]!.body)).toEqual({ ok: true });
       expect(answers[6]!.body).toBe('B /7');
       await wire.closed();
+    } finally {
+      wire.close();
+    }
+  });
+
+  it('routes a head that comes a few bytes at a time, its blank line split between reads', async () => {
+    const wire = await Wire.open(tp.edgePort);
+    try {
+      // Three bytes a write, each after the edge read the last: the head's end spans two reads.
+      const head = get('bytes-b.localhost', '/trickle', 'X-Padding: 12345\r\n');
+      for (let at = 0; at < head.length; at += 3) {
+        wire.write(head.slice(at, at + 3));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const answer = await wire.read();
+      expect(answer.status).toBe(200);
+      expect(answer.body).toBe('B /trickle');
+      // The connection goes on as any other: the next request, whole, routes afresh.
+      wire.write(get('bytes-a.localhost', '/after'));
+      expect((await wire.read()).body).toBe('A /after');
     } finally {
       wire.close();
     }

@@ -43,6 +43,8 @@ const HSTS = 'max-age=31536000';
 /** How long an idle client connection is kept (longer than the 60 s of most load balancers in front). */
 const KEEP_ALIVE_MS = 65_000;
 
+const EMPTY = Buffer.alloc(0);
+
 export class Edge {
   readonly server: Server;
   /**
@@ -104,7 +106,12 @@ export class Edge {
       give(socket);
       return;
     }
-    let read: Buffer | null = null;
+    // The head's chunks as they come; the blank line that ends it is looked for only where it could
+    // be, the new chunk and the three bytes before it (a client sending a byte at a time would cost
+    // the edge a copy and a search of all it sent so far on every byte).
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let tail: Buffer = EMPTY;
     const stop = () => {
       socket.off('data', onData);
       socket.off('error', onGone);
@@ -117,12 +124,19 @@ export class Edge {
       socket.destroy();
     };
     const onData = (chunk: Buffer) => {
-      read = read === null ? chunk : Buffer.concat([read, chunk]);
-      const end = read.indexOf('\r\n\r\n');
+      const window = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+      const found = window.indexOf('\r\n\r\n');
+      const end = found < 0 ? -1 : length - tail.length + found;
+      chunks.push(chunk);
+      length += chunk.length;
       // Not a request line's method (a TLS hello on the plain port, noise): the HTTP server says so.
-      const http = read[0]! >= 0x41 && read[0]! <= 0x5a;
-      if (end < 0 && http && read.length < maxHeaderSize) return;
+      const http = chunks[0]![0]! >= 0x41 && chunks[0]![0]! <= 0x5a;
+      if (end < 0 && http && length < maxHeaderSize) {
+        tail = window.subarray(Math.max(0, window.length - 3));
+        return;
+      }
       stop();
+      const read = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
       const host = end < 0 ? null : hostInHead(read.subarray(0, end));
       const reroute = (again: Socket, rest: Buffer) => {
         if (rest.length > 0) again.unshift(rest);
