@@ -4,10 +4,13 @@
 //   direct       straight to its port,
 //   tcp relays   through two relays that pass bytes and nothing else, one TCP connection per public one,
 //   h2 relays    through two relays joined by one HTTP/2 connection, a stream per public connection
-//                (the tunnel's shape: the edge, then the client, with no parsing and no capture).
+//                (the tunnel's shape before the multiplexer: the edge, then the client, with no parsing
+//                and no capture),
+//   mux relays   the same over a multiplexer of our own instead of HTTP/2 streams (the tunnel's shape
+//                since: core/tunnel/mux.ts, here without its windows and checks).
 // Each relay is its own process, as the edge and the tunnel client are; each way's ratio to direct and
 // the CPU each relay spends per request. The tunnel's own numbers (bench/tunnel.mjs) read against these:
-// the gap between "h2 relays" and the tunnel is what parsing, head edits and capture cost.
+// the gap between "mux relays" and the tunnel is what parsing, head edits and capture cost.
 // Then the same for bulk: --bulk-mib MiB streamed down and up each way, MiB/s and the ratio to direct.
 // On loopback every hop's bytes are copied by the kernel twice (into the socket, out of it), and the
 // relays add two hops to direct's one: on a machine whose cores are all busy with those copies the
@@ -19,6 +22,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HAVE_WRK, answerBulk, bulk, fmt, median, wrk } from './lib/load.mjs';
@@ -54,6 +58,119 @@ function join(a, b) {
   }
 }
 
+/**
+ * The least a multiplexer of our own can do in place of HTTP/2 streams (what core/tunnel/mux.ts does,
+ * less its windows and checks): frames of a 9-byte header (length, type, stream id) and a payload,
+ * gathered per event-loop turn into one write, read out of each chunk without copying; each stream a
+ * Duplex, joined to its socket as the HTTP/2 relays join theirs. Its flow control is the crudest that
+ * holds memory: a full connection pauses every stream, a full stream the connection.
+ */
+const DATA = 0;
+const OPEN = 1;
+const END = 3;
+const RESET = 4;
+class MuxStream extends Duplex {
+  constructor(mux, id) {
+    super({ allowHalfOpen: true });
+    this.mux = mux;
+    this.id = id;
+  }
+  _write(chunk, _encoding, callback) {
+    this.mux.send(DATA, this.id, chunk);
+    if (this.mux.full) this.mux.waiting.push(callback);
+    else callback();
+  }
+  _final(callback) {
+    this.mux.send(END, this.id);
+    callback();
+  }
+  _read() {
+    this.mux.socket.resume();
+  }
+  _destroy(error, callback) {
+    if (!this.readableEnded || !this.writableFinished) this.mux.send(RESET, this.id);
+    this.mux.streams.delete(this.id);
+    callback(error);
+  }
+}
+class Mux {
+  /** `onOpen`: the local side, which answers each stream the other side opens with a socket. */
+  constructor(socket, onOpen = null) {
+    this.socket = socket;
+    this.onOpen = onOpen;
+    this.streams = new Map();
+    this.nextId = 1;
+    this.parts = [];
+    this.size = 0;
+    this.scheduled = false;
+    this.rest = null;
+    this.full = false;
+    this.waiting = [];
+    socket.setNoDelay(true);
+    socket.on('data', (chunk) => this.read(chunk));
+    socket.on('drain', () => {
+      this.full = false;
+      for (const callback of this.waiting.splice(0)) callback();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      for (const stream of this.streams.values()) stream.destroy();
+    });
+    this.flush = () => {
+      this.scheduled = false;
+      const all = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
+      this.parts = [];
+      this.size = 0;
+      if (!this.socket.write(all)) this.full = true;
+    };
+  }
+  open() {
+    const stream = this.add(this.nextId++);
+    this.send(OPEN, stream.id);
+    return stream;
+  }
+  add(id) {
+    const stream = new MuxStream(this, id);
+    this.streams.set(id, stream);
+    return stream;
+  }
+  send(type, id, payload) {
+    const header = Buffer.allocUnsafe(9);
+    header.writeUInt32BE(payload ? payload.length : 0, 0);
+    header[4] = type;
+    header.writeUInt32BE(id, 5);
+    this.parts.push(header);
+    this.size += 9;
+    if (payload) {
+      this.parts.push(payload);
+      this.size += payload.length;
+    }
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+  read(chunk) {
+    const buffer = this.rest ? Buffer.concat([this.rest, chunk]) : chunk;
+    let at = 0;
+    while (buffer.length - at >= 9) {
+      const length = buffer.readUInt32BE(at);
+      if (buffer.length - at - 9 < length) break;
+      const type = buffer[at + 4];
+      const id = buffer.readUInt32BE(at + 5);
+      const payload = buffer.subarray(at + 9, at + 9 + length);
+      at += 9 + length;
+      if (type === OPEN && this.onOpen) join(this.add(id), this.onOpen());
+      const stream = this.streams.get(id);
+      if (!stream) continue;
+      if (type === DATA && !stream.push(payload)) this.socket.pause();
+      else if (type === END) stream.push(null);
+      else if (type === RESET) stream.destroy();
+    }
+    this.rest = at < buffer.length ? buffer.subarray(at) : null;
+  }
+}
+
 function tcp(port) {
   const socket = net.connect(port, '127.0.0.1');
   socket.setNoDelay(true);
@@ -75,6 +192,17 @@ async function serve(kind, to) {
     server = net.createServer((socket) => {
       socket.setNoDelay(true);
       join(socket, tcp(to));
+    });
+  } else if (kind === 'mux-public') {
+    // The edge's place, as for h2-public, over one multiplexed connection.
+    const mux = new Mux(tcp(to));
+    server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      join(socket, mux.open());
+    });
+  } else if (kind === 'mux-local') {
+    server = net.createServer((socket) => {
+      new Mux(socket, () => tcp(to));
     });
   } else if (kind === 'h2-public') {
     // The edge's place: public connections in, each over a stream of one HTTP/2 connection.
@@ -134,10 +262,13 @@ async function main() {
     const tcpPublic = await started('tcp', tcpLocal.port);
     const h2Local = await started('h2-local', app.port);
     const h2Public = await started('h2-public', h2Local.port);
+    const muxLocal = await started('mux-local', app.port);
+    const muxPublic = await started('mux-public', muxLocal.port);
     const ways = {
       direct: { port: app.port, relays: [] },
       'tcp relays': { port: tcpPublic.port, relays: [tcpPublic.child, tcpLocal.child] },
       'h2 relays': { port: h2Public.port, relays: [h2Public.child, h2Local.child] },
+      'mux relays': { port: muxPublic.port, relays: [muxPublic.child, muxLocal.child] },
     };
     const seconds = Number(values.duration);
     const results = Object.fromEntries(Object.keys(ways).map((name) => [name, []]));

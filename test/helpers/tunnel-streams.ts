@@ -3,7 +3,8 @@
 // streams are not counted: they carry no public traffic, and one is open while a relay client's
 // connection lasts (core/tunnel/capture-records.ts).
 import type { Http2Session } from 'node:http2';
-import { isCaptureStream } from '../../src/core/tunnel/protocol.js';
+import type { Mux } from '../../src/core/tunnel/mux.js';
+import { STREAM_HEADERS, isCaptureStream } from '../../src/core/tunnel/protocol.js';
 
 type StreamLike = { sentHeaders?: Record<string, unknown> };
 
@@ -20,4 +21,9 @@ export function openStreams(session: Http2Session | null | undefined): number {
   let open = state.pendingStreams.size;
   for (const stream of state.streams.values()) if (!isCaptureStream(stream)) open += 1;
   return open;
+}
+
+/** The same of a connection's multiplexer (core/tunnel/mux.ts): its byte streams but the capture stream. */
+export function openMuxStreams(mux: Mux | null | undefined): number {
+  return mux?.streamsOpen().filter((stream) => !stream.metadata[STREAM_HEADERS.captures]).length ?? 0;
 }

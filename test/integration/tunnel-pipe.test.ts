@@ -11,7 +11,8 @@ import { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, type ReceivedRequest, startRecordingApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
-import { openStreams } from '../helpers/tunnel-streams.js';
+import type { Mux } from '../../src/core/tunnel/mux.js';
+import { openMuxStreams, openStreams } from '../helpers/tunnel-streams.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
@@ -41,6 +42,7 @@ async function startTunnel(
   localPort: number,
   pipe = true,
   relay = true,
+  mux = true,
 ): Promise<TunnelClient> {
   const client = new TunnelClient({
     platformUrl: tp.api.replace(/\/api\/v1$/, ''),
@@ -49,6 +51,7 @@ async function startTunnel(
     subdomain,
     pipe,
     relay,
+    mux,
   });
   await client.start();
   clients.push(client);
@@ -89,12 +92,18 @@ function responses(
   }
 }
 
-/** The open streams of a tunnel's session at the edge (tunnel-streams.ts). */
+/**
+ * The open streams of a tunnel's connection at the edge: its session's (tunnel-streams.ts) and its
+ * multiplexer's, where the byte path's streams are when the client took it.
+ */
 function openTunnelStreams(sub: string): number {
   const tunnels = (
-    tp.platform.tunnels as unknown as { tunnels: Map<string, { session: http2.Http2Session | null }> }
+    tp.platform.tunnels as unknown as {
+      tunnels: Map<string, { session: http2.Http2Session | null; mux: Mux | null }>;
+    }
   ).tunnels;
-  return openStreams(tunnels.get(sub)?.session);
+  const tunnel = tunnels.get(sub);
+  return openStreams(tunnel?.session) + openMuxStreams(tunnel?.mux);
 }
 
 async function captured(sub: string): Promise<CapturedRequest[]> {
@@ -111,14 +120,16 @@ afterAll(async () => {
   await tp?.close();
 });
 
-// Each case twice: with a client that relays the bytes (the edge rewrites and captures for it), and with
-// one that reads them itself, as clients from before the relay path do.
+// Each case three times: with a client that relays the bytes (the edge rewrites and captures for it),
+// with one that reads them itself, as clients from before the relay path do, and with one that relays
+// them over HTTP/2 streams, as clients from before the multiplexer do.
 describe.each([
-  ['a client that relays the bytes', true],
-  ['a client that reads them (from before the relay path)', false],
-])('the byte path, with %s', (_name, relay) => {
+  ['a client that relays the bytes', true, true],
+  ['a client that reads them (from before the relay path)', false, true],
+  ['a client that relays them on HTTP/2 streams (from before the multiplexer)', true, false],
+])('the byte path, with %s', (_name, relay, mux) => {
   /** The suite's subdomains, apart for each kind of client. */
-  const sub = (name: string) => (relay ? name : `${name}-read`);
+  const sub = (name: string) => (!relay ? `${name}-read` : mux ? name : `${name}-h2`);
   // The account's tunnels stay under its limit: each kind of client's are stopped after its cases.
   afterAll(async () => {
     for (const client of clients.splice(0)) await client.stop();
@@ -126,7 +137,7 @@ describe.each([
 
   it('carries a connection on one stream to one app connection, pipelined requests answered in order and each captured once with the same id on both sides', async () => {
     const app = await startApp('A');
-    const client = await startTunnel(sub('pipe-one'), app.port, true, relay);
+    const client = await startTunnel(sub('pipe-one'), app.port, true, relay, mux);
     const onClient: string[] = [];
     client.on('exchange', (exchange) => onClient.push(exchange.request.id));
     const { socket, text } = await rawConnection();
@@ -170,8 +181,8 @@ describe.each([
   it('routes each request of a kept-alive connection to the host it names: another tunnel, then a host no tunnel has', async () => {
     const a = await startApp('A');
     const b = await startApp('B');
-    await startTunnel(sub('route-a'), a.port, true, relay);
-    await startTunnel(sub('route-b'), b.port, true, relay);
+    await startTunnel(sub('route-a'), a.port, true, relay, mux);
+    await startTunnel(sub('route-b'), b.port, true, relay, mux);
     const { socket, text } = await rawConnection();
     const ask = async (hostName: string, path: string, count: number) => {
       socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostName}\r\n\r\n`);
@@ -193,7 +204,7 @@ describe.each([
 
   it('refuses framing two parsers could read differently with 400 and closes, and the app never sees it', async () => {
     const app = await startApp('A');
-    await startTunnel(sub('pipe-smuggle'), app.port, true, relay);
+    await startTunnel(sub('pipe-smuggle'), app.port, true, relay, mux);
     const h = host(sub('pipe-smuggle'));
     for (const attempt of [
       `POST / HTTP/1.1\r\nHost: ${h}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: ${h}\r\n\r\n`,
@@ -225,7 +236,7 @@ describe.each([
 
   it('never lets a Connection header take out the framing: a listed Content-Length stays, and the body with it', async () => {
     const app = await startApp('A');
-    await startTunnel(sub('pipe-hop'), app.port, true, relay);
+    await startTunnel(sub('pipe-hop'), app.port, true, relay, mux);
     const h = host(sub('pipe-hop'));
     const { socket, text } = await rawConnection();
     // Were Content-Length dropped, this body would reach the app as a request of its own.
@@ -244,7 +255,7 @@ describe.each([
 
   it('keeps a connection HTTP after an Upgrade the app answers without 101: the next request is still rewritten', async () => {
     const app = await startApp('A');
-    await startTunnel(sub('pipe-upgrade'), app.port, true, relay);
+    await startTunnel(sub('pipe-upgrade'), app.port, true, relay, mux);
     const h = host(sub('pipe-upgrade'));
     const { socket, text } = await rawConnection();
     socket.write(
@@ -259,7 +270,7 @@ describe.each([
 
   it('closes a public connection that stays idle past the keep-alive, and its stream with it', async () => {
     const app = await startApp('A');
-    await startTunnel(sub('pipe-idle'), app.port, true, relay);
+    await startTunnel(sub('pipe-idle'), app.port, true, relay, mux);
     const idleMs = tp.platform.tunnels.idleMs;
     tp.platform.tunnels.idleMs = 300;
     try {
@@ -275,7 +286,7 @@ describe.each([
 
   it('answers 502 when the app closes the connection before answering, with why, on both sides', async () => {
     const app = await startApp('A');
-    const client = await startTunnel(sub('pipe-hang-up'), app.port, true, relay);
+    const client = await startTunnel(sub('pipe-hang-up'), app.port, true, relay, mux);
     const onClient: Array<{ status: number; error: string | null }> = [];
     client.on('exchange', (e) => onClient.push({ status: e.request.status_code, error: e.request.error }));
     const { socket, text, closed } = await rawConnection();

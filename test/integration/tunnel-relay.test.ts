@@ -5,14 +5,16 @@
 // dropped and counted), over a real HTTP/2 connection that reads nothing. A relay client's captures come
 // on one stream for its connection, ended cleanly when the client stops or is taken over; batches of
 // several chunks, queued while the client reads late, reach it whole and in order.
-import { Agent, request } from 'node:http';
+import { Agent, type IncomingHttpHeaders, request } from 'node:http';
 import http2 from 'node:http2';
-import { type Server, type Socket, createServer } from 'node:net';
+import { once } from 'node:events';
+import { type Server, type Socket, connect, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchange, RawHead } from '../../src/core/capture/capture.js';
 import { CaptureRecordReader } from '../../src/core/tunnel/capture-records.js';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
-import { STREAM_HEADERS } from '../../src/core/tunnel/protocol.js';
+import { Mux, type MuxStream } from '../../src/core/tunnel/mux.js';
+import { STREAM_HEADERS, sessionTransport } from '../../src/core/tunnel/protocol.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tunnels.js';
 import { CaptureSender } from '../../src/server/tunnels/capture-sender.js';
 import type { Tunnel } from '../../src/server/tunnels/tunnel.js';
@@ -46,19 +48,19 @@ function edgeTunnel(subdomain: string): Tunnel | undefined {
 function connectWith(
   subdomain: string,
   headers: Record<string, string>,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = request(`${tp.api}/tunnels/connect?subdomain=${subdomain}`, {
       headers: { 'x-api-key': tp.key, connection: 'Upgrade', upgrade: TUNNEL_UPGRADE_PROTOCOL, ...headers },
     });
     req.on('upgrade', (res, socket) => {
       socket.destroy();
-      resolve({ status: res.statusCode ?? 0, body: '' });
+      resolve({ status: res.statusCode ?? 0, body: '', headers: res.headers });
     });
     req.on('response', (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
     });
     req.on('error', reject);
     req.end();
@@ -70,32 +72,63 @@ function connectWith(
  * loopback whose every stream goes to `onStream`, open for the describe block it is called in;
  * `session` is the edge's end, for a CaptureSender.
  */
-function capturePeer(onStream: (stream: http2.ServerHttp2Stream) => void): {
+function capturePeer(
+  onStream: (stream: http2.ServerHttp2Stream | MuxStream) => void,
+  muxed = false,
+): {
   session: http2.ClientHttp2Session;
+  mux: Mux | null;
 } {
-  const peer = {} as { session: http2.ClientHttp2Session };
+  const peer = { mux: null } as { session: http2.ClientHttp2Session; mux: Mux | null };
   let server: Server;
   const sockets = new Set<Socket>();
   beforeAll(async () => {
     server = createServer((socket) => {
       sockets.add(socket);
-      const end = http2.performServerHandshake(socket);
+      // With the multiplexer, the capture stream is the multiplexer's and HTTP/2 runs on its stream 0.
+      const mux = muxed ? new Mux(socket, 'client') : null;
+      mux?.on('stream', (stream) => {
+        stream.respond({ ':status': 200 }, { endStream: true });
+        onStream(stream);
+      });
+      const end = http2.performServerHandshake(mux ? sessionTransport(mux.channel) : socket);
       end.on('stream', onStream);
       end.on('error', () => undefined);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
-    peer.session = http2.connect(`http://127.0.0.1:${port}`);
+    if (muxed) {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      peer.mux = new Mux(socket, 'edge');
+      const channel = sessionTransport(peer.mux.channel);
+      peer.session = http2.connect('http://peer', { createConnection: () => channel });
+      peer.mux.runs(peer.session);
+    } else peer.session = http2.connect(`http://127.0.0.1:${port}`);
     peer.session.on('error', () => undefined);
     await new Promise((resolve) => peer.session.once('connect', resolve));
   });
   afterAll(async () => {
     peer.session?.destroy();
+    peer.mux?.destroy();
     for (const socket of sockets) socket.destroy();
     await new Promise((resolve) => server?.close(resolve));
   });
   return peer;
 }
+
+describe('the multiplexer', () => {
+  it('is taken, and said so on the 101, only from a client that offers it with the byte path', async () => {
+    const offered = await connectWith('mux-offer', { [TUNNEL_HEADERS.features]: 'pipe,relay,captures,mux' });
+    expect(offered.status).toBe(101);
+    expect(offered.headers[TUNNEL_HEADERS.mux]).toBe('1');
+    for (const features of ['pipe,relay,captures', 'mux', 'pipe,mx', '']) {
+      const other = await connectWith('mux-offer', { [TUNNEL_HEADERS.features]: features });
+      expect(other.status).toBe(101);
+      expect(other.headers[TUNNEL_HEADERS.mux]).toBeUndefined();
+    }
+  });
+});
 
 describe('a relay client', () => {
   it('is refused with 422 when the Host it asks its app be sent is not a host, and claims nothing', async () => {
@@ -154,12 +187,18 @@ describe('the capture stream of a relay client', () => {
       const exchanges: string[] = [];
       client.on('exchange', (e) => exchanges.push(e.request.path));
       await client.start();
-      const session = (client as unknown as { session: http2.Http2Session }).session;
-      session.on('stream', (stream, headers) => {
-        if (!headers[STREAM_HEADERS.captures]) return;
+      const watch = (stream: { rstCode?: number; once(event: 'close', listener: () => void): unknown }) => {
         const seen: { closedWith: number | null } = { closedWith: null };
         streams.push(seen);
         stream.once('close', () => (seen.closedWith = stream.rstCode ?? 0));
+      };
+      // On an HTTP/2 stream, or on the multiplexer's when the client took it (core/tunnel/mux.ts).
+      const { session, mux } = client as unknown as { session: http2.Http2Session; mux: Mux | null };
+      session.on('stream', (stream, headers) => {
+        if (headers[STREAM_HEADERS.captures]) watch(stream);
+      });
+      mux?.on('stream', (stream) => {
+        if (stream.metadata[STREAM_HEADERS.captures]) watch(stream);
       });
       return { client, streams, exchanges };
     };
@@ -188,12 +227,15 @@ describe('the capture stream of a relay client', () => {
   });
 });
 
-describe('the capture streams of a client that never reads them', () => {
-  // The "client" end: takes the HTTP/2 connection and each stream, and reads none of them.
-  const peer = capturePeer((stream) => stream.pause());
+describe.each([
+  ['on HTTP/2', false],
+  ['on the multiplexer', true],
+])('the capture streams of a client that never reads them, %s', (_name, muxed) => {
+  // The "client" end: takes the connection and each stream, and reads none of them.
+  const peer = capturePeer((stream) => stream.pause(), muxed);
 
   it('hold the edge to a bounded backlog: past it records lose their bodies, then are dropped and counted', async () => {
-    const sender = new CaptureSender(peer.session);
+    const sender = new CaptureSender(peer.session, peer.mux);
     const MiB = 1024 * 1024;
     const exchange = (bodyBytes: number) => {
       const e = new Exchange({
@@ -231,7 +273,10 @@ describe('the capture streams of a client that never reads them', () => {
   });
 });
 
-describe('the capture stream of a client that reads it', () => {
+describe.each([
+  ['on HTTP/2', false],
+  ['on the multiplexer', true],
+])('the capture stream of a client that reads it, %s', (_name, muxed) => {
   /** What the "client" end read, in order. */
   const read: Array<{ path: string; body: Buffer }> = [];
   const peer = capturePeer((stream) => {
@@ -242,10 +287,10 @@ describe('the capture stream of a client that reads it', () => {
     stream.on('data', (chunk: Buffer) => {
       for (const e of reader.push(chunk)) read.push({ path: e.request.path, body: e.responseBody });
     });
-  });
+  }, muxed);
 
   it('gets every record whole and in order, batches of several chunks sent while it reads late', async () => {
-    const sender = new CaptureSender(peer.session);
+    const sender = new CaptureSender(peer.session, peer.mux);
     const sent: Array<{ path: string; body: Buffer }> = [];
     // Batches of several 64 KiB chunks each, one gathering time apart, queued while the client waits.
     for (let batch = 0; batch < 8; batch++) {

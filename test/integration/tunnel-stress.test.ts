@@ -18,7 +18,8 @@ import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, startAsyncApp } from '../helpers/local-app.js';
 import { quietFor, until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
-import { openStreams } from '../helpers/tunnel-streams.js';
+import type { Mux } from '../../src/core/tunnel/mux.js';
+import { openMuxStreams, openStreams } from '../helpers/tunnel-streams.js';
 
 const MiB = 1024 * 1024;
 /** 1 MiB of varied bytes, repeated to make large bodies. */
@@ -141,6 +142,12 @@ function edgeSession(sub: string): Http2Session | null {
     tp.platform.tunnels as unknown as { tunnels: Map<string, { session: Http2Session | null }> }
   ).tunnels;
   return tunnels.get(sub)?.session ?? null;
+}
+
+/** The byte-path streams open on a tunnel's multiplexer at the edge (none without one). */
+function edgeMuxStreams(sub: string): number {
+  const tunnels = (tp.platform.tunnels as unknown as { tunnels: Map<string, { mux: Mux | null }> }).tunnels;
+  return openMuxStreams(tunnels.get(sub)?.mux);
 }
 
 function clientSession(client: TunnelClient): Http2Session | null {
@@ -392,6 +399,34 @@ describe.each(['raw', 'websocket'] as const)('over the %s transport', (transport
   });
 });
 
+/** 5 rounds of 300 public requests to `sub` that each leave as their response begins. */
+async function floodOfAborts(sub: string): Promise<void> {
+  for (let round = 0; round < 5; round++) {
+    const sockets: Socket[] = [];
+    await Promise.all(
+      Array.from(
+        { length: 300 },
+        () =>
+          new Promise<void>((resolve) => {
+            const req = request(
+              { host: '127.0.0.1', port: tp.edgePort, path: '/slow', headers: { host: host(sub) } },
+              (res) => {
+                sockets.push(req.socket!);
+                res.once('data', () => resolve());
+              },
+            );
+            // A request caught in the session's end may wait for the heartbeat: on a loaded machine
+            // that must not hold the whole round past the test's time.
+            req.setTimeout(5_000, () => req.destroy());
+            req.on('error', () => resolve());
+            req.end();
+          }),
+      ),
+    );
+    for (const socket of sockets) socket.destroy();
+  }
+}
+
 describe('failures', () => {
   it('stays healthy when the client connection is killed under traffic, and the client comes back', async () => {
     const { client, states } = await startClient('killed');
@@ -403,7 +438,10 @@ describe('failures', () => {
           () => 'cut',
         ),
       );
-      await until(() => openStreams(edgeSession('killed')) === 50, '50 streams in flight');
+      await until(
+        () => openStreams(edgeSession('killed')) + edgeMuxStreams('killed') === 50,
+        '50 streams in flight',
+      );
       const oldEdgeSession = edgeSession('killed')!;
       const transport = (client as unknown as { transport: Socket }).transport;
       // Abruptly: a TCP reset, no GOAWAY, no FIN.
@@ -466,32 +504,10 @@ describe('failures', () => {
     // Each public client that leaves mid-response costs a RST_STREAM, and nghttp2 ends a server session
     // that receives more than ~1,000 of them at once (33/s after that) with a GOAWAY. Node then stops
     // reading that connection without a word: only the heartbeat notices, and the client reconnects.
-    const { client, states } = await startClient('flooded', { heartbeatMs: 200 });
+    // (Byte-path streams on HTTP/2: a client without the multiplexer, whose resets are its own.)
+    const { client, states } = await startClient('flooded', { heartbeatMs: 200, mux: false });
     try {
-      for (let round = 0; round < 5; round++) {
-        const sockets: Socket[] = [];
-        await Promise.all(
-          Array.from(
-            { length: 300 },
-            () =>
-              new Promise<void>((resolve) => {
-                const req = request(
-                  { host: '127.0.0.1', port: tp.edgePort, path: '/slow', headers: { host: host('flooded') } },
-                  (res) => {
-                    sockets.push(req.socket!);
-                    res.once('data', () => resolve());
-                  },
-                );
-                // A request caught in the session's end may wait for the heartbeat: on a loaded machine
-                // that must not hold the whole round past the test's time.
-                req.setTimeout(5_000, () => req.destroy());
-                req.on('error', () => resolve());
-                req.end();
-              }),
-          ),
-        );
-        for (const socket of sockets) socket.destroy();
-      }
+      await floodOfAborts('flooded');
       await until(
         async () => (await get('flooded', '/alive').catch(() => ({ status: 0, body: '' }))).status === 200,
         'the tunnel to serve again',
@@ -500,6 +516,23 @@ describe('failures', () => {
       );
       expect(client.state).toBe('online');
       expect(states).toContain('reconnecting');
+    } finally {
+      await client.stop();
+      clients.delete(client);
+    }
+  });
+
+  it('with the multiplexer, rides out the same flood of aborts without a reconnect', async () => {
+    // The byte path's streams are the multiplexer's: a public client leaving costs a RESET of ours, which
+    // no HTTP/2 rate limit counts, so the session is not ended and the client never goes offline.
+    const { client, states } = await startClient('flooded-mux', { heartbeatMs: 200 });
+    try {
+      await floodOfAborts('flooded-mux');
+      expect((await get('flooded-mux', '/alive')).status).toBe(200);
+      expect(client.state).toBe('online');
+      expect(states).not.toContain('reconnecting');
+      // Each aborted connection's stream is gone (the last request's connection may be kept alive).
+      await until(() => edgeMuxStreams('flooded-mux') <= 1, 'the aborted streams to close');
     } finally {
       await client.stop();
       clients.delete(client);

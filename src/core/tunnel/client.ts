@@ -17,6 +17,7 @@ import { type AnswerOptions, answerRequest, answerUpgrade } from './answer.js';
 import { CaptureRecordReader } from './capture-records.js';
 import {
   CAPTURES_FEATURE,
+  MUX_FEATURE,
   GOAWAY_REPLACED,
   HEARTBEAT_MS,
   PIPE_FEATURE,
@@ -27,6 +28,7 @@ import {
   heartbeat,
   sessionTransport,
 } from './protocol.js';
+import { Mux, type MuxStream } from './mux.js';
 import { answerPipe, relayPipe } from './pipe.js';
 
 export interface TunnelClientOptions {
@@ -65,6 +67,18 @@ export interface TunnelClientOptions {
    * before the relay path (and as it does with an edge that does not offer it).
    */
   relay?: boolean;
+  /**
+   * With the byte path, offer the multiplexer (default true): byte-path streams without HTTP/2's
+   * (core/tunnel/mux.ts). Off: they are HTTP/2 streams, as with an edge that does not take it.
+   */
+  mux?: boolean;
+}
+
+/** A connection to the platform, upgraded: its bytes, what the platform said of the tunnel, and whether they are the multiplexer's. */
+interface Opened {
+  connection: Duplex;
+  info: TunnelInfo;
+  muxed: boolean;
 }
 
 export interface TunnelInfo {
@@ -95,6 +109,8 @@ export interface TunnelClientEvents {
 
 export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   private session: ServerHttp2Session | null = null;
+  /** The current connection's multiplexer, when the edge took it. */
+  private mux: Mux | null = null;
   /** The connection to the platform the session runs over (a socket, or a WebSocket's stream). */
   private transport: Duplex | null = null;
   private stopped = false;
@@ -147,8 +163,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   /** The protocol features this client speaks, offered on connect, and what they need said. */
   private featureHeaders(): Record<string, string> {
     if (this.options.pipe === false) return {};
-    if (this.options.relay === false) return { [TUNNEL_HEADERS.features]: PIPE_FEATURE };
-    const features = [PIPE_FEATURE, RELAY_FEATURE];
+    const muxed = this.options.mux === false ? [] : [MUX_FEATURE];
+    if (this.options.relay === false)
+      return { [TUNNEL_HEADERS.features]: [PIPE_FEATURE, ...muxed].join(',') };
+    const features = [PIPE_FEATURE, RELAY_FEATURE, ...muxed];
     if (this.options.capture ?? true) features.push(CAPTURES_FEATURE);
     const headers: Record<string, string> = { [TUNNEL_HEADERS.features]: features.join(',') };
     if ((this.options.hostHeader ?? 'preserve') !== 'preserve')
@@ -164,17 +182,21 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   }
 
   private async connect(): Promise<TunnelInfo> {
-    const { transport, info } = await this.open();
+    const { connection, info, muxed } = await this.open();
     if (this.stopped) {
       // stop() was called while this connection was being made.
-      transport.destroy();
+      connection.destroy();
       throw new Error('the tunnel client was stopped');
     }
     this.info = info;
     this.attempt = 0;
+    const mux = muxed ? new Mux(connection, 'client') : null;
+    mux?.on('stream', (stream) => this.answerMuxed(stream));
+    const transport = sessionTransport(mux ? mux.channel : connection);
     const session = http2.performServerHandshake(transport, {
       settings: SESSION_SETTINGS,
     });
+    mux?.runs(session);
     let replaced = false;
     session.on('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     session.on('stream', (stream, headers) => this.answer(stream, headers));
@@ -185,7 +207,8 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     session.once('close', () => {
       transport.destroy();
       if (this.session === session) this.session = null;
-      if (this.transport === transport) this.transport = null;
+      if (this.transport === connection) this.transport = null;
+      if (this.mux === mux) this.mux = null;
       if (replaced && !this.stopped) {
         // Another connection of the same account took the subdomain: reconnecting would take it back,
         // and that one would then do the same.
@@ -198,7 +221,8 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     transport.once('close', () => session.destroy());
     transport.on('error', () => undefined);
     this.session = session;
-    this.transport = transport;
+    this.transport = connection;
+    this.mux = mux;
     // An unanswered PING ends the connection, and so reconnects.
     heartbeat(session, transport, this.options.heartbeatMs ?? HEARTBEAT_MS);
     this.setState('online');
@@ -221,7 +245,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   }
 
   /** Opens the connection by the transport asked for (see TunnelClientOptions.transport). */
-  private async open(): Promise<{ transport: Duplex; info: TunnelInfo }> {
+  private async open(): Promise<Opened> {
     const wanted = this.options.transport ?? 'auto';
     const raw = wanted === 'raw' || (wanted === 'auto' && this.transportInUse !== 'websocket');
     if (raw) {
@@ -238,7 +262,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     return opened;
   }
 
-  private openRaw(): Promise<{ transport: Duplex; info: TunnelInfo }> {
+  private openRaw(): Promise<Opened> {
     return new Promise((resolve, reject) => {
       const url = this.connectUrl();
       // https:// platforms are verified against the system's roots (and any CA given with --ca).
@@ -256,7 +280,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       req.on('upgrade', (res, socket, head) => {
         socket.setNoDelay(true);
         if (head.length > 0) socket.unshift(head);
-        resolve({ transport: sessionTransport(socket), info: infoOf(res.headers) });
+        resolve({ connection: socket, info: infoOf(res.headers), muxed: this.muxTaken(res.headers) });
       });
       req.on('response', (res) => refusal(res, url).then(reject, reject));
       req.on('timeout', () => req.destroy(new Error(`no answer from ${url.origin}`)));
@@ -265,7 +289,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     });
   }
 
-  private openWebSocket(): Promise<{ transport: Duplex; info: TunnelInfo }> {
+  private openWebSocket(): Promise<Opened> {
     return new Promise((resolve, reject) => {
       const url = this.connectUrl();
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -277,8 +301,12 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         perMessageDeflate: false,
       });
       let info: TunnelInfo | null = null;
-      ws.once('upgrade', (res) => (info = infoOf(res.headers)));
-      ws.once('open', () => resolve({ transport: sessionTransport(createWebSocketStream(ws)), info: info! }));
+      let muxed = false;
+      ws.once('upgrade', (res) => {
+        info = infoOf(res.headers);
+        muxed = this.muxTaken(res.headers);
+      });
+      ws.once('open', () => resolve({ connection: createWebSocketStream(ws), info: info!, muxed }));
       ws.once('unexpected-response', (_req, res) => refusal(res, url).then(reject, reject));
       ws.once('error', (error) => reject(new Error(`cannot reach ${url.origin}: ${error.message}`)));
     });
@@ -339,8 +367,48 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       emit: (exchange) => this.emit('exchange', exchange),
     };
     if (headers[STREAM_HEADERS.upgrade]) answerUpgrade(stream, headers, options);
-    else if (headers[STREAM_HEADERS.pipe]) answerPipe(stream, headers, { ...options, localHost });
+    else if (headers[STREAM_HEADERS.pipe]) answerPipe(stream, { ...options, localHost });
     else answerRequest(stream, headers, options);
+  }
+
+  /** Whether the edge took the multiplexer this client offered (an older edge says nothing of it). */
+  private muxTaken(headers: IncomingHttpHeaders): boolean {
+    return (
+      this.featureHeaders()[TUNNEL_HEADERS.features]?.includes(MUX_FEATURE) === true &&
+      headers[TUNNEL_HEADERS.mux] === '1'
+    );
+  }
+
+  /** A byte-path stream on the multiplexer: the only kind the edge opens there. */
+  private answerMuxed(stream: MuxStream) {
+    stream.on('error', () => undefined);
+    const headers = stream.metadata;
+    if (headers[STREAM_HEADERS.captures]) {
+      if (!(this.options.capture ?? true)) {
+        stream.respond({ ':status': 404 }, { endStream: true });
+        stream.resume();
+        return;
+      }
+      stream.respond({ ':status': 200 }, { endStream: true });
+      this.readCaptureRecords(stream);
+      return;
+    }
+    if (!headers[STREAM_HEADERS.pipe]) {
+      stream.close();
+      return;
+    }
+    const localHost = this.options.localHost ?? '127.0.0.1';
+    if (headers[STREAM_HEADERS.relay] && this.options.relay !== false) {
+      relayPipe(stream, { localHost, localPort: this.options.localPort });
+      return;
+    }
+    answerPipe(stream, {
+      localHost,
+      localPort: this.options.localPort,
+      hostFor: (publicHost) => this.localHostHeader(publicHost),
+      capture: this.captureOf(headers),
+      emit: (exchange) => this.emit('exchange', exchange),
+    });
   }
 
   /** A capture stream: each record is an exchange of the relay path, emitted as the client's own. */
@@ -351,6 +419,11 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     }
     // Nothing to send back: the answer ends this side at once, and the stream closes with the edge's end.
     stream.respond({ ':status': 200, [STREAM_HEADERS.captures]: '1' }, { endStream: true });
+    this.readCaptureRecords(stream);
+  }
+
+  /** Each record of a capture stream, emitted as an exchange of the client's own. */
+  private readCaptureRecords(stream: ServerHttp2Stream | MuxStream) {
     const reader = new CaptureRecordReader();
     stream.on('data', (chunk: Buffer) => {
       let exchanges;

@@ -3,7 +3,7 @@
 // ways. A parser on each direction (http1.ts) finds the messages: each request head gets the Host the
 // client was told to send and loses the edge's request id, and every exchange is captured under the
 // id the edge gave it, so both sides name it alike.
-import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import http2, { type ServerHttp2Stream } from 'node:http2';
 import { connect } from 'node:net';
 import { CLIENT_WENT_AWAY_STATUS, type CapturedExchange, Exchange, RawHead } from '../capture/capture.js';
 import {
@@ -15,6 +15,7 @@ import {
   withoutLastLine,
 } from './http1.js';
 import { gatheredWriter } from './gather.js';
+import type { MuxStream } from './mux.js';
 import { OURS, STREAM_HEADERS, noAnswerText } from './protocol.js';
 
 export interface PipeOptions {
@@ -26,6 +27,9 @@ export interface PipeOptions {
   capture: { tunnelId: string; url: string; remoteAddr: string } | null;
   emit(exchange: CapturedExchange): void;
 }
+
+/** A byte-path stream: an HTTP/2 stream, or the multiplexer's (mux.ts), which answers to the same calls. */
+export type PipeStream = ServerHttp2Stream | MuxStream;
 
 interface InFlight {
   exchange: Exchange | null;
@@ -41,11 +45,7 @@ const RESPONSE_HOP: ReadonlySet<string> = new Set(['proxy-connection', ...OURS])
 const DROPPED = new Set(['host', ...OURS]);
 
 /** Joins a byte-path stream to a new connection to the local app; returns once both are wired. */
-export function answerPipe(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  options: PipeOptions,
-): void {
+export function answerPipe(stream: PipeStream, options: PipeOptions): void {
   const socket = connect(options.localPort, options.localHost);
   socket.setNoDelay(true);
   const inFlight: InFlight[] = [];
@@ -271,10 +271,7 @@ function withoutOurs(headers: readonly string[]): readonly string[] {
  * A relay stream (STREAM_HEADERS.relay): the edge did the connection's HTTP work, so its bytes and the
  * app's pass both ways as they are, and the exchanges come on capture streams.
  */
-export function relayPipe(
-  stream: ServerHttp2Stream,
-  options: Pick<PipeOptions, 'localHost' | 'localPort'>,
-): void {
+export function relayPipe(stream: PipeStream, options: Pick<PipeOptions, 'localHost' | 'localPort'>): void {
   const socket = connect(options.localPort, options.localHost);
   socket.setNoDelay(true);
   let connected = false;

@@ -61,6 +61,11 @@ export const PIPE_FEATURE = 'pipe';
 export const RELAY_FEATURE = 'relay';
 /** The edge sends the relay path's captures on capture streams (see STREAM_HEADERS.captures). */
 export const CAPTURES_FEATURE = 'captures';
+/**
+ * Byte-path streams on a multiplexer of our own (mux.ts) instead of HTTP/2 streams, HTTP/2 running on
+ * its stream 0. The edge says it took it with TUNNEL_HEADERS.mux on its 101.
+ */
+export const MUX_FEATURE = 'mux';
 
 /** Whether an HTTP/2 stream is one of a tunnel connection's capture streams (on either side). */
 export function isCaptureStream(stream: { sentHeaders?: Record<string, unknown> }): boolean {

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { type WebSocketServer, createWebSocketStream } from 'ws';
 import {
   CAPTURES_FEATURE,
+  MUX_FEATURE,
   PIPE_FEATURE,
   RELAY_FEATURE,
   SESSION_SETTINGS,
@@ -15,6 +16,7 @@ import {
   heartbeat,
   sessionTransport,
 } from '../../core/tunnel/protocol.js';
+import { Mux } from '../../core/tunnel/mux.js';
 import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../shared/api/tunnels.js';
 import { RESERVED_SUBDOMAINS, isDnsLabel, isHostWithPort } from '../../shared/dns-label.js';
 import type { Authenticator, Caller } from '../auth/authenticate.js';
@@ -158,9 +160,12 @@ export async function acceptTunnel(
     `${TUNNEL_HEADERS.subdomain}: ${subdomain}`,
     `${TUNNEL_HEADERS.url}: ${tunnel.url}`,
   ];
-  let transport: Duplex;
+  const muxed = tunnel.pipes && features.has(MUX_FEATURE);
+  if (muxed) responseHeaders.push(`${TUNNEL_HEADERS.mux}: 1`);
+  /** The connection's bytes as they come, before the multiplexer (if any) and HTTP/2. */
+  let connection: Duplex;
   if (protocol === 'websocket') {
-    transport = await new Promise<Duplex>((resolve, reject) => {
+    connection = await new Promise<Duplex>((resolve, reject) => {
       const addHeaders = (headers: string[], request: IncomingMessage) => {
         if (request !== req) return;
         headers.push(...responseHeaders);
@@ -176,7 +181,7 @@ export async function acceptTunnel(
       wss.on('headers', addHeaders);
       wss.handleUpgrade(req, socket, head, (ws) => {
         socket.off('close', gone);
-        resolve(sessionTransport(createWebSocketStream(ws)));
+        resolve(createWebSocketStream(ws));
       });
     });
   } else {
@@ -186,25 +191,30 @@ export async function acceptTunnel(
     if (head.length > 0) socket.unshift(head);
     // Small frames (a request's HEADERS) must not wait for Nagle.
     (socket as Partial<Socket>).setNoDelay?.(true);
-    transport = sessionTransport(socket);
+    connection = socket;
   }
+  const mux = muxed ? new Mux(connection, 'edge') : null;
+  const transport = sessionTransport(mux ? mux.channel : connection);
   const session = http2.connect(`http://${subdomain}`, {
     createConnection: () => transport,
     settings: SESSION_SETTINGS,
   });
+  mux?.runs(session);
   session.on('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
   // A client gone without a word (no FIN, no reset) is let go of, and its public requests answered.
   heartbeat(session, transport, context.settings.heartbeatMs);
   session.on('error', () => undefined);
   session.once('close', () => {
     if (tunnel.session === session) tunnel.session = null;
+    if (mux && tunnel.mux === mux) tunnel.mux = null;
     transport.destroy();
     leave();
     tunnels.forgetLater(tunnel);
   });
   transport.once('close', () => session.destroy());
   tunnel.session = session;
-  tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session) : null;
+  tunnel.mux = mux;
+  tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session, mux) : null;
   tunnel.connectedAt = new Date().toISOString();
 }
 

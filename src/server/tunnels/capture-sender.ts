@@ -7,6 +7,7 @@ import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import http2 from 'node:http2';
 import type { Exchange } from '../../core/capture/capture.js';
 import { planRecord } from '../../core/capture/record.js';
+import type { Mux, MuxResponse, MuxStream } from '../../core/tunnel/mux.js';
 import { STREAM_HEADERS } from '../../core/tunnel/protocol.js';
 
 /** How long a record waits for others to go with it (a person watching sees it a moment later). */
@@ -33,13 +34,17 @@ export class CaptureSender {
    * stream costs each side far more than the records of a batch (a stream every 20 ms was most of the
    * capture's cost under load). Ended before the connection closes (see end()).
    */
-  private stream: ClientHttp2Stream | null = null;
+  private stream: ClientHttp2Stream | MuxStream | null = null;
   /** Nothing more is sent: the connection is going, or the client refused the stream. */
   private ended = false;
   /** Records not sent because the client was too far behind. */
   dropped = 0;
 
-  constructor(private readonly session: ClientHttp2Session) {
+  /** `mux`: the connection's multiplexer, when its client took it: the stream is then the multiplexer's. */
+  constructor(
+    private readonly session: ClientHttp2Session,
+    private readonly mux: Mux | null = null,
+  ) {
     session.once('close', () => this.close());
     // The client is going (its GOAWAY): its close waits for the streams open on the connection.
     session.once('goaway', () => this.end());
@@ -101,18 +106,26 @@ export class CaptureSender {
     for (const part of parts) stream.write(part);
   }
 
-  private open(): ClientHttp2Stream | null {
-    let stream: ClientHttp2Stream;
+  private open(): ClientHttp2Stream | MuxStream | null {
+    let stream: ClientHttp2Stream | MuxStream;
     try {
-      stream = this.session.request(
-        { ':method': 'POST', ':path': '/', [STREAM_HEADERS.captures]: '1' },
-        { endStream: false },
-      );
+      stream = this.mux
+        ? this.mux.open({ [STREAM_HEADERS.captures]: '1' })
+        : this.session.request(
+            { ':method': 'POST', ':path': '/', [STREAM_HEADERS.captures]: '1' },
+            { endStream: false },
+          );
     } catch {
       // The session is going away: what was gathered goes with it.
       return null;
     }
     stream.on('error', () => undefined);
+    // A client that takes no captures says so on the multiplexer with its answer.
+    stream.on('response', (headers: MuxResponse | { ':status'?: number }) => {
+      if (!this.mux || headers[':status'] === 200) return;
+      this.ended = true;
+      stream.close();
+    });
     // The client has nothing to say on it; its answer is read and dropped.
     stream.resume();
     stream.once('close', () => {

@@ -27,18 +27,18 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
   const relays = tunnel.relayNow;
   const appHost = tunnel.appHost ?? undefined;
   const remoteAddr = peerAddress(socket);
-  const stream = tunnel.session!.request(
-    {
-      ':method': 'POST',
-      ':path': '/',
-      ':authority': host,
-      ':scheme': 'http',
-      [STREAM_HEADERS.pipe]: '1',
-      ...(relays ? { [STREAM_HEADERS.relay]: '1' } : {}),
-      [STREAM_HEADERS.remoteAddr]: remoteAddr,
-    },
-    { endStream: false },
-  );
+  const described = {
+    ':authority': host,
+    [STREAM_HEADERS.pipe]: '1',
+    ...(relays ? { [STREAM_HEADERS.relay]: '1' } : {}),
+    [STREAM_HEADERS.remoteAddr]: remoteAddr,
+  };
+  const stream = tunnel.mux
+    ? tunnel.mux.open(described)
+    : tunnel.session!.request(
+        { ':method': 'POST', ':path': '/', ':scheme': 'http', ...described },
+        { endStream: false },
+      );
   const capturing = options.capture || captures !== null;
   const conduit = new Conduit({
     ...options,
@@ -77,7 +77,7 @@ export function openTunnelConduit(options: TunnelConduitOptions): Conduit {
       tunnel.recordLater(exchange, error, head, relays ? captures : null, options.capture);
     },
   });
-  stream.on('response', (headers) => {
+  stream.on('response', (headers: { ':status'?: number; [STREAM_HEADERS.error]?: string | string[] }) => {
     if (headers[':status'] === 200) return;
     conduit.unreachable(
       String(headers[STREAM_HEADERS.error] ?? 'the tunnel client could not reach the local app'),

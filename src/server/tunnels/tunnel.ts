@@ -6,6 +6,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import { GOAWAY_REPLACED } from '../../core/tunnel/protocol.js';
 import type { CapturedExchange, Exchange } from '../../core/capture/capture.js';
 import { CaptureRing } from '../../core/capture/ring.js';
+import type { Mux } from '../../core/tunnel/mux.js';
 import { CAPTURE_LIMITS, type Tunnel as TunnelView } from '../../shared/api/tunnels.js';
 import type { Lease } from '../limits.js';
 import type { CaptureSender } from './capture-sender.js';
@@ -18,6 +19,8 @@ export class Tunnel {
   readonly ring: CaptureRing;
   readonly feed = new EventEmitter();
   session: ClientHttp2Session | null = null;
+  /** The current connection's multiplexer, when its client took the `mux` feature: byte-path streams go on it. */
+  mux: Mux | null = null;
   connectedAt = new Date().toISOString();
   /** The account's tunnel slot, held from a connect until the last connection is gone. */
   slot: Lease | null = null;

@@ -14,6 +14,11 @@ export const TUNNEL_HEADERS = {
    * (`localhost:<port>`, or the host it was given), which the edge then puts in each request head.
    */
   appHost: 'wharf-tunnel-app-host',
+  /**
+   * Sent by the edge on its 101 when it took the client's `mux` feature: from the first byte after the
+   * upgrade the connection carries the multiplexer's frames (core/tunnel/mux.ts), not HTTP/2 alone.
+   */
+  mux: 'wharf-tunnel-mux',
 } as const;
 
 export const TUNNEL_UPGRADE_PROTOCOL = 'wharf-tunnel';
