@@ -22,7 +22,7 @@
 // whole connection. Frames of unknown types are skipped, so that a later version can add some.
 import { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
-import { STREAM_WINDOW } from './protocol.js';
+import { SESSION_SETTINGS, STREAM_WINDOW } from './protocol.js';
 
 export const MUX_TYPES = { data: 0, open: 1, respond: 2, end: 3, reset: 4, window: 5 } as const;
 const { data: DATA, open: OPEN, respond: RESPOND, end: END, reset: RESET, window: WINDOW } = MUX_TYPES;
@@ -231,6 +231,8 @@ export class Mux extends EventEmitter<{
   constructor(
     private readonly socket: Duplex,
     private readonly role: MuxRole,
+    /** The most byte streams open at once: the edge opens no more, the client refuses more (RESET). */
+    private readonly maxStreams: number = SESSION_SETTINGS.maxConcurrentStreams ?? 10_000,
   ) {
     super();
     this.channel = new Duplex({
@@ -290,6 +292,8 @@ export class Mux extends EventEmitter<{
   open(metadata: Record<string, string>): MuxStream {
     if (this.role !== 'edge') throw new Error('only the edge opens streams');
     if (this.closed || this.channelEnding) throw new Error('the tunnel connection is closing');
+    if (this.streams.size >= this.maxStreams)
+      throw new Error('too many streams open on the tunnel connection');
     let id = this.nextId;
     while (id === 0 || this.streams.has(id)) id = (id + 1) >>> 0;
     this.nextId = (id + 1) >>> 0;
@@ -464,7 +468,13 @@ export class Mux extends EventEmitter<{
     if (type === OPEN) {
       if (this.role !== 'client' || this.streams.has(id))
         throw new MuxProtocolError(`an OPEN of stream ${id} this side does not take`);
-      const stream = new MuxStream(this, id, metadataOf(payload));
+      const metadata = metadataOf(payload);
+      if (this.streams.size >= this.maxStreams) {
+        // As HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS: one more is refused, the connection goes on.
+        this.sendFrame(RESET, id);
+        return;
+      }
+      const stream = new MuxStream(this, id, metadata);
       this.streams.set(id, stream);
       this.emit('stream', stream);
       return;

@@ -200,6 +200,38 @@ describe('byte streams', () => {
   });
 });
 
+describe('how many streams', () => {
+  it('opens no more than the most at once on the edge, and again once one closed', async () => {
+    const { edgeSide, clientSide } = await sockets();
+    const edge = new Mux(edgeSide, 'edge', 3);
+    const client = new Mux(clientSide, 'client', 3);
+    cleanup.push(() => {
+      edge.destroy();
+      client.destroy();
+    });
+    const open = [edge.open({}), edge.open({}), edge.open({})];
+    expect(() => edge.open({})).toThrow(/too many streams/);
+    const closed = once(open[0]!, 'close');
+    open[0]!.close();
+    await closed;
+    expect(edge.open({}).id).toBe(4);
+  });
+
+  it('refuses, on the client, an OPEN past the most with a RESET and goes on', async () => {
+    const { edgeSide, clientSide } = await sockets();
+    const client = new Mux(clientSide, 'client', 2);
+    cleanup.push(() => client.destroy());
+    let streams = 0;
+    client.on('stream', () => streams++);
+    const answered: Buffer[] = [];
+    edgeSide.on('data', (chunk: Buffer) => answered.push(chunk));
+    for (const id of [1, 2, 3]) edgeSide.write(frame(MUX_TYPES.open, id, '{}'));
+    await until(() => Buffer.concat(answered).length >= 9, 'the refusal');
+    expect(streams).toBe(2);
+    expect(Buffer.concat(answered)).toEqual(frame(MUX_TYPES.reset, 3));
+  });
+});
+
 describe('flow control', () => {
   it("sends no more than the reader's window while it does not read, and all of it once it does", async () => {
     const { edge, client } = await joined();
