@@ -2,24 +2,24 @@
 //
 // A public HTTP/1.1 connection's bytes used to ride an HTTP/2 stream of the tunnel connection, and each
 // request and response paid for nghttp2's frames and Node's Http2Stream on both sides. Two plain Node
-// relays joined by this multiplexer move 0.57–0.64 of direct where two joined by HTTP/2 move 0.40–0.49,
-// at ~6 µs less CPU per request on each side (bench/relay-floor.mjs). Once both ends agreed on it
-// (TUNNEL_HEADERS.mux), the connection carries frames:
+// relays joined by a multiplexer like this one moved 0.41–0.64 of direct where two joined by HTTP/2
+// moved 0.37–0.49, at 4–11 µs less CPU per request on each side (bench/relay-floor.mjs). Once both
+// ends agreed on it (TUNNEL_HEADERS.mux), the connection carries frames:
 //
 //   length (u32) · type (u8) · stream id (u32) · payload (`length` bytes)
 //
 // Stream 0 carries the HTTP/2 session, which keeps everything else (replays, upgrades on the request
-// path, capture streams, PINGs, GOAWAY) as it was; its own flow control bounds it. Byte-path streams
-// are opened by the edge only (OPEN, its metadata as a JSON object of strings), answered by the client
-// (RESPOND: `{ status, error? }`, as the HTTP/2 stream's response headers were), and carry DATA each
-// way until each side's END, or a RESET. Each way of a stream has a window, as HTTP/2's: a sender
+// path, PINGs, GOAWAY) as it was; its own flow control bounds it. Byte-path streams and the capture
+// stream are opened by the edge only (OPEN, its metadata as a JSON object of strings), answered by
+// the client (RESPOND: `{ status, error? }`, as the HTTP/2 stream's response headers were), and carry
+// DATA each way until each side's END, or a RESET. Each way of a stream has a window, as HTTP/2's: a sender
 // sends no more than the receiver allowed (STREAM_WINDOW at first), and the receiver gives it back
 // (WINDOW) as its reader takes the bytes, so a slow reader holds at most one window per stream.
 // Frames written in one turn of the event loop go out in one write.
 //
-// Either peer may be hostile: a frame over MAX_PAYLOAD, DATA past the window, a window past 2^31 - 1,
-// an OPEN from the side that does not open, or metadata that is not a small object of strings ends the
-// whole connection. Frames of unknown types are skipped, so that a later version can add some.
+// Either peer may be hostile: a frame over MAX_PAYLOAD (MAX_METADATA for the others), DATA past the
+// window, a window past 2^31 - 1, an OPEN from the side that does not open, a second RESPOND, or
+// metadata that is not a small object of strings ends the whole connection. Frames of unknown types are skipped, so that a later version can add some.
 import { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
 import { SESSION_SETTINGS, STREAM_WINDOW } from './protocol.js';
