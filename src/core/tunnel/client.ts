@@ -142,12 +142,16 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     if (this.timer) clearTimeout(this.timer);
     this.setState('stopped');
     const session = this.session;
+    const connection = this.transport;
     this.session = null;
     if (session) {
       await new Promise<void>((resolve) => {
         session.close(() => resolve());
         setTimeout(() => {
           session.destroy();
+          // On the multiplexer, the session's close waits for the byte streams open (the public
+          // connections in flight): like an HTTP/2 session's streams, they get a second, not more.
+          connection?.destroy();
           resolve();
         }, 1_000).unref();
       });
