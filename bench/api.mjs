@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { wharfNodeFlags } from '../scripts/node-flags.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -56,8 +57,10 @@ async function serve(mode, dataDir) {
 }
 
 function start(mode, dataDir) {
+  // The flags `wharf` runs Node with, as the platform runs in use.
   const child = fork(new URL(import.meta.url), ['--serve', mode, '--data-dir', dataDir], {
     stdio: 'inherit',
+    execArgv: wharfNodeFlags(),
   });
   return new Promise((resolve, reject) => {
     child.once('message', (info) => resolve({ child, ...info }));

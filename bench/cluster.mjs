@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { wharfNodeFlags } from '../scripts/node-flags.mjs';
 import { HAVE_WRK, fmt, wrk } from './lib/load.mjs';
 import { freePort } from './lib/ports.mjs';
 
@@ -74,10 +75,12 @@ async function startNode(name, shared) {
   const dataDir = mkdtempSync(join(tmpdir(), `wharf-bench-node-${name}-`));
   const apiPort = await freePort();
   const edgePort = await freePort();
-  const child = fork(fileURLToPath(import.meta.url), [
-    '--serve',
-    JSON.stringify({ ...shared, dataDir, apiPort, edgePort }),
-  ]);
+  // The flags `wharf` runs Node with, as a platform node runs in use.
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['--serve', JSON.stringify({ ...shared, dataDir, apiPort, edgePort })],
+    { execArgv: wharfNodeFlags() },
+  );
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`node ${name} exited with ${code}`)));

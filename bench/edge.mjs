@@ -32,6 +32,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { wharfNodeFlags } from '../scripts/node-flags.mjs';
 import { deployApp } from './lib/deploy-app.mjs';
 import { HAVE_WRK, fmt, latency as sequential, wrk as runWrk } from './lib/load.mjs';
 import { freePort } from './lib/ports.mjs';
@@ -215,7 +216,11 @@ function start(args) {
     values['cpu-prof'] && name
       ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof'], '--cpu-prof-name', name]
       : [];
-  const child = fork(new URL(import.meta.url), args, { stdio: 'inherit', execArgv: profile });
+  // The flags `wharf` runs Node with, as the platform runs in use.
+  const child = fork(new URL(import.meta.url), args, {
+    stdio: 'inherit',
+    execArgv: [...wharfNodeFlags(), ...profile],
+  });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;

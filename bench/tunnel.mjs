@@ -24,7 +24,8 @@
 // Usage: npm run build && node bench/tunnel.mjs [--duration 4] [--rounds 2] [--bulk-mib 1024] [--strict]
 // --strict: exit non-zero when a target is missed. --transport websocket: the tunnel's fallback transport.
 // --cpu-prof DIR: CPU profiles of the platform and the client (see bench/profile-summary.mjs).
-// --node-flag FLAG (repeatable): a flag for the platform's and the client's node, e.g. --trace-gc.
+// The platform and the client run with the Node flags the `wharf` command runs with (bin/wharf.js);
+// --node-flag FLAG (repeatable): one more for both, e.g. --trace-gc.
 // --dist DIR: another build of the platform (and tunnel.js) than dist/, e.g. to compare two versions.
 // --client autocannon: autocannon even where wrk is installed.
 // --quick: only 13 B (or --body '64 KiB') at 50 connections, direct and through the tunnel with capture
@@ -53,6 +54,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { wharfNodeFlags } from '../scripts/node-flags.mjs';
 import { deployApp } from './lib/deploy-app.mjs';
 import { HAVE_WRK, answerBulk, bulk, fmt, latency, median, wrk } from './lib/load.mjs';
 
@@ -248,7 +250,8 @@ function start(mode, args = []) {
     : [];
   const child = fork(fileURLToPath(import.meta.url), ['--serve', mode, '--dist', values.dist, ...args], {
     stdio: 'inherit',
-    execArgv: [...profile, ...values['node-flag']],
+    // The flags `wharf` runs Node with, as the platform and the client run in use.
+    execArgv: [...wharfNodeFlags(), ...profile, ...values['node-flag']],
   });
   return new Promise((resolve, reject) => {
     child.once('message', (info) => resolve({ child, ...info }));
@@ -395,6 +398,9 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   }
   await setCapture(true);
   const direct = median(rows.direct.map((r) => r.rps));
+  // Rounds that measured both ways: what capture cost in each, paired as the full run pairs them.
+  const pairs =
+    rows.on.length === rows.off.length ? rows.on.map((on, i) => ({ on: on.rps, off: rows.off[i].rps })) : [];
   console.log(`\n${values.body} at 50 connections, medians of ${rows.direct.length} rounds`);
   console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
   for (const way of ['off', 'on']) {
@@ -407,6 +413,12 @@ async function quick(targets, cpuOf, platform, client, rounds) {
     const calls = (key, i) => fmt(median(r.map((x) => x[key][i])), 2);
     console.log(
       `                reads/writes per request: platform ${calls('edgeSyscalls', 0)}/${calls('edgeSyscalls', 1)}, client ${calls('clientSyscalls', 0)}/${calls('clientSyscalls', 1)}`,
+    );
+  }
+  if (pairs.length > 0 && !values.rate) {
+    const c = summarizePairs(pairs);
+    console.log(
+      `  capture costs ${fmt(c.cost * 100, 1)} %, the median of the rounds' (${c.costs.map((x) => fmt(x * 100, 0)).join(', ')} %)`,
     );
   }
 }

@@ -6,7 +6,8 @@
 //   out/node_modules (which the main bundle finds before node_modules, so the Node build the tests use
 //   stays untouched), then runs Electron on out/main/index.js with the remaining arguments.
 // - Otherwise: says so in one line and runs `node bin/wharf.js app` with the remaining arguments.
-// Either way signals are forwarded to the child and its exit code becomes ours.
+// Either way the child runs with the Node flags `wharf` runs with (scripts/node-flags.mjs), signals are
+// forwarded to it, and its exit code becomes ours.
 //
 // `node scripts/start.mjs --build-only` does the Electron preparation and exits (the smoke test uses it).
 import { spawn, spawnSync } from 'node:child_process';
@@ -15,6 +16,7 @@ import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { wharfNodeFlags } from './node-flags.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const require = createRequire(join(root, 'package.json'));
@@ -137,14 +139,19 @@ async function startElectron(binary) {
   if (buildOnly) return 0;
   const env = { ...process.env };
   delete env.ELECTRON_RUN_AS_NODE;
-  return run(binary, [join(root, 'out', 'main', 'index.js'), ...args], { cwd: root, env });
+  // The main process hosts the Engine and the embedded platform: V8 takes its flags for that process
+  // only from the command line.
+  const jsFlags = `--js-flags=${wharfNodeFlags().join(' ')}`;
+  return run(binary, [jsFlags, join(root, 'out', 'main', 'index.js'), ...args], { cwd: root, env });
 }
 
 async function startBrowserApp() {
   console.log(
     'wharf: no Electron binary is installed (set WHARF_ELECTRON_PATH to use one), so this runs the browser mode instead: wharf app',
   );
-  return run(process.execPath, [join(root, 'bin', 'wharf.js'), 'app', ...args], { cwd: root });
+  return run(process.execPath, [...wharfNodeFlags(), join(root, 'bin', 'wharf.js'), 'app', ...args], {
+    cwd: root,
+  });
 }
 
 const electron = findElectron();
