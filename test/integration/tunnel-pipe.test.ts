@@ -284,9 +284,7 @@ describe.each([
     }
   });
 
-  // On HTTP/2 byte-path streams (clients from before the multiplexer) the next request waits past 5 s:
-  // known, not mended yet (the session's 2026-11-30 note).
-  it.skipIf(!mux)(
+  it(
     'lets a kept-alive public connection go on when the client stops: its next request is answered offline',
     async () => {
       const app = await startApp('A');

@@ -212,6 +212,10 @@ export async function acceptTunnel(
     tunnels.forgetLater(tunnel);
   });
   transport.once('close', () => session.destroy());
+  // The client closed its end (one that stops gives its streams a second, then closes): the tunnel has
+  // no use for half a connection, and HTTP/2 over it would wait on the streams still open (public
+  // connections kept alive) until the heartbeat gave up on it.
+  transport.once('end', () => session.destroy());
   tunnel.session = session;
   tunnel.mux = mux;
   tunnel.captures = tunnel.relays && features.has(CAPTURES_FEATURE) ? new CaptureSender(session, mux) : null;
