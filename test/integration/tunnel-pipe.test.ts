@@ -284,26 +284,23 @@ describe.each([
     }
   });
 
-  it(
-    'lets a kept-alive public connection go on when the client stops: its next request is answered offline',
-    async () => {
-      const app = await startApp('A');
-      const client = await startTunnel(sub('pipe-stop'), app.port, true, relay, mux);
-      const { socket, text } = await rawConnection();
-      const request = `GET /kept HTTP/1.1\r\nHost: ${host(sub('pipe-stop'))}\r\n\r\n`;
-      socket.write(request);
-      await until(() => responses(text()).length === 1, 'the response');
-      // The connection is kept alive, its stream open: a stop does not wait for the edge's idle timeout.
-      const started = Date.now();
-      await client.stop();
-      expect(Date.now() - started).toBeLessThan(2_000);
-      socket.write(request);
-      await until(() => responses(text()).length === 2, 'the answer after the stop', 5_000);
-      expect(responses(text())[0]!.body).toBe('A GET /kept');
-      expect(responses(text())[1]!.status).not.toBe(200);
-      socket.destroy();
-    },
-  );
+  it('lets a kept-alive public connection go on when the client stops: its next request is answered offline', async () => {
+    const app = await startApp('A');
+    const client = await startTunnel(sub('pipe-stop'), app.port, true, relay, mux);
+    const { socket, text } = await rawConnection();
+    const request = `GET /kept HTTP/1.1\r\nHost: ${host(sub('pipe-stop'))}\r\n\r\n`;
+    socket.write(request);
+    await until(() => responses(text()).length === 1, 'the response');
+    // The connection is kept alive, its stream open: a stop does not wait for the edge's idle timeout.
+    const started = Date.now();
+    await client.stop();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    socket.write(request);
+    await until(() => responses(text()).length === 2, 'the answer after the stop', 5_000);
+    expect(responses(text())[0]!.body).toBe('A GET /kept');
+    expect(responses(text())[1]!.status).not.toBe(200);
+    socket.destroy();
+  });
 
   it('answers 502 when the app closes the connection before answering, with why, on both sides', async () => {
     const app = await startApp('A');
