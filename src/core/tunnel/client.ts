@@ -29,7 +29,7 @@ import {
   sessionTransport,
 } from './protocol.js';
 import { Mux, type MuxStream } from './mux.js';
-import { answerPipe, relayPipe } from './pipe.js';
+import { type PipeStream, answerPipe, relayPipe } from './pipe.js';
 
 export interface TunnelClientOptions {
   /** The platform's origin, e.g. `http://127.0.0.1:8787` or `https://api.example.com`. */
@@ -353,13 +353,12 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
    */
   private answer(stream: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     stream.on('error', () => undefined);
-    const localHost = this.options.localHost ?? '127.0.0.1';
-    if (headers[STREAM_HEADERS.pipe] && headers[STREAM_HEADERS.relay] && this.options.relay !== false) {
-      relayPipe(stream, { localHost, localPort: this.options.localPort });
-      return;
-    }
     if (headers[STREAM_HEADERS.captures]) {
       this.readCaptures(stream);
+      return;
+    }
+    if (headers[STREAM_HEADERS.pipe]) {
+      this.answerBytePath(stream, headers);
       return;
     }
     const options: AnswerOptions = {
@@ -371,8 +370,24 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       emit: (exchange) => this.emit('exchange', exchange),
     };
     if (headers[STREAM_HEADERS.upgrade]) answerUpgrade(stream, headers, options);
-    else if (headers[STREAM_HEADERS.pipe]) answerPipe(stream, { ...options, localHost });
     else answerRequest(stream, headers, options);
+  }
+
+  /** A public connection whole (HTTP/2's stream or the multiplexer's): its bytes relayed, or read here. */
+  private answerBytePath(stream: PipeStream, headers: IncomingHttpHeaders) {
+    const localHost = this.options.localHost ?? '127.0.0.1';
+    const { localPort } = this.options;
+    if (headers[STREAM_HEADERS.relay] && this.options.relay !== false) {
+      relayPipe(stream, { localHost, localPort });
+      return;
+    }
+    answerPipe(stream, {
+      localHost,
+      localPort,
+      hostFor: (publicHost) => this.localHostHeader(publicHost),
+      capture: this.captureOf(headers),
+      emit: (exchange) => this.emit('exchange', exchange),
+    });
   }
 
   /** Whether the edge took the multiplexer this client offered (an older edge says nothing of it). */
@@ -401,18 +416,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       stream.close();
       return;
     }
-    const localHost = this.options.localHost ?? '127.0.0.1';
-    if (headers[STREAM_HEADERS.relay] && this.options.relay !== false) {
-      relayPipe(stream, { localHost, localPort: this.options.localPort });
-      return;
-    }
-    answerPipe(stream, {
-      localHost,
-      localPort: this.options.localPort,
-      hostFor: (publicHost) => this.localHostHeader(publicHost),
-      capture: this.captureOf(headers),
-      emit: (exchange) => this.emit('exchange', exchange),
-    });
+    this.answerBytePath(stream, headers);
   }
 
   /** A capture stream: each record is an exchange of the relay path, emitted as the client's own. */

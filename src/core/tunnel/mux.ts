@@ -303,10 +303,6 @@ export class Mux extends EventEmitter<{
     return stream;
   }
 
-  get openStreams(): number {
-    return this.streams.size;
-  }
-
   /** The byte streams open now. */
   streamsOpen(): MuxStream[] {
     return [...this.streams.values()];

@@ -2,9 +2,10 @@
 // that goes out as one write after the loop turn; smaller chunks go at once; a gather that fills the
 // socket says so, and the socket's 'drain' follows. Over a real loopback TCP connection.
 import { once } from 'node:events';
-import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gatheredWriter } from '../../../src/core/tunnel/gather.js';
+import { socketPair } from '../../helpers/socket-pair.js';
 
 const KiB = 1024;
 const cleanup: (() => void)[] = [];
@@ -15,19 +16,9 @@ afterEach(() => {
 
 /** A connected pair: `writer` to write to, `reader` the far end (paused: it reads when told). */
 async function pair(): Promise<{ writer: Socket; reader: Socket }> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const accepted = once(server, 'connection') as Promise<[Socket]>;
-  const writer = connect((server.address() as AddressInfo).port, '127.0.0.1');
-  await once(writer, 'connect');
-  const [reader] = await accepted;
+  const { near: writer, far: reader, close } = await socketPair();
   reader.pause();
-  cleanup.push(() => {
-    writer.destroy();
-    reader.destroy();
-    server.close();
-  });
+  cleanup.push(close);
   return { writer, reader };
 }
 

@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import http2 from 'node:http2';
-import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   MAX_METADATA,
@@ -18,6 +18,7 @@ import {
 } from '../../../src/core/tunnel/mux.js';
 import { STREAM_WINDOW, sessionTransport } from '../../../src/core/tunnel/protocol.js';
 import { until } from '../../helpers/poll.js';
+import { socketPair } from '../../helpers/socket-pair.js';
 
 const MiB = 1024 * 1024;
 const cleanup: (() => void)[] = [];
@@ -28,18 +29,8 @@ afterEach(() => {
 
 /** Two ends of one loopback TCP connection. */
 async function sockets(): Promise<{ edgeSide: Socket; clientSide: Socket }> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const accepted = once(server, 'connection') as Promise<[Socket]>;
-  const edgeSide = connect((server.address() as AddressInfo).port, '127.0.0.1');
-  await once(edgeSide, 'connect');
-  const [clientSide] = await accepted;
-  cleanup.push(() => {
-    edgeSide.destroy();
-    clientSide.destroy();
-    server.close();
-  });
+  const { near: edgeSide, far: clientSide, close } = await socketPair();
+  cleanup.push(close);
   return { edgeSide, clientSide };
 }
 
@@ -114,8 +105,8 @@ describe('byte streams', () => {
     await closed;
     expect(out.rstCode).toBe(0);
     expect(inbound.rstCode).toBe(0);
-    expect(edge.openStreams).toBe(0);
-    expect(client.openStreams).toBe(0);
+    expect(edge.streamsOpen()).toHaveLength(0);
+    expect(client.streamsOpen()).toHaveLength(0);
   });
 
   it("gives the edge the client's refusal, with why", async () => {
@@ -173,7 +164,7 @@ describe('byte streams', () => {
     streams[1]!.close();
     await secondClosed;
     expect(second.rstCode).toBe(MUX_CANCEL);
-    expect(edge.openStreams).toBe(0);
+    expect(edge.streamsOpen()).toHaveLength(0);
 
     const third = edge.open({});
     await until(() => streams.length === 3, 'a third stream on the same connection');
@@ -421,7 +412,7 @@ describe('a hostile peer', () => {
     ]);
     const { ended, edge } = await edgeAfter(bytes, false);
     expect(ended).toBe(false);
-    expect(edge.openStreams).toBe(0);
+    expect(edge.streamsOpen()).toHaveLength(0);
   });
 
   it('ends the connection for metadata that is not an object of strings, on the client too', async () => {
