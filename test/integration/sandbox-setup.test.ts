@@ -37,19 +37,32 @@ describe('setupFailed: what bwrap --json-status-fd says', () => {
 
 /**
  * A bwrap that fails its setup as the real one does (status "child-pid" on the --json-status-fd, the
- * error on stderr, exit 1) on the calls for which `failing` (a shell test on the call's number $n; 1 is
- * the driver's probe) holds, and is the real bwrap otherwise.
+ * error on stderr, exit 1) on the calls for which `failing` (a shell test on the call's number $n)
+ * holds, and is the real bwrap otherwise. With `probes: 'real'` the driver's probe (`--ro-bind / /
+ * --unshare-pid true`) always goes to the real bwrap and is not counted: $n numbers the starts alone.
+ * The real probe can itself fail for the reason this file is about (a container's mount going away
+ * meanwhile, on a machine running other tests' containers); the driver then probes again, and a count
+ * that took the probe for call 1 would hand those tries to `failing`. With `probes: 'counted'` the
+ * probe is call 1, for the test of a failing probe.
  */
-function flakyBwrap(name: string, failing: string): { path: string; calls: () => number } {
+function flakyBwrap(
+  name: string,
+  failing: string,
+  probes: 'real' | 'counted' = 'real',
+): { path: string; calls: () => number } {
   const dir = join(root, name);
   mkdirSync(dir);
   const calls = join(dir, 'calls');
   writeFileSync(calls, '');
   const path = join(dir, 'bwrap');
+  const passProbe =
+    probes === 'real'
+      ? `[ "$*" = "--json-status-fd 3 --ro-bind / / --unshare-pid true" ] && exec bwrap "$@"\n`
+      : '';
   writeFileSync(
     path,
     `#!/bin/sh
-echo call >> ${JSON.stringify(calls)}
+${passProbe}echo call >> ${JSON.stringify(calls)}
 n=$(wc -l < ${JSON.stringify(calls)})
 if ${failing}; then
   fd=
@@ -87,10 +100,10 @@ function run(driver: SandboxDriver, command: string) {
 
 describe.skipIf(!hasBwrap)('a sandbox whose setup fails', () => {
   it('is started again, and the command runs once it is set up', async () => {
-    const bwrap = flakyBwrap('twice', '[ $n = 2 ] || [ $n = 3 ]');
+    const bwrap = flakyBwrap('twice', '[ $n -le 2 ]');
     const { proc, lines } = run(sandbox(bwrap.path), 'echo "$GREETING"; exit 0');
     expect(await proc.exited).toEqual({ code: 0, signal: null });
-    expect(bwrap.calls()).toBe(4);
+    expect(bwrap.calls()).toBe(3);
     expect(lines).toContainEqual(['stdout', 'hello from the sandbox']);
     const notes = lines.filter(([, line]) => line.startsWith('the sandbox could not be set up'));
     expect(notes.map(([, line]) => line)).toEqual([
@@ -102,10 +115,10 @@ describe.skipIf(!hasBwrap)('a sandbox whose setup fails', () => {
   });
 
   it('gives up after three starts, with bwrap’s own exit and message', async () => {
-    const bwrap = flakyBwrap('always', '[ $n -gt 1 ]');
+    const bwrap = flakyBwrap('always', 'true');
     const { proc, lines } = run(sandbox(bwrap.path), 'echo never');
     expect(await proc.exited).toEqual({ code: 1, signal: null });
-    expect(bwrap.calls()).toBe(4);
+    expect(bwrap.calls()).toBe(3);
     expect(lines.some(([, line]) => line === 'never')).toBe(false);
     expect(lines.filter(([, line]) => line.includes('Unable to apply mount flags'))).toHaveLength(3);
   });
@@ -114,12 +127,12 @@ describe.skipIf(!hasBwrap)('a sandbox whose setup fails', () => {
     const bwrap = flakyBwrap('none', 'false');
     const { proc, lines } = run(sandbox(bwrap.path), 'echo ran; exit 7');
     expect(await proc.exited).toEqual({ code: 7, signal: null });
-    expect(bwrap.calls()).toBe(2);
+    expect(bwrap.calls()).toBe(1);
     expect(lines.filter(([, line]) => line === 'ran')).toHaveLength(1);
   });
 
   it('a failed probe is tried again too: the platform keeps its sandbox', async () => {
-    const bwrap = flakyBwrap('probe', '[ $n -lt 3 ]');
+    const bwrap = flakyBwrap('probe', '[ $n -lt 3 ]', 'counted');
     const driver = sandbox(bwrap.path);
     expect(bwrap.calls()).toBe(3);
     const { proc, lines } = run(driver, 'echo "$GREETING"');
@@ -128,14 +141,14 @@ describe.skipIf(!hasBwrap)('a sandbox whose setup fails', () => {
   });
 
   it('stopped between two starts, it starts no more', async () => {
-    const bwrap = flakyBwrap('stopped', '[ $n -gt 1 ]');
+    const bwrap = flakyBwrap('stopped', 'true');
     const { proc } = run(sandbox(bwrap.path), 'sleep 30');
     const stopping = proc.stop(1_000);
     await proc.exited;
     await stopping;
     // Give a pending start the time it would have taken (the retry waits 50 ms, then 100 ms).
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(bwrap.calls()).toBeLessThanOrEqual(3);
+    expect(bwrap.calls()).toBeLessThanOrEqual(2);
   });
 
   it.skipIf(!isRoot)(
