@@ -56,15 +56,17 @@ export async function storeEnv(
 /**
  * `wharf <args>` with `env` (default: this process's) and the store's (storeEnv), killed after
  * `timeoutMs`. `home` sets WHARF_HOME, and then the developer's WHARF_PLATFORM_URL, WHARF_API_KEY and
- * WHARF_PORT are left out.
+ * WHARF_PORT are left out. `viaShebang`: bin/wharf.js is run itself, as an installed command is (the
+ * kernel reads its shebang, Node flags and all), rather than by this process's `node`.
  */
 export async function runWharf(
   args: string[],
-  options: { home?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: { home?: string; env?: Record<string, string>; timeoutMs?: number; viaShebang?: boolean } = {},
 ): Promise<CliResult> {
   const env = wharfEnv({ ...options, env: { ...(await storeEnv(args, options.env)), ...options.env } });
+  const [command, argv] = options.viaShebang ? [wharfBin, args] : [process.execPath, [wharfBin, ...args]];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [wharfBin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -437,19 +437,7 @@ describe('usage', () => {
     // The kernel reads the shebang (`#!/usr/bin/env -S node <flags>`): a flag Node refuses, or a
     // shebang `env` cannot split, and the command would not start at all.
     expect(readFileSync(bin, 'utf8').split('\n', 1)[0]).toMatch(/^#!\/usr\/bin\/env -S node --/);
-    const result = await new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(bin, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    const result = await runWharf(['--version'], { viaShebang: true });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
