@@ -154,7 +154,9 @@ async function assemble(
     sendPage(res, notRunningPage(502)),
   );
   const sharedRepos = cluster.clustered ? new SharedRepos(db, config.dataDir) : null;
-  const runtime = new Runtime(db, config, projects, logs, chosen, cluster, sharedRepos);
+  const runtime = new Runtime(db, config, projects, logs, chosen, cluster, sharedRepos, (message) =>
+    app.log.warn(message),
+  );
   const tunnels = new TunnelHub(config, db, auth, {
     cluster,
     holders: new TunnelHolders(db, cluster),

@@ -177,7 +177,7 @@ export function bcryptHash(password: string): string {
   return hash;
 }
 
-function registryConfig(dir: string, port: number, htpasswd: string | null): string {
+function registryConfig(dir: string, port: number, htpasswd: string | null, deletes: boolean): string {
   // JSON strings are valid YAML double-quoted scalars: no quoting surprises with paths.
   const q = JSON.stringify;
   return [
@@ -190,7 +190,7 @@ function registryConfig(dir: string, port: number, htpasswd: string | null): str
     '  filesystem:',
     `    rootdirectory: ${q(join(dir, 'data'))}`,
     '  delete:',
-    '    enabled: true',
+    `    enabled: ${deletes}`,
     'http:',
     `  addr: ${q(`127.0.0.1:${port}`)}`,
     `  secret: ${q(randomBytes(16).toString('hex'))}`,
@@ -210,10 +210,14 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * Debian's `docker-registry serve` on 127.0.0.1 and a free port, storing into a fresh temporary
- * folder; with `auth`, behind basic auth (htpasswd). Resolves once GET /v2/ answers 200 (at most
- * 20 s). close() stops it and removes the folder.
+ * folder; with `auth`, behind basic auth (htpasswd); `deletes: false`, refusing deletes (405), as
+ * distribution does by default. Resolves once GET /v2/ answers 200 (at most 20 s). close() stops it and
+ * removes the folder.
  */
-export async function startRegistry(auth?: RegistryAuth): Promise<TestRegistry> {
+export async function startRegistry(
+  auth?: RegistryAuth,
+  options: { deletes?: boolean } = {},
+): Promise<TestRegistry> {
   if (auth && (!auth.user || /[:\n]/.test(auth.user) || /\n/.test(auth.password))) {
     throw new Error('registry user names cannot be empty or contain ":" or newlines');
   }
@@ -237,7 +241,7 @@ export async function startRegistry(auth?: RegistryAuth): Promise<TestRegistry> 
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       const config = join(dir, 'config.yml');
-      writeFileSync(config, registryConfig(dir, port, htpasswd));
+      writeFileSync(config, registryConfig(dir, port, htpasswd, options.deletes ?? true));
       const output: string[] = [];
       const started: ChildProcess = spawn('docker-registry', ['serve', config], {
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -466,6 +466,61 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
     ).toBe(true);
   }, 180_000);
 
+  it('deletes the registry’s copy of a release’s image once the release is gone, and all of a deleted project’s', async () => {
+    // Kept: the serving release and the one before it (keepReleases counts those that served before
+    // the new one); the third deploy lets the first go.
+    const pruning = await startPlatform({
+      ...config,
+      keepReleases: 1,
+      registry: { host: registry.host, username: 'pusher', password },
+    });
+    try {
+      const janitor = pruning.platform.runtime.registryImages!;
+      const project = await createProject(pruning, {
+        name: 'Pruned',
+        subdomain: 's-pruned',
+        deploy_source: 'upload',
+      });
+      const repository = `wharf/${project.id.toLowerCase()}`;
+      const tags = async () => {
+        const answer = await fetch(`http://${registry.host}/v2/${repository}/tags/list`, {
+          headers: { authorization: `Basic ${Buffer.from(`pusher:${password}`).toString('base64')}` },
+        });
+        if (answer.status === 404) return [];
+        expect(answer.status).toBe(200);
+        return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
+      };
+      const releaseIds: string[] = [];
+      for (const version of ['one', 'two', 'three']) {
+        await deployFiles(pruning, project.id, app(`version ${version}`));
+        releaseIds.push((await releasesOf(pruning, project.id)).find((r) => r.current)!.id);
+        await janitor.idle();
+      }
+      // What the platform still keeps (the current release and those it can roll back to).
+      const kept = (await releasesOf(pruning, project.id))
+        .filter((r) => r.current || r.rollback_available)
+        .map((r) => r.id)
+        .sort();
+      expect(kept).not.toContain(releaseIds[0]);
+      expect(kept).toContain(releaseIds[2]);
+      expect(await tags()).toEqual(kept);
+      expect(janitor.deleted).toBe(releaseIds.length - kept.length);
+      // The serving release still runs from the registry's copy.
+      expect((await viaEdge(pruning.edgePort, 's-pruned.localhost', '/')).body).toContain('version three');
+
+      const deleted = await call(`${pruning.api}/projects/${project.id}`, {
+        key: pruning.key,
+        method: 'DELETE',
+      });
+      expect(deleted.status).toBe(200);
+      await janitor.idle();
+      expect(await tags()).toEqual([]);
+      expect(janitor.deleted).toBe(releaseIds.length);
+    } finally {
+      await pruning.close();
+    }
+  }, 300_000);
+
   it('runs an image source from another private registry with its project’s login, which a task started again pulls with', async () => {
     const theirPassword = randomBytes(12).toString('hex');
     const theirs = await startRegistry({ user: 'owner', password: theirPassword });

@@ -22,6 +22,7 @@ import { ApiError } from '../errors.js';
 import { accountLimits } from '../limits.js';
 import type { LogStore } from '../projects/logs.js';
 import { type ProjectService, registryOf } from '../projects/projects.js';
+import { RegistryJanitor } from './registry-api.js';
 import { hasChunks, readChunks } from '../store/chunks.js';
 import type { Store } from '../store/open.js';
 import type { Database, ProjectsTable } from '../store/schema.js';
@@ -76,6 +77,8 @@ export class Runtime {
   private readonly attempts: AttemptDeps;
   private engine: Docker | null;
   private readonly images: ImageJanitor;
+  /** The registry's copies of built images whose releases are gone (swarm runtime with --registry). */
+  readonly registryImages: RegistryJanitor | null;
 
   constructor(
     private readonly db: Store,
@@ -86,6 +89,8 @@ export class Runtime {
     private readonly cluster: Cluster,
     /** In a cluster, the AI builder's repositories as the nodes share them. */
     sharedRepos: SharedRepos | null = null,
+    /** What the platform's operator should know of (its log): the registry refusing deletes. */
+    warn: (message: string) => void = () => {},
   ) {
     this.releases = new ReleaseStore(db);
     this.files = new ReleaseFiles(db);
@@ -119,6 +124,8 @@ export class Runtime {
     const docker = () => this.docker();
     const resources = new PlanResources(db, config);
     this.images = new ImageJanitor(docker);
+    this.registryImages =
+      chosen.kind === 'swarm' && config.registry ? new RegistryJanitor(config.registry, warn) : null;
     const commands = chosen.driver ?? {
       kind: 'process' as const,
       prepare: async () => {},
@@ -384,7 +391,12 @@ export class Runtime {
       await state.log.flush();
       this.states.delete(projectId);
     }
-    const images = (await this.releases.keptOf(projectId)).flatMap((r) => this.builtTags(r.image));
+    const releases = await this.releases.keptOf(projectId);
+    const images = releases.flatMap((r) => this.builtTags(r.image));
+    this.registryImages?.drop(
+      projectId,
+      releases.map((r) => r.image),
+    );
     const engine = this.chosen.kind === 'container' || this.chosen.kind === 'swarm';
     if (images.length > 0 || engine) {
       const docker = await this.docker().catch(() => null);
@@ -490,6 +502,9 @@ export class Runtime {
       }),
     );
     await this.images.idle();
+    // Deletes under way finish, within a bound: a registry that hangs does not hold the shutdown.
+    if (this.registryImages)
+      await Promise.race([this.registryImages.idle(), delay(5_000, undefined, { ref: false })]);
     // With its containers gone, the platform's project networks go too (the engine has few of them).
     if (this.config.stopContainersOnExit && this.engine)
       await removeIdleNetworks(this.engine, this.platformId).catch(() => undefined);
@@ -775,7 +790,13 @@ export class Runtime {
   private async prune(projectId: string, currentId: string): Promise<() => void> {
     const dropped = await this.releases.prune(projectId, this.config.keepReleases, currentId);
     await this.files.drop(dropped.map((release) => release.id));
+    const kept = this.registryImages && dropped.length > 0 ? await this.releases.keptOf(projectId) : [];
     return () => {
+      this.registryImages?.drop(
+        projectId,
+        dropped.map((release) => release.image),
+        kept.map((release) => release.image),
+      );
       for (const release of dropped) {
         rmSync(join(this.appDir(projectId), release.id), { recursive: true, force: true });
         for (const image of this.builtTags(release.image)) this.images.remove(image);
@@ -785,7 +806,7 @@ export class Runtime {
 
   /**
    * The local tags of an image this platform built (`wharf/…`, and its registry's name for it when
-   * pushed); none for an image source's. The registry's copy stays: collecting it is the registry's.
+   * pushed); none for an image source's. The registry's copy is deleted by registryImages.
    */
   private builtTags(image: string | null): string[] {
     if (!image) return [];

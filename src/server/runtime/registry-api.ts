@@ -1,0 +1,213 @@
+// The swarm runtime's image registry (`--registry`), spoken to over its HTTP API (the Docker Registry
+// HTTP API V2, served by distribution and the registries built on it) for one job Docker does not do:
+// deleting the images of releases that are gone. The platform pushes an image for every deploy; left
+// there, a project deployed every hour would fill the registry's disk, and every account shares it.
+//
+// A delete takes the image's manifest away (its tag with it). The registry frees the layers in its
+// garbage collection, which its operator runs (`registry garbage-collect`), and it takes deletes only
+// when its configuration allows them (`storage.delete.enabled`); else it answers 405, said once.
+import type { RegistryConfig } from '../config.js';
+
+/** The manifest kinds Docker pushes (and OCI's): a HEAD asking for others may be told 404. */
+const MANIFEST_TYPES = [
+  'application/vnd.docker.distribution.manifest.v2+json',
+  'application/vnd.docker.distribution.manifest.list.v2+json',
+  'application/vnd.oci.image.manifest.v1+json',
+  'application/vnd.oci.image.index.v1+json',
+].join(', ');
+
+const REQUEST_TIMEOUT_MS = 15_000;
+
+export class RegistryError extends Error {
+  constructor(
+    message: string,
+    /** `deletes-disabled`: the registry takes no deletes; `refused`: its login refused; else `failed`. */
+    readonly kind: 'deletes-disabled' | 'refused' | 'failed',
+  ) {
+    super(message);
+  }
+}
+
+export type DeleteOutcome =
+  | { deleted: true; digest: string }
+  /** `gone`: no such tag (deleted before); `shared`: a tag kept names the same image. */
+  | { deleted: false; why: 'gone' | 'shared' };
+
+/** `host/repository:tag` of an image in `registry` as repository and tag; null for another's image. */
+export function inRegistry(
+  registry: RegistryConfig,
+  image: string,
+): { repository: string; tag: string } | null {
+  const ref = image.split('@')[0]!;
+  if (!ref.startsWith(`${registry.host}/`)) return null;
+  const name = ref.slice(registry.host.length + 1);
+  const colon = name.lastIndexOf(':');
+  if (colon <= 0 || name.indexOf('/', colon) !== -1) return null;
+  return { repository: name.slice(0, colon), tag: name.slice(colon + 1) };
+}
+
+export class RegistryClient {
+  /** How the registry is reached: https unless it answered https with plain HTTP (as Docker does). */
+  private scheme: 'https' | 'http' | null = null;
+
+  constructor(private readonly registry: RegistryConfig) {}
+
+  /** The digest of `repository:reference`'s manifest; null when the registry has no such tag. */
+  async digestOf(repository: string, reference: string): Promise<string | null> {
+    const answer = await this.request('HEAD', `/v2/${repository}/manifests/${encodeURIComponent(reference)}`);
+    if (answer.status === 404) return null;
+    this.expect(answer, [200], `reading ${repository}:${reference}`);
+    const digest = answer.headers.get('docker-content-digest');
+    if (!digest || !/^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$/.test(digest))
+      throw new RegistryError(
+        `${this.registry.host} named no digest for ${repository}:${reference}`,
+        'failed',
+      );
+    return digest;
+  }
+
+  /**
+   * Deletes `repository:tag`'s image unless one of the tags in `keep` names the same image (a delete
+   * goes by digest and would take their image too).
+   */
+  async deleteTag(repository: string, tag: string, keep: readonly string[] = []): Promise<DeleteOutcome> {
+    const digest = await this.digestOf(repository, tag);
+    if (digest === null) return { deleted: false, why: 'gone' };
+    for (const kept of keep) {
+      if (kept !== tag && (await this.digestOf(repository, kept)) === digest)
+        return { deleted: false, why: 'shared' };
+    }
+    const answer = await this.request('DELETE', `/v2/${repository}/manifests/${digest}`);
+    if (answer.status === 404) return { deleted: false, why: 'gone' };
+    this.expect(answer, [200, 202], `deleting ${repository}:${tag}`);
+    return { deleted: true, digest };
+  }
+
+  private expect(answer: Response, ok: number[], what: string): void {
+    if (ok.includes(answer.status)) return;
+    const host = this.registry.host;
+    if (answer.status === 405)
+      throw new RegistryError(
+        `${host} does not allow deleting images (its storage.delete.enabled is off): old images stay there`,
+        'deletes-disabled',
+      );
+    if (answer.status === 401 || answer.status === 403) {
+      const challenge = answer.headers.get('www-authenticate') ?? '';
+      throw new RegistryError(
+        /^bearer\b/i.test(challenge)
+          ? `${host} asks for token authentication, which Wharf does not use to delete images: old images stay there`
+          : `${host} refused the platform's login ${what} (${answer.status})`,
+        'refused',
+      );
+    }
+    throw new RegistryError(`${host} answered ${answer.status} ${what}`, 'failed');
+  }
+
+  private async request(method: 'HEAD' | 'DELETE', path: string): Promise<Response> {
+    const headers: Record<string, string> = { accept: MANIFEST_TYPES };
+    const { username, password } = this.registry;
+    if (username !== null && password !== null)
+      headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+    const send = (scheme: 'https' | 'http') =>
+      fetch(`${scheme}://${this.registry.host}${path}`, {
+        method,
+        headers,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    if (this.scheme !== null) return this.send(() => send(this.scheme!));
+    try {
+      const answer = await send('https');
+      this.scheme = 'https';
+      return answer;
+    } catch (error) {
+      // A registry served over plain HTTP (Docker takes those on loopback, or when its daemon lists
+      // them as insecure) answers a TLS handshake with an HTTP error line. Nothing else falls back: a
+      // certificate refused, or a connection cut, is not a reason to send the login in the clear.
+      if (!speaksPlainHttp(error)) throw this.unreachable(error);
+      const answer = await this.send(() => send('http'));
+      this.scheme = 'http';
+      return answer;
+    }
+  }
+
+  private async send(attempt: () => Promise<Response>): Promise<Response> {
+    try {
+      return await attempt();
+    } catch (error) {
+      throw this.unreachable(error);
+    }
+  }
+
+  private unreachable(error: unknown): RegistryError {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause?.code ?? cause?.message ?? (error as Error).message;
+    return new RegistryError(`cannot reach ${this.registry.host}: ${why}`, 'failed');
+  }
+}
+
+function speaksPlainHttp(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return (
+    cause?.code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+    cause?.code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' ||
+    /wrong version number|packet length too long|http request/i.test(cause?.message ?? '')
+  );
+}
+
+/**
+ * Deletes the registry's copies of images whose releases are gone, one at a time, behind the deploy
+ * that let them go (a deploy never waits on it). What it cannot do is said through `warn`: a registry
+ * that takes no deletes, or refuses the login, once per platform run, not once per image.
+ */
+export class RegistryJanitor {
+  private queue: Promise<void> = Promise.resolve();
+  private readonly said = new Set<RegistryError['kind']>();
+  /** Images deleted so far (for the platform's own accounting and its tests). */
+  deleted = 0;
+
+  constructor(
+    private readonly registry: RegistryConfig,
+    private readonly warn: (message: string) => void,
+    private readonly client = new RegistryClient(registry),
+  ) {}
+
+  /**
+   * Deletes the images among `images` that the platform built for project `projectId` and pushed
+   * here, unless an image in `kept` is the same one under another tag. Any other image is left alone:
+   * an image source's (a project may run one from this very registry), and above all another
+   * project's, whatever reference a release names.
+   */
+  drop(projectId: string, images: readonly (string | null)[], kept: readonly (string | null)[] = []): void {
+    const repository = `wharf/${projectId.toLowerCase()}`;
+    const tagsOf = (list: readonly (string | null)[]) =>
+      list.flatMap((image) => {
+        const ref = image ? inRegistry(this.registry, image) : null;
+        return ref?.repository === repository ? [ref.tag] : [];
+      });
+    const gone = tagsOf(images);
+    if (gone.length === 0) return;
+    const keep = tagsOf(kept);
+    this.queue = this.queue.then(async () => {
+      for (const tag of gone) {
+        try {
+          if ((await this.client.deleteTag(repository, tag, keep)).deleted) this.deleted += 1;
+        } catch (error) {
+          const problem = error instanceof RegistryError ? error : new RegistryError(String(error), 'failed');
+          if (problem.kind === 'failed') this.warn(problem.message);
+          else if (!this.said.has(problem.kind)) {
+            this.said.add(problem.kind);
+            this.warn(problem.message);
+          }
+          // The registry takes none now: the others would fail alike.
+          if (problem.kind !== 'failed') return;
+        }
+      }
+    });
+  }
+
+  /** Resolves once the deletes asked for so far are done (for a platform shutting down). */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+}

@@ -1,0 +1,232 @@
+// The registry client that deletes gone releases' images (src/server/runtime/registry-api.ts), against
+// Debian's docker-registry (distribution) on loopback. Images are pushed over the registry's own API
+// (a config blob, one layer, a manifest), so no container engine is needed.
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RegistryConfig } from '../../src/server/config.js';
+import {
+  RegistryClient,
+  RegistryError,
+  RegistryJanitor,
+  inRegistry,
+} from '../../src/server/runtime/registry-api.js';
+import { type TestRegistry, startRegistry } from '../helpers/engine.js';
+
+const reason =
+  spawnSync('sh', ['-c', 'command -v docker-registry']).status === 0
+    ? null
+    : 'docker-registry is not installed (Debian package docker-registry)';
+
+const MANIFEST_V2 = 'application/vnd.docker.distribution.manifest.v2+json';
+
+function basic(user: string, password: string): Record<string, string> {
+  return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` };
+}
+
+async function pushBlob(host: string, repository: string, content: Buffer, headers: Record<string, string>) {
+  const digest = `sha256:${createHash('sha256').update(content).digest('hex')}`;
+  const start = await fetch(`http://${host}/v2/${repository}/blobs/uploads/`, { method: 'POST', headers });
+  expect(start.status).toBe(202);
+  const location = new URL(start.headers.get('location')!, `http://${host}`);
+  location.searchParams.set('digest', digest);
+  const put = await fetch(location, {
+    method: 'PUT',
+    headers: { ...headers, 'content-type': 'application/octet-stream' },
+    body: content,
+  });
+  expect(put.status).toBe(201);
+  return { digest, size: content.length };
+}
+
+/** A small image of its own (random layer) under `tags`; returns its manifest's digest. */
+async function pushImage(
+  host: string,
+  repository: string,
+  tags: string[],
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const layer = await pushBlob(host, repository, randomBytes(64), headers);
+  const config = await pushBlob(
+    host,
+    repository,
+    Buffer.from(
+      JSON.stringify({
+        architecture: 'amd64',
+        os: 'linux',
+        config: {},
+        rootfs: { type: 'layers', diff_ids: [layer.digest] },
+      }),
+    ),
+    headers,
+  );
+  const manifest = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: MANIFEST_V2,
+    config: { mediaType: 'application/vnd.docker.container.image.v1+json', ...config },
+    layers: [{ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', ...layer }],
+  });
+  let digest = '';
+  for (const tag of tags) {
+    const put = await fetch(`http://${host}/v2/${repository}/manifests/${tag}`, {
+      method: 'PUT',
+      headers: { ...headers, 'content-type': MANIFEST_V2 },
+      body: manifest,
+    });
+    expect(put.status).toBe(201);
+    digest = put.headers.get('docker-content-digest')!;
+  }
+  return digest;
+}
+
+async function tagsOf(host: string, repository: string, headers: Record<string, string> = {}) {
+  const answer = await fetch(`http://${host}/v2/${repository}/tags/list`, { headers });
+  if (answer.status === 404) return [];
+  expect(answer.status).toBe(200);
+  return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
+}
+
+const open = (host: string): RegistryConfig => ({ host, username: null, password: null });
+
+describe.skipIf(reason !== null)('the registry client that deletes gone releases’ images', () => {
+  let registry: TestRegistry;
+  beforeAll(async () => {
+    registry = await startRegistry();
+  }, 30_000);
+  afterAll(async () => {
+    await registry?.close();
+  });
+
+  it('deletes a tag’s image (over plain HTTP, after https was answered with it) and finds it gone after', async () => {
+    const repository = 'wharf/p-delete';
+    const digest = await pushImage(registry.host, repository, ['r1']);
+    await pushImage(registry.host, repository, ['r2']);
+    const client = new RegistryClient(open(registry.host));
+    expect(await client.digestOf(repository, 'r1')).toBe(digest);
+    expect(await client.deleteTag(repository, 'r1')).toEqual({ deleted: true, digest });
+    expect(await tagsOf(registry.host, repository)).toEqual(['r2']);
+    expect((await fetch(`http://${registry.host}/v2/${repository}/manifests/${digest}`)).status).toBe(404);
+    expect(await client.deleteTag(repository, 'r1')).toEqual({ deleted: false, why: 'gone' });
+    expect(await client.digestOf(repository, 'never-pushed')).toBeNull();
+  });
+
+  it('keeps an image that a kept tag names too: a delete goes by digest and would take both', async () => {
+    const repository = 'wharf/p-shared';
+    await pushImage(registry.host, repository, ['old', 'current']);
+    const client = new RegistryClient(open(registry.host));
+    expect(await client.deleteTag(repository, 'old', ['current'])).toEqual({ deleted: false, why: 'shared' });
+    expect(await tagsOf(registry.host, repository)).toEqual(['current', 'old']);
+  });
+
+  it('deletes only the project’s own images, whatever references its releases name', async () => {
+    const warnings: string[] = [];
+    const janitor = new RegistryJanitor(open(registry.host), (message) => warnings.push(message));
+    await pushImage(registry.host, 'wharf/p-own', ['r1', 'r2']);
+    await pushImage(registry.host, 'wharf/p-own', ['r3']);
+    await pushImage(registry.host, 'wharf/p-own', ['r4']);
+    await pushImage(registry.host, 'wharf/p-other', ['r1']);
+    await pushImage(registry.host, 'team/app', ['v1']);
+    janitor.drop(
+      'P-Own',
+      [
+        `${registry.host}/wharf/p-own:r3@sha256:${'0'.repeat(64)}`,
+        `${registry.host}/wharf/p-own:r1`,
+        // Another project's images (r4: a tag the project has too), an image source's, and the same
+        // names in another registry.
+        `${registry.host}/wharf/p-other:r1`,
+        `${registry.host}/wharf/p-other:r4`,
+        'registry.example.com:5000/wharf/p-own:r4',
+        `${registry.host}/team/app:v1`,
+        'registry.example.com:5000/wharf/p-own:r1',
+        null,
+      ],
+      // r1 and r2 are one image: r2 kept, r1 stays with it.
+      [`${registry.host}/wharf/p-own:r2`],
+    );
+    await janitor.idle();
+    expect(janitor.deleted).toBe(1);
+    expect(await tagsOf(registry.host, 'wharf/p-own')).toEqual(['r1', 'r2', 'r4']);
+    expect(await tagsOf(registry.host, 'wharf/p-other')).toEqual(['r1']);
+    expect(await tagsOf(registry.host, 'team/app')).toEqual(['v1']);
+    expect(warnings).toEqual([]);
+  });
+
+  it('says once that a registry takes no deletes, and leaves its images', async () => {
+    const closed = await startRegistry(undefined, { deletes: false });
+    try {
+      const repository = 'wharf/p-kept';
+      await pushImage(closed.host, repository, ['r1']);
+      await pushImage(closed.host, repository, ['r2']);
+      const error = await new RegistryClient(open(closed.host)).deleteTag(repository, 'r1').catch((e) => e);
+      expect(error).toBeInstanceOf(RegistryError);
+      expect((error as RegistryError).kind).toBe('deletes-disabled');
+      expect((error as RegistryError).message).toMatch(/storage\.delete\.enabled is off/);
+
+      const warnings: string[] = [];
+      const janitor = new RegistryJanitor(open(closed.host), (message) => warnings.push(message));
+      janitor.drop('p-kept', [`${closed.host}/${repository}:r1`, `${closed.host}/${repository}:r2`]);
+      janitor.drop('p-kept', [`${closed.host}/${repository}:r2`]);
+      await janitor.idle();
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain(closed.host);
+      expect(janitor.deleted).toBe(0);
+      expect(await tagsOf(closed.host, repository)).toEqual(['r1', 'r2']);
+    } finally {
+      await closed.close();
+    }
+  }, 30_000);
+
+  it('logs in with the platform’s login, and says a refused one without its password', async () => {
+    const password = randomBytes(12).toString('hex');
+    const guarded = await startRegistry({ user: 'pusher', password });
+    try {
+      const repository = 'wharf/p-guarded';
+      const headers = basic('pusher', password);
+      await pushImage(guarded.host, repository, ['r1'], headers);
+      const wrong = `wrong-${randomBytes(8).toString('hex')}`;
+      const error = await new RegistryClient({ host: guarded.host, username: 'pusher', password: wrong })
+        .deleteTag(repository, 'r1')
+        .catch((e) => e);
+      expect(error).toBeInstanceOf(RegistryError);
+      expect((error as RegistryError).kind).toBe('refused');
+      expect((error as RegistryError).message).toMatch(/refused the platform's login/);
+      expect((error as RegistryError).message).not.toContain(wrong);
+      expect(await tagsOf(guarded.host, repository, headers)).toEqual(['r1']);
+
+      const client = new RegistryClient({ host: guarded.host, username: 'pusher', password });
+      expect((await client.deleteTag(repository, 'r1')).deleted).toBe(true);
+      expect(await tagsOf(guarded.host, repository, headers)).toEqual([]);
+    } finally {
+      await guarded.close();
+    }
+  }, 30_000);
+
+  it('says a registry it cannot reach is unreachable', async () => {
+    // A port nothing listens on: the registry's, once it is stopped.
+    const gone = await startRegistry();
+    const host = gone.host;
+    await gone.close();
+    const error = await new RegistryClient(open(host)).deleteTag('wharf/p', 'r1').catch((e) => e);
+    expect(error).toBeInstanceOf(RegistryError);
+    expect((error as RegistryError).kind).toBe('failed');
+    expect((error as RegistryError).message).toMatch(new RegExp(`cannot reach ${host}: ECONNREFUSED`));
+  }, 30_000);
+});
+
+describe('image references in the platform’s registry', () => {
+  const registry = open('127.0.0.1:5000');
+  it('splits repository and tag, a digest after them left out', () => {
+    expect(inRegistry(registry, '127.0.0.1:5000/wharf/p1:r1')).toEqual({ repository: 'wharf/p1', tag: 'r1' });
+    expect(inRegistry(registry, `127.0.0.1:5000/wharf/p1:r1@sha256:${'a'.repeat(64)}`)).toEqual({
+      repository: 'wharf/p1',
+      tag: 'r1',
+    });
+  });
+
+  it('takes no image of another registry, and none without a tag', () => {
+    expect(inRegistry(registry, '127.0.0.1:5001/wharf/p1:r1')).toBeNull();
+    expect(inRegistry(registry, '127.0.0.1:50000/wharf/p1:r1')).toBeNull();
+    expect(inRegistry(registry, 'wharf/p1:r1')).toBeNull();
+    expect(inRegistry(registry, '127.0.0.1:5000/wharf/p1')).toBeNull();
+  });
+});
