@@ -151,6 +151,37 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     expect(warnings).toEqual([]);
   });
 
+  it('sweeps a project’s repository: the images of releases gone go, those kept or building stay', async () => {
+    const warnings: string[] = [];
+    const janitor = new RegistryJanitor(open(registry.host), (message) => warnings.push(message));
+    for (const tag of ['r1', 'r2', 'r3', 'r4']) await pushImage(registry.host, 'wharf/p-sweep', [tag]);
+    await pushImage(registry.host, 'wharf/p-sweep-other', ['r1']);
+    let asked = 0;
+    janitor.sweep('P-Sweep', async () => {
+      asked += 1;
+      return ['r3', 'r4', 'r5-building-not-pushed-yet'];
+    });
+    // A project whose repository the registry does not have: nothing to ask, nothing deleted.
+    janitor.sweep('p-never-pushed', async () => {
+      asked += 1;
+      return [];
+    });
+    await janitor.idle();
+    expect(asked).toBe(1);
+    expect(await tagsOf(registry.host, 'wharf/p-sweep')).toEqual(['r3', 'r4']);
+    expect(await tagsOf(registry.host, 'wharf/p-sweep-other')).toEqual(['r1']);
+    expect(janitor.deleted).toBe(2);
+    expect(warnings).toEqual([]);
+  });
+
+  it('reads a repository’s tags page by page', async () => {
+    const tags = ['a1', 'a2', 'a3', 'a4', 'a5'];
+    for (const tag of tags) await pushImage(registry.host, 'wharf/p-pages', [tag]);
+    const client = new RegistryClient(open(registry.host));
+    expect((await client.tags('wharf/p-pages', 2)).sort()).toEqual(tags);
+    expect(await client.tags('wharf/p-no-such-repository')).toEqual([]);
+  });
+
   it('says once that a registry takes no deletes, and leaves its images', async () => {
     const closed = await startRegistry(undefined, { deletes: false });
     try {

@@ -29,7 +29,9 @@ import {
 } from '../helpers/deploy.js';
 import {
   type TestRegistry,
+  importTinyImage,
   publishTestImage,
+  pushImage as pushEngineImage,
   requirePodman,
   requireSwarm,
   startRegistry,
@@ -466,16 +468,20 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
     ).toBe(true);
   }, 180_000);
 
-  it('deletes the registry’s copy of a release’s image once the release is gone, and all of a deleted project’s', async () => {
+  it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s', async () => {
     // Kept: the serving release and the one before it (keepReleases counts those that served before
     // the new one); the third deploy lets the first go.
-    const pruning = await startPlatform({
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-registry-prune-'));
+    const pruningConfig = {
       ...config,
+      dataDir,
       keepReleases: 1,
+      stopContainersOnExit: false,
       registry: { host: registry.host, username: 'pusher', password },
-    });
+    };
+    let pruning = await startPlatform(pruningConfig);
     try {
-      const janitor = pruning.platform.runtime.registryImages!;
+      let janitor = pruning.platform.runtime.registryImages!;
       const project = await createProject(pruning, {
         name: 'Pruned',
         subdomain: 's-pruned',
@@ -508,6 +514,29 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       // The serving release still runs from the registry's copy.
       expect((await viaEdge(pruning.edgePort, 's-pruned.localhost', '/')).body).toContain('version three');
 
+      // An image whose delete was missed (the registry was down, the platform stopped first) goes at
+      // the next start; the kept ones stay.
+      const authconfig = { username: 'pusher', password, serveraddress: registry.host };
+      const missed = `${registry.host}/${repository}:rel_missed`;
+      await importTinyImage(missed, docker);
+      await pushEngineImage(missed, { authconfig, docker });
+      await docker
+        .getImage(missed)
+        .remove({ force: true })
+        .catch(() => undefined);
+      expect(await tags()).toEqual([...kept, 'rel_missed'].sort());
+      await pruning.platform.app.close();
+      pruning = await startPlatform({ ...pruningConfig, stopContainersOnExit: true });
+      janitor = pruning.platform.runtime.registryImages!;
+      await until(
+        async () => (await tags()).length === kept.length,
+        'the missed image to be swept at the start',
+        30_000,
+      );
+      await janitor.idle();
+      expect(await tags()).toEqual(kept);
+      expect(janitor.deleted).toBe(1);
+
       const deleted = await call(`${pruning.api}/projects/${project.id}`, {
         key: pruning.key,
         method: 'DELETE',
@@ -515,9 +544,10 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       expect(deleted.status).toBe(200);
       await janitor.idle();
       expect(await tags()).toEqual([]);
-      expect(janitor.deleted).toBe(releaseIds.length);
+      expect(janitor.deleted).toBe(1 + kept.length);
     } finally {
       await pruning.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 300_000);
 

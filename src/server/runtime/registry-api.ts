@@ -66,6 +66,27 @@ export class RegistryClient {
     return digest;
   }
 
+  /** The tags of `repository`, read page by page (`pageSize` a page); none when it has none. */
+  async tags(repository: string, pageSize = 100): Promise<string[]> {
+    const tags: string[] = [];
+    let path: string | null = `/v2/${repository}/tags/list?n=${pageSize}`;
+    // A registry that links pages round and round is not followed for ever.
+    for (let page = 0; path !== null && page < 1_000; page++) {
+      const answer = await this.request('GET', path);
+      if (answer.status === 404) return tags;
+      this.expect(answer, [200], `listing ${repository}`);
+      const body = (await answer.json().catch(() => null)) as { tags?: unknown } | null;
+      if (body === null || (body.tags !== null && body.tags !== undefined && !Array.isArray(body.tags)))
+        throw new RegistryError(
+          `${this.registry.host} listed ${repository}'s tags in a form it should not`,
+          'failed',
+        );
+      for (const tag of (body.tags ?? []) as unknown[]) if (typeof tag === 'string') tags.push(tag);
+      path = nextPage(answer.headers.get('link'), repository);
+    }
+    return tags;
+  }
+
   /**
    * Deletes `repository:tag`'s image unless one of the tags in `keep` names the same image (a delete
    * goes by digest and would take their image too).
@@ -103,7 +124,7 @@ export class RegistryClient {
     throw new RegistryError(`${host} answered ${answer.status} ${what}`, 'failed');
   }
 
-  private async request(method: 'HEAD' | 'DELETE', path: string): Promise<Response> {
+  private async request(method: 'GET' | 'HEAD' | 'DELETE', path: string): Promise<Response> {
     const headers: Record<string, string> = { accept: MANIFEST_TYPES };
     const { username, password } = this.registry;
     if (username !== null && password !== null)
@@ -144,6 +165,17 @@ export class RegistryClient {
     const why = cause?.code ?? cause?.message ?? (error as Error).message;
     return new RegistryError(`cannot reach ${this.registry.host}: ${why}`, 'failed');
   }
+}
+
+/**
+ * The path of the next page from a tags list's `Link` header (`</v2/…/tags/list?last=…&n=…>;
+ * rel="next"`); null on the last page, or for a link out of the repository's own list.
+ */
+function nextPage(link: string | null, repository: string): string | null {
+  const next = link ? /<([^>]*)>\s*;\s*rel="?next"?/i.exec(link) : null;
+  if (!next) return null;
+  const url = new URL(next[1]!, 'http://registry.invalid');
+  return url.pathname === `/v2/${repository}/tags/list` ? `${url.pathname}${url.search}` : null;
 }
 
 function speaksPlainHttp(error: unknown): boolean {
@@ -188,20 +220,55 @@ export class RegistryJanitor {
     const gone = tagsOf(images);
     if (gone.length === 0) return;
     const keep = tagsOf(kept);
+    this.queue = this.queue.then(() => this.deleteAll(repository, gone, keep));
+  }
+
+  private async deleteAll(
+    repository: string,
+    tags: readonly string[],
+    keep: readonly string[],
+  ): Promise<void> {
+    for (const tag of tags) {
+      try {
+        if ((await this.client.deleteTag(repository, tag, keep)).deleted) this.deleted += 1;
+      } catch (error) {
+        // The registry takes none now: the others would fail alike.
+        if (this.report(error) !== 'failed') return;
+      }
+    }
+  }
+
+  /** Says what went wrong (a registry's standing refusal once), and what kind of trouble it was. */
+  private report(error: unknown): RegistryError['kind'] {
+    const problem = error instanceof RegistryError ? error : new RegistryError(String(error), 'failed');
+    if (problem.kind === 'failed') this.warn(problem.message);
+    else if (!this.said.has(problem.kind)) {
+      this.said.add(problem.kind);
+      this.warn(problem.message);
+    }
+    return problem.kind;
+  }
+
+  /**
+   * Deletes the images of project `projectId`'s repository whose releases are gone: those a delete
+   * missed (the registry was down, the platform stopped first). A tag is a release's id; `live()`
+   * names the releases whose images stay (kept, or building: one may have pushed its image already).
+   * The tags are read before it, so that an image pushed meanwhile belongs to a release it names.
+   */
+  sweep(projectId: string, live: () => Promise<Iterable<string>>): void {
+    const repository = `wharf/${projectId.toLowerCase()}`;
     this.queue = this.queue.then(async () => {
-      for (const tag of gone) {
-        try {
-          if ((await this.client.deleteTag(repository, tag, keep)).deleted) this.deleted += 1;
-        } catch (error) {
-          const problem = error instanceof RegistryError ? error : new RegistryError(String(error), 'failed');
-          if (problem.kind === 'failed') this.warn(problem.message);
-          else if (!this.said.has(problem.kind)) {
-            this.said.add(problem.kind);
-            this.warn(problem.message);
-          }
-          // The registry takes none now: the others would fail alike.
-          if (problem.kind !== 'failed') return;
-        }
+      try {
+        const tags = await this.client.tags(repository);
+        if (tags.length === 0) return;
+        const keep = new Set(await live());
+        await this.deleteAll(
+          repository,
+          tags.filter((tag) => !keep.has(tag)),
+          [...keep],
+        );
+      } catch (error) {
+        this.report(error);
       }
     });
   }

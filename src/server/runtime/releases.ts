@@ -186,6 +186,17 @@ export class ReleaseStore {
     return drop;
   }
 
+  /** The ids of a project's releases that hold artifacts or are building (their images stay). */
+  async liveIds(projectId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('releases')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .where((eb) => eb.or([eb('kept', '=', 1), eb('status', '=', 'building')]))
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   /** Every release of a project still holding artifacts (for its deletion). */
   async keptOf(projectId: string): Promise<ReleasesTable[]> {
     return this.db

@@ -79,6 +79,7 @@ export class Runtime {
   private readonly images: ImageJanitor;
   /** The registry's copies of built images whose releases are gone (swarm runtime with --registry). */
   readonly registryImages: RegistryJanitor | null;
+  private readonly warn: (message: string) => void;
 
   constructor(
     private readonly db: Store,
@@ -124,6 +125,7 @@ export class Runtime {
     const docker = () => this.docker();
     const resources = new PlanResources(db, config);
     this.images = new ImageJanitor(docker);
+    this.warn = warn;
     this.registryImages =
       chosen.kind === 'swarm' && config.registry ? new RegistryJanitor(config.registry, warn) : null;
     const commands = chosen.driver ?? {
@@ -441,6 +443,9 @@ export class Runtime {
    */
   async restore(options: { except?: ReadonlySet<string>; rows?: ProjectsTable[] } = {}): Promise<void> {
     const rows = options.rows ?? (await this.prepareRestore());
+    this.sweepRegistry().catch((error: unknown) =>
+      this.warn(`sweeping the registry failed: ${String(error)}`),
+    );
     killOrphans(join(this.config.dataDir, 'apps'));
     await this.removeStrayContainers(rows);
     const unsafe = await this.unsafeForAccounts();
@@ -784,6 +789,17 @@ export class Runtime {
     const current = state.current;
     state.current = null;
     if (current) await this.supervisor.stop(current, { drain: false });
+  }
+
+  /**
+   * The registry's images of releases that went while their deletes could not be made (the registry
+   * was down, the platform stopped first): deleted now, for every project (run where restore runs).
+   */
+  private async sweepRegistry(): Promise<void> {
+    const janitor = this.registryImages;
+    if (!janitor) return;
+    const projects = await this.db.selectFrom('projects').select('id').execute();
+    for (const { id } of projects) janitor.sweep(id, () => this.releases.liveIds(id));
   }
 
   /** Marks releases beyond the newest `keepReleases` that served as gone; returns what deletes them. */
