@@ -156,18 +156,14 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     const janitor = new RegistryJanitor(open(registry.host), (message) => warnings.push(message));
     for (const tag of ['r1', 'r2', 'r3', 'r4']) await pushImage(registry.host, 'wharf/p-sweep', [tag]);
     await pushImage(registry.host, 'wharf/p-sweep-other', ['r1']);
-    let asked = 0;
-    janitor.sweep('P-Sweep', async () => {
-      asked += 1;
-      return ['r3', 'r4', 'r5-building-not-pushed-yet'];
-    });
-    // A project whose repository the registry does not have: nothing to ask, nothing deleted.
-    janitor.sweep('p-never-pushed', async () => {
-      asked += 1;
-      return [];
+    const asked: string[] = [];
+    // p-never-pushed: a project whose repository the registry does not have (nothing to ask).
+    janitor.sweep(['p-never-pushed', 'P-Sweep'], async (projectId) => {
+      asked.push(projectId);
+      return projectId === 'P-Sweep' ? ['r3', 'r4', 'r5-building-not-pushed-yet'] : [];
     });
     await janitor.idle();
-    expect(asked).toBe(1);
+    expect(asked).toEqual(['P-Sweep']);
     expect(await tagsOf(registry.host, 'wharf/p-sweep')).toEqual(['r3', 'r4']);
     expect(await tagsOf(registry.host, 'wharf/p-sweep-other')).toEqual(['r1']);
     expect(janitor.deleted).toBe(2);
@@ -230,6 +226,24 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     } finally {
       await guarded.close();
     }
+  }, 30_000);
+
+  it('stops a sweep at a registry it cannot read, said once, and sweeps nothing of it', async () => {
+    const gone = await startRegistry();
+    const host = gone.host;
+    await gone.close();
+    const warnings: string[] = [];
+    const janitor = new RegistryJanitor(open(host), (message) => warnings.push(message));
+    let asked = 0;
+    janitor.sweep(['p1', 'p2', 'p3'], async () => {
+      asked += 1;
+      return [];
+    });
+    await janitor.idle();
+    expect(asked).toBe(0);
+    expect(warnings).toEqual([
+      `cannot reach ${host}: ECONNREFUSED; its old images are swept at the next start`,
+    ]);
   }, 30_000);
 
   it('says a registry it cannot reach is unreachable', async () => {

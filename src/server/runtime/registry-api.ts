@@ -220,22 +220,26 @@ export class RegistryJanitor {
     const gone = tagsOf(images);
     if (gone.length === 0) return;
     const keep = tagsOf(kept);
-    this.queue = this.queue.then(() => this.deleteAll(repository, gone, keep));
+    this.queue = this.queue.then(async () => {
+      await this.deleteAll(repository, gone, keep);
+    });
   }
 
+  /** Deletes `tags` of `repository` (see deleteTag); false when the registry takes no deletes now. */
   private async deleteAll(
     repository: string,
     tags: readonly string[],
     keep: readonly string[],
-  ): Promise<void> {
+  ): Promise<boolean> {
     for (const tag of tags) {
       try {
         if ((await this.client.deleteTag(repository, tag, keep)).deleted) this.deleted += 1;
       } catch (error) {
         // The registry takes none now: the others would fail alike.
-        if (this.report(error) !== 'failed') return;
+        if (this.report(error) !== 'failed') return false;
       }
     }
+    return true;
   }
 
   /** Says what went wrong (a registry's standing refusal once), and what kind of trouble it was. */
@@ -250,25 +254,29 @@ export class RegistryJanitor {
   }
 
   /**
-   * Deletes the images of project `projectId`'s repository whose releases are gone: those a delete
-   * missed (the registry was down, the platform stopped first). A tag is a release's id; `live()`
+   * Deletes the images of the projects' repositories whose releases are gone: those a delete missed
+   * (the registry was down, the platform stopped first). A tag is a release's id; `live(projectId)`
    * names the releases whose images stay (kept, or building: one may have pushed its image already).
-   * The tags are read before it, so that an image pushed meanwhile belongs to a release it names.
+   * A repository's tags are read before it, so that an image pushed meanwhile belongs to a release it
+   * names. A registry that cannot be read stops the sweep, said once: the next start sweeps again.
    */
-  sweep(projectId: string, live: () => Promise<Iterable<string>>): void {
-    const repository = `wharf/${projectId.toLowerCase()}`;
+  sweep(projectIds: readonly string[], live: (projectId: string) => Promise<Iterable<string>>): void {
     this.queue = this.queue.then(async () => {
-      try {
-        const tags = await this.client.tags(repository);
-        if (tags.length === 0) return;
-        const keep = new Set(await live());
-        await this.deleteAll(
-          repository,
-          tags.filter((tag) => !keep.has(tag)),
-          [...keep],
-        );
-      } catch (error) {
-        this.report(error);
+      for (const projectId of projectIds) {
+        const repository = `wharf/${projectId.toLowerCase()}`;
+        let tags: string[];
+        try {
+          tags = await this.client.tags(repository);
+        } catch (error) {
+          const problem = error instanceof RegistryError ? error : new RegistryError(String(error), 'failed');
+          if (problem.kind !== 'failed') this.report(problem);
+          else this.warn(`${problem.message}; its old images are swept at the next start`);
+          return;
+        }
+        if (tags.length === 0) continue;
+        const keep = new Set(await live(projectId));
+        const gone = tags.filter((tag) => !keep.has(tag));
+        if (gone.length > 0 && !(await this.deleteAll(repository, gone, [...keep]))) return;
       }
     });
   }

@@ -799,7 +799,10 @@ export class Runtime {
     const janitor = this.registryImages;
     if (!janitor) return;
     const projects = await this.db.selectFrom('projects').select('id').execute();
-    for (const { id } of projects) janitor.sweep(id, () => this.releases.liveIds(id));
+    janitor.sweep(
+      projects.map((project) => project.id),
+      (id) => this.releases.liveIds(id),
+    );
   }
 
   /** Marks releases beyond the newest `keepReleases` that served as gone; returns what deletes them. */
