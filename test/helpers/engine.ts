@@ -294,6 +294,34 @@ export async function startRegistry(
   }
 }
 
+/**
+ * A repository's tags in a test registry, sorted; [] when the registry has no such repository. Read
+ * with the registry's login when it has one.
+ */
+export async function registryTags(
+  registry: Pick<TestRegistry, 'host' | 'authconfig'>,
+  repository: string,
+): Promise<string[]> {
+  const login = registry.authconfig;
+  const headers: Record<string, string> = login
+    ? { authorization: `Basic ${Buffer.from(`${login.username}:${login.password}`).toString('base64')}` }
+    : {};
+  const answer = await fetch(`http://${registry.host}/v2/${repository}/tags/list`, {
+    headers,
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (answer.status === 404) {
+    await answer.body?.cancel();
+    return [];
+  }
+  if (answer.status !== 200) {
+    throw new Error(
+      `the registry answered ${answer.status} to the tags of ${repository}: ${await answer.text()}`,
+    );
+  }
+  return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Thin wrappers over dockerode, for either engine (the Docker engine unless `docker` says otherwise)
 

@@ -11,7 +11,7 @@ import {
   RegistryJanitor,
   inRegistry,
 } from '../../src/server/runtime/registry-api.js';
-import { type TestRegistry, startRegistry } from '../helpers/engine.js';
+import { type TestRegistry, registryTags, startRegistry } from '../helpers/engine.js';
 
 const reason =
   spawnSync('sh', ['-c', 'command -v docker-registry']).status === 0
@@ -79,13 +79,6 @@ async function pushImage(
   return digest;
 }
 
-async function tagsOf(host: string, repository: string, headers: Record<string, string> = {}) {
-  const answer = await fetch(`http://${host}/v2/${repository}/tags/list`, { headers });
-  if (answer.status === 404) return [];
-  expect(answer.status).toBe(200);
-  return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
-}
-
 const open = (host: string): RegistryConfig => ({ host, username: null, password: null });
 
 describe.skipIf(reason !== null)('the registry client that deletes gone releases’ images', () => {
@@ -104,7 +97,7 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     const client = new RegistryClient(open(registry.host));
     expect(await client.digestOf(repository, 'r1')).toBe(digest);
     expect(await client.deleteTag(repository, 'r1')).toEqual({ deleted: true, digest });
-    expect(await tagsOf(registry.host, repository)).toEqual(['r2']);
+    expect(await registryTags(registry, repository)).toEqual(['r2']);
     expect((await fetch(`http://${registry.host}/v2/${repository}/manifests/${digest}`)).status).toBe(404);
     expect(await client.deleteTag(repository, 'r1')).toEqual({ deleted: false, why: 'gone' });
     expect(await client.digestOf(repository, 'never-pushed')).toBeNull();
@@ -115,7 +108,7 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     await pushImage(registry.host, repository, ['old', 'current']);
     const client = new RegistryClient(open(registry.host));
     expect(await client.deleteTag(repository, 'old', ['current'])).toEqual({ deleted: false, why: 'shared' });
-    expect(await tagsOf(registry.host, repository)).toEqual(['current', 'old']);
+    expect(await registryTags(registry, repository)).toEqual(['current', 'old']);
   });
 
   it('deletes only the project’s own images, whatever references its releases name', async () => {
@@ -145,9 +138,9 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     );
     await janitor.idle();
     expect(janitor.deleted).toBe(1);
-    expect(await tagsOf(registry.host, 'wharf/p-own')).toEqual(['r1', 'r2', 'r4']);
-    expect(await tagsOf(registry.host, 'wharf/p-other')).toEqual(['r1']);
-    expect(await tagsOf(registry.host, 'team/app')).toEqual(['v1']);
+    expect(await registryTags(registry, 'wharf/p-own')).toEqual(['r1', 'r2', 'r4']);
+    expect(await registryTags(registry, 'wharf/p-other')).toEqual(['r1']);
+    expect(await registryTags(registry, 'team/app')).toEqual(['v1']);
     expect(warnings).toEqual([]);
   });
 
@@ -164,8 +157,8 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     });
     await janitor.idle();
     expect(asked).toEqual(['P-Sweep']);
-    expect(await tagsOf(registry.host, 'wharf/p-sweep')).toEqual(['r3', 'r4']);
-    expect(await tagsOf(registry.host, 'wharf/p-sweep-other')).toEqual(['r1']);
+    expect(await registryTags(registry, 'wharf/p-sweep')).toEqual(['r3', 'r4']);
+    expect(await registryTags(registry, 'wharf/p-sweep-other')).toEqual(['r1']);
     expect(janitor.deleted).toBe(2);
     expect(warnings).toEqual([]);
   });
@@ -197,7 +190,7 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toContain(closed.host);
       expect(janitor.deleted).toBe(0);
-      expect(await tagsOf(closed.host, repository)).toEqual(['r1', 'r2']);
+      expect(await registryTags(closed, repository)).toEqual(['r1', 'r2']);
     } finally {
       await closed.close();
     }
@@ -218,11 +211,11 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
       expect((error as RegistryError).kind).toBe('refused');
       expect((error as RegistryError).message).toMatch(/refused the platform's login/);
       expect((error as RegistryError).message).not.toContain(wrong);
-      expect(await tagsOf(guarded.host, repository, headers)).toEqual(['r1']);
+      expect(await registryTags(guarded, repository)).toEqual(['r1']);
 
       const client = new RegistryClient({ host: guarded.host, username: 'pusher', password });
       expect((await client.deleteTag(repository, 'r1')).deleted).toBe(true);
-      expect(await tagsOf(guarded.host, repository, headers)).toEqual([]);
+      expect(await registryTags(guarded, repository)).toEqual([]);
     } finally {
       await guarded.close();
     }

@@ -32,6 +32,7 @@ import {
   importTinyImage,
   publishTestImage,
   pushImage as pushEngineImage,
+  registryTags,
   requirePodman,
   requireSwarm,
   startRegistry,
@@ -469,8 +470,8 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
   }, 180_000);
 
   it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s', async () => {
-    // Kept: the serving release and the one before it (keepReleases counts those that served before
-    // the new one); the third deploy lets the first go.
+    // keepReleases 1 keeps only the serving release: each deploy lets the one before it go, once its
+    // service has drained.
     const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-registry-prune-'));
     const pruningConfig = {
       ...config,
@@ -488,19 +489,11 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
         deploy_source: 'upload',
       });
       const repository = `wharf/${project.id.toLowerCase()}`;
-      const tags = async () => {
-        const answer = await fetch(`http://${registry.host}/v2/${repository}/tags/list`, {
-          headers: { authorization: `Basic ${Buffer.from(`pusher:${password}`).toString('base64')}` },
-        });
-        if (answer.status === 404) return [];
-        expect(answer.status).toBe(200);
-        return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
-      };
+      const tags = () => registryTags(registry, repository);
       const releaseIds: string[] = [];
       for (const version of ['one', 'two', 'three']) {
         await deployFiles(pruning, project.id, app(`version ${version}`));
         releaseIds.push((await releasesOf(pruning, project.id)).find((r) => r.current)!.id);
-        await janitor.idle();
       }
       // What the platform still keeps (the current release and those it can roll back to).
       const kept = (await releasesOf(pruning, project.id))
@@ -509,6 +502,13 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
         .sort();
       expect(kept).not.toContain(releaseIds[0]);
       expect(kept).toContain(releaseIds[2]);
+      // The project says `running` before the old version drains; the delete is queued after it.
+      await until(
+        async () => (await tags()).length === kept.length,
+        'the dropped releases’ images to be deleted',
+        60_000,
+      );
+      await janitor.idle();
       expect(await tags()).toEqual(kept);
       expect(janitor.deleted).toBe(releaseIds.length - kept.length);
       // The serving release still runs from the registry's copy.
