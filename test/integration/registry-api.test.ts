@@ -3,6 +3,8 @@
 // (a config blob, one layer, a manifest), so no container engine is needed.
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RegistryConfig } from '../../src/server/config.js';
 import {
@@ -161,6 +163,44 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     expect(await registryTags(registry, 'wharf/p-sweep-other')).toEqual(['r1']);
     expect(janitor.deleted).toBe(2);
     expect(warnings).toEqual([]);
+  });
+
+  it('reads the kept images’ digests once for a batch of deletes, not once for each image', async () => {
+    const repository = 'wharf/p-batch';
+    for (const tag of ['k1', 'k2', 'k3', 'g1', 'g2', 'g3', 'g4'])
+      await pushImage(registry.host, repository, [tag]);
+    // What the janitor asks the registry, seen through a plain HTTP relay in front of it.
+    const heads: string[] = [];
+    const relay = createServer((req, res) => {
+      if (req.method === 'HEAD') heads.push(req.url!.replace(`/v2/${repository}/manifests/`, ''));
+      const upstream = request(
+        `http://${registry.host}${req.url}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    try {
+      const warnings: string[] = [];
+      const janitor = new RegistryJanitor(open(`127.0.0.1:${(relay.address() as AddressInfo).port}`), (m) =>
+        warnings.push(m),
+      );
+      janitor.sweep(['P-Batch'], async () => ['k1', 'k2', 'k3']);
+      await janitor.idle();
+      expect(warnings).toEqual([]);
+      expect(janitor.deleted).toBe(4);
+      expect(await registryTags(registry, repository)).toEqual(['k1', 'k2', 'k3']);
+      // One HEAD for each kept tag, then one for each image deleted.
+      expect(heads.sort()).toEqual(['g1', 'g2', 'g3', 'g4', 'k1', 'k2', 'k3']);
+    } finally {
+      relay.closeAllConnections();
+      await new Promise((resolve) => relay.close(resolve));
+    }
   });
 
   it('reads a repository’s tags page by page', async () => {

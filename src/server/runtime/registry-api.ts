@@ -7,6 +7,7 @@
 // garbage collection, which its operator runs (`registry garbage-collect`), and it takes deletes only
 // when its configuration allows them (`storage.delete.enabled`); else it answers 405, said once.
 import type { RegistryConfig } from '../config.js';
+import { registryAuth } from './drivers/docker.js';
 
 /** The manifest kinds Docker pushes (and OCI's): a HEAD asking for others may be told 404. */
 const MANIFEST_TYPES = [
@@ -73,7 +74,10 @@ export class RegistryClient {
     // A registry that links pages round and round is not followed for ever.
     for (let page = 0; path !== null && page < 1_000; page++) {
       const answer = await this.request('GET', path);
-      if (answer.status === 404) return tags;
+      if (answer.status === 404) {
+        await discard(answer);
+        return tags;
+      }
       this.expect(answer, [200], `listing ${repository}`);
       const body = (await answer.json().catch(() => null)) as { tags?: unknown } | null;
       if (body === null || (body.tags !== null && body.tags !== undefined && !Array.isArray(body.tags)))
@@ -87,25 +91,49 @@ export class RegistryClient {
     return tags;
   }
 
+  /** The digests of the images `tags` name in `repository` (tags it lacks name none). */
+  async digestsOf(repository: string, tags: Iterable<string>): Promise<Set<string>> {
+    const digests = new Set<string>();
+    for (const tag of new Set(tags)) {
+      const digest = await this.digestOf(repository, tag);
+      if (digest !== null) digests.add(digest);
+    }
+    return digests;
+  }
+
   /**
    * Deletes `repository:tag`'s image unless one of the tags in `keep` names the same image (a delete
-   * goes by digest and would take their image too).
+   * goes by digest and would take their image too). `keep` may be given as those tags' digests
+   * (digestsOf), read once for many deletes.
    */
-  async deleteTag(repository: string, tag: string, keep: readonly string[] = []): Promise<DeleteOutcome> {
+  async deleteTag(
+    repository: string,
+    tag: string,
+    keep: readonly string[] | ReadonlySet<string> = [],
+  ): Promise<DeleteOutcome> {
     const digest = await this.digestOf(repository, tag);
     if (digest === null) return { deleted: false, why: 'gone' };
-    for (const kept of keep) {
-      if (kept !== tag && (await this.digestOf(repository, kept)) === digest)
-        return { deleted: false, why: 'shared' };
-    }
+    const keptDigests = Array.isArray(keep)
+      ? await this.digestsOf(
+          repository,
+          keep.filter((kept) => kept !== tag),
+        )
+      : (keep as ReadonlySet<string>);
+    if (keptDigests.has(digest)) return { deleted: false, why: 'shared' };
     const answer = await this.request('DELETE', `/v2/${repository}/manifests/${digest}`);
-    if (answer.status === 404) return { deleted: false, why: 'gone' };
+    if (answer.status === 404) {
+      await discard(answer);
+      return { deleted: false, why: 'gone' };
+    }
     this.expect(answer, [200, 202], `deleting ${repository}:${tag}`);
+    await discard(answer);
     return { deleted: true, digest };
   }
 
   private expect(answer: Response, ok: number[], what: string): void {
     if (ok.includes(answer.status)) return;
+    // Its connection goes back to the pool once the body is read or cancelled, not at garbage collection.
+    void discard(answer);
     const host = this.registry.host;
     if (answer.status === 405)
       throw new RegistryError(
@@ -126,9 +154,9 @@ export class RegistryClient {
 
   private async request(method: 'GET' | 'HEAD' | 'DELETE', path: string): Promise<Response> {
     const headers: Record<string, string> = { accept: MANIFEST_TYPES };
-    const { username, password } = this.registry;
-    if (username !== null && password !== null)
-      headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+    const login = registryAuth(this.registry);
+    if (login)
+      headers.authorization = `Basic ${Buffer.from(`${login.username}:${login.password}`).toString('base64')}`;
     const send = (scheme: 'https' | 'http') =>
       fetch(`${scheme}://${this.registry.host}${path}`, {
         method,
@@ -176,6 +204,10 @@ function nextPage(link: string | null, repository: string): string | null {
   if (!next) return null;
   const url = new URL(next[1]!, 'http://registry.invalid');
   return url.pathname === `/v2/${repository}/tags/list` ? `${url.pathname}${url.search}` : null;
+}
+
+async function discard(answer: Response): Promise<void> {
+  await answer.body?.cancel().catch(() => undefined);
 }
 
 function speaksPlainHttp(error: unknown): boolean {
@@ -231,9 +263,17 @@ export class RegistryJanitor {
     tags: readonly string[],
     keep: readonly string[],
   ): Promise<boolean> {
+    let keptDigests: Set<string>;
+    try {
+      // Read once for the batch: a kept tag is a release's id, and names the same image throughout.
+      keptDigests = await this.client.digestsOf(repository, keep);
+    } catch (error) {
+      this.report(error);
+      return false;
+    }
     for (const tag of tags) {
       try {
-        if ((await this.client.deleteTag(repository, tag, keep)).deleted) this.deleted += 1;
+        if ((await this.client.deleteTag(repository, tag, keptDigests)).deleted) this.deleted += 1;
       } catch (error) {
         // The registry takes none now: the others would fail alike.
         if (this.report(error) !== 'failed') return false;
