@@ -102,23 +102,16 @@ export class RegistryClient {
   }
 
   /**
-   * Deletes `repository:tag`'s image unless one of the tags in `keep` names the same image (a delete
-   * goes by digest and would take their image too). `keep` may be given as those tags' digests
-   * (digestsOf), read once for many deletes.
+   * Deletes `repository:tag`'s image unless `keptDigests` (digestsOf the tags kept) names it: a delete
+   * goes by digest, and would take a kept tag's image too when both name the same one.
    */
   async deleteTag(
     repository: string,
     tag: string,
-    keep: readonly string[] | ReadonlySet<string> = [],
+    keptDigests: ReadonlySet<string> = new Set(),
   ): Promise<DeleteOutcome> {
     const digest = await this.digestOf(repository, tag);
     if (digest === null) return { deleted: false, why: 'gone' };
-    const keptDigests = Array.isArray(keep)
-      ? await this.digestsOf(
-          repository,
-          keep.filter((kept) => kept !== tag),
-        )
-      : (keep as ReadonlySet<string>);
     if (keptDigests.has(digest)) return { deleted: false, why: 'shared' };
     const answer = await this.request('DELETE', `/v2/${repository}/manifests/${digest}`);
     if (answer.status === 404) {
