@@ -10,7 +10,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { type IncomingMessage, createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -320,6 +321,48 @@ export async function registryTags(
     );
   }
   return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
+}
+
+/** A plain HTTP relay in front of a registry: what is asked of it can be watched, and it can go down. */
+export interface RegistryRelay {
+  /** host:port, to name as the registry. */
+  host: string;
+  /** While true, every request's connection is cut before it reaches the registry. */
+  down: boolean;
+  close(): Promise<void>;
+}
+
+export async function startRegistryRelay(
+  target: string,
+  onRequest: (req: IncomingMessage) => void = () => undefined,
+): Promise<RegistryRelay> {
+  const server = createHttpServer((req, res) => {
+    if (relay.down) {
+      req.socket.destroy();
+      return;
+    }
+    onRequest(req);
+    const upstream = httpRequest(
+      `http://${target}${req.url}`,
+      { method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const relay: RegistryRelay = {
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    down: false,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+  return relay;
 }
 
 // ---------------------------------------------------------------------------------------------

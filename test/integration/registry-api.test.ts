@@ -3,8 +3,6 @@
 // (a config blob, one layer, a manifest), so no container engine is needed.
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RegistryConfig } from '../../src/server/config.js';
 import {
@@ -13,7 +11,7 @@ import {
   RegistryJanitor,
   inRegistry,
 } from '../../src/server/runtime/registry-api.js';
-import { type TestRegistry, registryTags, startRegistry } from '../helpers/engine.js';
+import { type TestRegistry, registryTags, startRegistry, startRegistryRelay } from '../helpers/engine.js';
 
 const reason =
   spawnSync('sh', ['-c', 'command -v docker-registry']).status === 0
@@ -154,15 +152,35 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     await pushImage(registry.host, 'wharf/p-sweep-other', ['r1']);
     const asked: string[] = [];
     // p-never-pushed: a project whose repository the registry does not have (nothing to ask).
-    janitor.sweep(['p-never-pushed', 'P-Sweep'], async (projectId) => {
+    const swept = await janitor.sweep(['p-never-pushed', 'P-Sweep'], async (projectId) => {
       asked.push(projectId);
       return projectId === 'P-Sweep' ? ['r3', 'r4', 'r5-building-not-pushed-yet'] : [];
     });
-    await janitor.idle();
+    // Both are swept: every image of a release gone is deleted.
+    expect(swept).toEqual(new Set(['p-never-pushed', 'P-Sweep']));
     expect(asked).toEqual(['P-Sweep']);
     expect(await registryTags(registry, 'wharf/p-sweep')).toEqual(['r3', 'r4']);
     expect(await registryTags(registry, 'wharf/p-sweep-other')).toEqual(['r1']);
     expect(janitor.deleted).toBe(2);
+    expect(warnings).toEqual([]);
+  });
+
+  it('empties a deleted project’s repository, and goes on after a sweep that failed', async () => {
+    const warnings: string[] = [];
+    const janitor = new RegistryJanitor(open(registry.host), (message) => warnings.push(message));
+    for (const tag of ['r1', 'r2']) await pushImage(registry.host, 'wharf/p-failing', [tag]);
+    for (const tag of ['r1', 'r2', 'r3']) await pushImage(registry.host, 'wharf/p-deleted', [tag]);
+    // The releases could not be read (the store failed): that sweep fails, and deletes nothing.
+    const failed = janitor.sweep(['P-Failing'], async () => {
+      throw new Error('the store is closed');
+    });
+    const emptied = janitor.sweep(['P-Deleted'], async () => []);
+    await expect(failed).rejects.toThrow('the store is closed');
+    expect(await emptied).toEqual(new Set(['P-Deleted']));
+    await janitor.idle();
+    expect(await registryTags(registry, 'wharf/p-deleted')).toEqual([]);
+    expect(await registryTags(registry, 'wharf/p-failing')).toEqual(['r1', 'r2']);
+    expect(janitor.deleted).toBe(3);
     expect(warnings).toEqual([]);
   });
 
@@ -172,25 +190,12 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
       await pushImage(registry.host, repository, [tag]);
     // What the janitor asks the registry, seen through a plain HTTP relay in front of it.
     const heads: string[] = [];
-    const relay = createServer((req, res) => {
+    const relay = await startRegistryRelay(registry.host, (req) => {
       if (req.method === 'HEAD') heads.push(req.url!.replace(`/v2/${repository}/manifests/`, ''));
-      const upstream = request(
-        `http://${registry.host}${req.url}`,
-        { method: req.method, headers: req.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode!, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
     });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
     try {
       const warnings: string[] = [];
-      const janitor = new RegistryJanitor(open(`127.0.0.1:${(relay.address() as AddressInfo).port}`), (m) =>
-        warnings.push(m),
-      );
+      const janitor = new RegistryJanitor(open(relay.host), (m) => warnings.push(m));
       janitor.sweep(['P-Batch'], async () => ['k1', 'k2', 'k3']);
       await janitor.idle();
       expect(warnings).toEqual([]);
@@ -199,8 +204,7 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
       // One HEAD for each kept tag, then one for each image deleted.
       expect(heads.sort()).toEqual(['g1', 'g2', 'g3', 'g4', 'k1', 'k2', 'k3']);
     } finally {
-      relay.closeAllConnections();
-      await new Promise((resolve) => relay.close(resolve));
+      await relay.close();
     }
   });
 
@@ -227,6 +231,8 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
       const janitor = new RegistryJanitor(open(closed.host), (message) => warnings.push(message));
       janitor.drop('p-kept', [`${closed.host}/${repository}:r1`, `${closed.host}/${repository}:r2`]);
       janitor.drop('p-kept', [`${closed.host}/${repository}:r2`]);
+      // A sweep of a deleted project's repository (nothing kept) does not sweep it either.
+      expect(await janitor.sweep(['P-Kept'], async () => [])).toEqual(new Set());
       await janitor.idle();
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toContain(closed.host);
@@ -269,11 +275,12 @@ describe.skipIf(reason !== null)('the registry client that deletes gone releases
     const warnings: string[] = [];
     const janitor = new RegistryJanitor(open(host), (message) => warnings.push(message));
     let asked = 0;
-    janitor.sweep(['p1', 'p2', 'p3'], async () => {
+    const swept = await janitor.sweep(['p1', 'p2', 'p3'], async () => {
       asked += 1;
       return [];
     });
     await janitor.idle();
+    expect(swept).toEqual(new Set());
     expect(asked).toBe(0);
     expect(warnings).toEqual([
       `cannot reach ${host}: ECONNREFUSED; its old images are swept at the next start`,

@@ -33,6 +33,7 @@ import {
   publishTestImage,
   pushImage as pushEngineImage,
   registryTags,
+  startRegistryRelay,
   requirePodman,
   requireSwarm,
   startRegistry,
@@ -469,18 +470,24 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
     ).toBe(true);
   }, 180_000);
 
-  it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s', async () => {
+  it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s, at the next start if the registry was down', async () => {
     // keepReleases 1 keeps only the serving release: each deploy lets the one before it go, once its
     // service has drained.
     const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-registry-prune-'));
+    // The platform reaches the registry through a relay the test can take down.
+    const relay = await startRegistryRelay(registry.host);
     const pruningConfig = {
       ...config,
       dataDir,
       keepReleases: 1,
       stopContainersOnExit: false,
-      registry: { host: registry.host, username: 'pusher', password },
+      registry: { host: relay.host, username: 'pusher', password },
     };
     let pruning = await startPlatform(pruningConfig);
+    const leftovers = async () =>
+      (await pruning.platform.db.selectFrom('registry_leftovers').select('project_id').execute()).map(
+        (row) => row.project_id,
+      );
     try {
       let janitor = pruning.platform.runtime.registryImages!;
       const project = await createProject(pruning, {
@@ -517,13 +524,16 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       // An image whose delete was missed (the registry was down, the platform stopped first) goes at
       // the next start; the kept ones stay.
       const authconfig = { username: 'pusher', password, serveraddress: registry.host };
-      const missed = `${registry.host}/${repository}:rel_missed`;
-      await importTinyImage(missed, docker);
-      await pushEngineImage(missed, { authconfig, docker });
-      await docker
-        .getImage(missed)
-        .remove({ force: true })
-        .catch(() => undefined);
+      /** An image only the registry holds, as one the platform pushed and then lost track of. */
+      const pushStray = async (ref: string) => {
+        await importTinyImage(ref, docker);
+        await pushEngineImage(ref, { authconfig, docker });
+        await docker
+          .getImage(ref)
+          .remove({ force: true })
+          .catch(() => undefined);
+      };
+      await pushStray(`${registry.host}/${repository}:rel_missed`);
       expect(await tags()).toEqual([...kept, 'rel_missed'].sort());
       await pruning.platform.app.close();
       pruning = await startPlatform({ ...pruningConfig, stopContainersOnExit: true });
@@ -537,16 +547,50 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       expect(await tags()).toEqual(kept);
       expect(janitor.deleted).toBe(1);
 
+      // A project deleted while the registry is down: noted, and its repository emptied at the next
+      // start, the note then gone.
+      relay.down = true;
       const deleted = await call(`${pruning.api}/projects/${project.id}`, {
         key: pruning.key,
         method: 'DELETE',
       });
       expect(deleted.status).toBe(200);
       await janitor.idle();
+      expect(await tags()).toEqual(kept);
+      expect(await leftovers()).toEqual([project.id]);
+      relay.down = false;
+      await pruning.platform.app.close();
+      pruning = await startPlatform(pruningConfig);
+      janitor = pruning.platform.runtime.registryImages!;
+      await until(
+        async () => (await leftovers()).length === 0,
+        'the deleted project’s repository to be emptied at the start',
+        30_000,
+      );
       expect(await tags()).toEqual([]);
-      expect(janitor.deleted).toBe(1 + kept.length);
+      expect(janitor.deleted).toBe(kept.length);
+
+      // A project deleted while the registry is up: emptied at once, every image of its repository.
+      const other = await createProject(pruning, {
+        name: 'Gone',
+        subdomain: 's-gone',
+        deploy_source: 'upload',
+      });
+      const otherRepository = `wharf/${other.id.toLowerCase()}`;
+      await pushStray(`${registry.host}/${otherRepository}:rel_stray`);
+      expect(await registryTags(registry, otherRepository)).toEqual(['rel_stray']);
+      const gone = await call(`${pruning.api}/projects/${other.id}`, { key: pruning.key, method: 'DELETE' });
+      expect(gone.status).toBe(200);
+      await until(
+        async () => (await leftovers()).length === 0,
+        'the note of the deleted project to go',
+        30_000,
+      );
+      expect(await registryTags(registry, otherRepository)).toEqual([]);
+      expect(janitor.deleted).toBe(kept.length + 1);
     } finally {
       await pruning.close();
+      await relay.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 300_000);

@@ -250,29 +250,34 @@ export class RegistryJanitor {
     });
   }
 
-  /** Deletes `tags` of `repository` (see deleteTag); false when the registry takes no deletes now. */
+  /**
+   * Deletes `tags` of `repository` (see deleteTag): `done` when each is gone, `partial` when some
+   * could not be deleted, `stopped` when the registry takes no deletes now.
+   */
   private async deleteAll(
     repository: string,
     tags: readonly string[],
     keep: readonly string[],
-  ): Promise<boolean> {
+  ): Promise<'done' | 'partial' | 'stopped'> {
     let keptDigests: Set<string>;
     try {
       // Read once for the batch: a kept tag is a release's id, and names the same image throughout.
       keptDigests = await this.client.digestsOf(repository, keep);
     } catch (error) {
       this.report(error);
-      return false;
+      return 'stopped';
     }
+    let outcome: 'done' | 'partial' = 'done';
     for (const tag of tags) {
       try {
         if ((await this.client.deleteTag(repository, tag, keptDigests)).deleted) this.deleted += 1;
       } catch (error) {
         // The registry takes none now: the others would fail alike.
-        if (this.report(error) !== 'failed') return false;
+        if (this.report(error) !== 'failed') return 'stopped';
+        outcome = 'partial';
       }
     }
-    return true;
+    return outcome;
   }
 
   /** Says what went wrong (a registry's standing refusal once), and what kind of trouble it was. */
@@ -288,13 +293,18 @@ export class RegistryJanitor {
 
   /**
    * Deletes the images of the projects' repositories whose releases are gone: those a delete missed
-   * (the registry was down, the platform stopped first). A tag is a release's id; `live(projectId)`
-   * names the releases whose images stay (kept, or building: one may have pushed its image already).
-   * A repository's tags are read before it, so that an image pushed meanwhile belongs to a release it
-   * names. A registry that cannot be read stops the sweep, said once: the next start sweeps again.
+   * (the registry was down, the platform stopped first), or all of a deleted project's. A tag is a
+   * release's id; `live(projectId)` names the releases whose images stay (kept, or building: one may
+   * have pushed its image already). A repository's tags are read before it, so that an image pushed
+   * meanwhile belongs to a release it names. A registry that cannot be read stops the sweep, said once:
+   * the next start sweeps again. Resolves with the projects whose gone images are all deleted now.
    */
-  sweep(projectIds: readonly string[], live: (projectId: string) => Promise<Iterable<string>>): void {
-    this.queue = this.queue.then(async () => {
+  sweep(
+    projectIds: readonly string[],
+    live: (projectId: string) => Promise<Iterable<string>>,
+  ): Promise<ReadonlySet<string>> {
+    const swept = new Set<string>();
+    const done = this.queue.then(async () => {
       for (const projectId of projectIds) {
         const repository = `wharf/${projectId.toLowerCase()}`;
         let tags: string[];
@@ -306,12 +316,16 @@ export class RegistryJanitor {
           else this.warn(`${problem.message}; its old images are swept at the next start`);
           return;
         }
-        if (tags.length === 0) continue;
-        const keep = new Set(await live(projectId));
+        const keep = tags.length === 0 ? new Set<string>() : new Set(await live(projectId));
         const gone = tags.filter((tag) => !keep.has(tag));
-        if (gone.length > 0 && !(await this.deleteAll(repository, gone, [...keep]))) return;
+        const outcome = gone.length === 0 ? 'done' : await this.deleteAll(repository, gone, [...keep]);
+        if (outcome === 'stopped') return;
+        if (outcome === 'done') swept.add(projectId);
       }
     });
+    // A sweep that failed (its `live` threw) does not hold up the deletes queued after it.
+    this.queue = done.catch(() => undefined);
+    return done.then(() => swept);
   }
 
   /** Resolves once the deletes asked for so far are done (for a platform shutting down). */

@@ -395,10 +395,7 @@ export class Runtime {
     }
     const releases = await this.releases.keptOf(projectId);
     const images = releases.flatMap((r) => this.builtTags(r.image));
-    this.registryImages?.drop(
-      projectId,
-      releases.map((r) => r.image),
-    );
+    await this.emptyRegistry(projectId);
     const engine = this.chosen.kind === 'container' || this.chosen.kind === 'swarm';
     if (images.length > 0 || engine) {
       const docker = await this.docker().catch(() => null);
@@ -793,16 +790,50 @@ export class Runtime {
 
   /**
    * The registry's images of releases that went while their deletes could not be made (the registry
-   * was down, the platform stopped first): deleted now, for every project (run where restore runs).
+   * was down, the platform stopped first): deleted now, for every project, and every image of the
+   * deleted projects whose repositories a delete could not empty (run where restore runs).
    */
   private async sweepRegistry(): Promise<void> {
     const janitor = this.registryImages;
     if (!janitor) return;
-    const projects = await this.db.selectFrom('projects').select('id').execute();
-    janitor.sweep(
-      projects.map((project) => project.id),
-      (id) => this.releases.liveIds(id),
+    const projects = new Set(
+      (await this.db.selectFrom('projects').select('id').execute()).map((project) => project.id),
     );
+    const ofProjects = janitor
+      .sweep([...projects], (id) => this.releases.liveIds(id))
+      .catch((error: unknown) => this.warn(`sweeping the registry failed: ${String(error)}`));
+    const leftovers = await this.db.selectFrom('registry_leftovers').select('project_id').execute();
+    const deleted = leftovers.map((row) => row.project_id).filter((id) => !projects.has(id));
+    // A row of a project that is still there (its delete failed after it was noted) stays for later.
+    if (deleted.length > 0) await this.forgetLeftovers(await janitor.sweep(deleted, async () => []));
+    await ofProjects;
+  }
+
+  /**
+   * Deletes every image of a project being deleted from the platform's registry, in the background; it
+   * is noted first, so that the next start empties its repository if this cannot (the registry is down,
+   * the platform stops first).
+   */
+  private async emptyRegistry(projectId: string): Promise<void> {
+    const janitor = this.registryImages;
+    if (!janitor) return;
+    await this.db
+      .insertInto('registry_leftovers')
+      .values({ project_id: projectId, deleted_at: new Date().toISOString() })
+      .onConflict((c) => c.doNothing())
+      .execute();
+    janitor
+      .sweep([projectId], async () => [])
+      .then((swept) => this.forgetLeftovers(swept))
+      .catch((error: unknown) => this.warn(`emptying the registry of ${projectId} failed: ${String(error)}`));
+  }
+
+  private async forgetLeftovers(emptied: ReadonlySet<string>): Promise<void> {
+    if (emptied.size === 0) return;
+    await this.db
+      .deleteFrom('registry_leftovers')
+      .where('project_id', 'in', [...emptied])
+      .execute();
   }
 
   /** Marks releases beyond the newest `keepReleases` that served as gone; returns what deletes them. */

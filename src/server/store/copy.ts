@@ -37,6 +37,7 @@ export const TABLE_ORDER = [
   'tls_certificates',
   'cluster_nodes',
   'tunnel_holders',
+  'registry_leftovers',
 ] as const satisfies ReadonlyArray<keyof Database>;
 
 // Every table of the schema is in the list: a table added to schema.ts and not here fails to compile.

@@ -508,6 +508,17 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Deleted projects whose images the platform's registry may still hold (runtime.ts, remove): the
+  // repository of each is emptied at the next start.
+  '0023_registry_leftovers': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('registry_leftovers')
+        .addColumn('project_id', 'text', (c) => c.primaryKey())
+        .addColumn('deleted_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -204,6 +204,17 @@ export interface Database {
   tls_certificates: TlsCertificatesTable;
   cluster_nodes: ClusterNodesTable;
   tunnel_holders: TunnelHoldersTable;
+  registry_leftovers: RegistryLeftoversTable;
+}
+
+/**
+ * A deleted project whose images may still be in the platform's registry (its delete could not be made
+ * then): its repository is emptied at the next start, and the row goes once it is.
+ */
+export interface RegistryLeftoversTable {
+  /** The project's id; no foreign key: the project is gone. */
+  project_id: string;
+  deleted_at: string;
 }
 
 /** A platform node sharing this database (cluster/nodes.ts): alive while `seen_at` is recent. */
