@@ -38,6 +38,7 @@ export const TABLE_ORDER = [
   'cluster_nodes',
   'tunnel_holders',
   'registry_leftovers',
+  'certificate_orders',
 ] as const satisfies ReadonlyArray<keyof Database>;
 
 // Every table of the schema is in the list: a table added to schema.ts and not here fails to compile.

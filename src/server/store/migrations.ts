@@ -519,6 +519,23 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // On-demand certificate orders counted per account in the store (tls/certificates.ts), not in each
+  // node's memory: the daily budget holds across a cluster's nodes and through restarts.
+  '0024_certificate_orders': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('certificate_orders')
+        .addColumn('account_id', 'text', (c) => c.notNull())
+        .addColumn('host', 'text', (c) => c.notNull())
+        .addColumn('ordered_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('certificate_orders_account')
+        .on('certificate_orders')
+        .columns(['account_id', 'ordered_at'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

@@ -205,6 +205,17 @@ export interface Database {
   cluster_nodes: ClusterNodesTable;
   tunnel_holders: TunnelHoldersTable;
   registry_leftovers: RegistryLeftoversTable;
+  certificate_orders: CertificateOrdersTable;
+}
+
+/**
+ * An on-demand certificate order counted against an account (tls/certificates.ts): its daily budget is
+ * the account's across the nodes and through restarts. Rows of more than a day ago are deleted.
+ */
+export interface CertificateOrdersTable {
+  account_id: string;
+  host: string;
+  ordered_at: string;
 }
 
 /**

@@ -7,6 +7,8 @@
 // handshake waits. Failures back off (doubling, up to a day) and keep serving the old certificate.
 import { type SecureContext, createSecureContext } from 'node:tls';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
+import { sql } from 'kysely';
+import { locksRows } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import type { TlsCertificatesTable } from '../store/schema.js';
 import { type AcmeIssuer, type ChallengeSolver, describeAcmeError } from './acme.js';
@@ -89,8 +91,6 @@ export class CertificateManager {
   private soon: NodeJS.Timeout | null = null;
   private reconciling: Promise<void> | null = null;
   private again: Promise<void> | null = null;
-  /** On-demand orders counted per account, over the last day: the times they were made. */
-  private readonly onDemand = new Map<string, number[]>();
   private closed = false;
 
   constructor(private readonly options: CertificatesOptions) {
@@ -183,7 +183,7 @@ export class CertificateManager {
       const loaded = this.contextFor(name);
       if (loaded) return loaded;
     }
-    if (!this.inflight(name) && !this.spend(name)) return null;
+    if (!this.inflight(name) && !(await this.spend(name))) return null;
     const deadline = Date.now() + this.options.onDemandTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -243,23 +243,48 @@ export class CertificateManager {
     return this.inFlight.has(name);
   }
 
-  /** Counts an on-demand order against its account; false when the account has no budget left today. */
-  private spend(host: string): boolean {
+  /**
+   * Counts an on-demand order against its account; false when the account has no budget left today.
+   * The orders are kept in the store, so that the budget is the account's across the nodes of a
+   * cluster and through restarts: counted and recorded as one step (the transaction starts with a
+   * write, which holds SQLite's write lock; on PostgreSQL, under the account's advisory lock).
+   */
+  private async spend(host: string): Promise<boolean> {
     const account = this.options.orderedFor?.(host) ?? null;
     if (account === null) return true;
-    const now = this.now().getTime();
-    const recent = (this.onDemand.get(account) ?? []).filter((at) => at > now - 24 * 3_600_000);
-    if (recent.length >= (this.options.onDemandPerDay ?? 20)) {
-      this.onDemand.set(account, recent);
-      this.options.event(
-        'warn',
-        `no certificate ordered for ${host}: its account caused ${recent.length} on-demand orders in a day, the most it may (wildcards over DNS-01 need none)`,
-      );
-      return false;
-    }
-    recent.push(now);
-    this.onDemand.set(account, recent);
-    return true;
+    const limit = this.options.onDemandPerDay ?? 20;
+    const now = this.now();
+    const dayAgo = new Date(now.getTime() - 24 * 3_600_000).toISOString();
+    const refusedAt = await this.options.db.transaction().execute(async (trx) => {
+      if (locksRows(trx)) {
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`wharf certificate orders ${account}`}, 0))`.execute(
+          trx,
+        );
+      }
+      // The account's orders of more than a day ago count no more.
+      await trx
+        .deleteFrom('certificate_orders')
+        .where('account_id', '=', account)
+        .where('ordered_at', '<=', dayAgo)
+        .execute();
+      const { n } = await trx
+        .selectFrom('certificate_orders')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('account_id', '=', account)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= limit) return Number(n);
+      await trx
+        .insertInto('certificate_orders')
+        .values({ account_id: account, host, ordered_at: now.toISOString() })
+        .execute();
+      return null;
+    });
+    if (refusedAt === null) return true;
+    this.options.event(
+      'warn',
+      `no certificate ordered for ${host}: its account caused ${refusedAt} on-demand orders in a day, the most it may (wildcards over DNS-01 need none)`,
+    );
+    return false;
   }
 
   /** What the store says of `name` (a host or `*.<domain>`), or null when none was ever asked for. */
