@@ -57,6 +57,8 @@ import { Cluster } from './cluster/cluster.js';
 import { NodeForwarder } from './cluster/forward.js';
 import { HopSigner } from './cluster/hop.js';
 import { TunnelHolders } from './cluster/tunnels.js';
+import { ClusterStreams } from './cluster/streams.js';
+import { accountLimits } from './limits.js';
 import { notRunningPage, sendPage } from './edge/pages.js';
 import { isPostgresUrl } from './store/location.js';
 
@@ -149,6 +151,12 @@ async function assemble(
   const cluster = new Cluster(db, config, (error, what) => app.log.error({ err: error }, `${what} failed`));
   if (cluster.clustered)
     auth.announceRevoked = (keyId) => cluster.publish({ kind: 'key-revoked', keyId, node: cluster.nodeId });
+  // An account's streams count against its limit on every node together.
+  if (cluster.clustered) {
+    accountLimits(config).streams.share(
+      new ClusterStreams(db, cluster, (error) => app.log.error({ err: error }, 'counting a stream failed')),
+    );
+  }
   const signer = new HopSigner(secret, cluster.nodeId);
   const forwarder = new NodeForwarder(signer, `api.${config.baseDomain}`, (res) =>
     sendPage(res, notRunningPage(502)),

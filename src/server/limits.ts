@@ -64,9 +64,21 @@ export interface Lease {
   release(): void;
 }
 
+/**
+ * Where a count is kept across the nodes of a cluster (cluster/streams.ts): `take` records one more
+ * for this node once `admit`, given how many the other live nodes hold, did not throw; `give` records
+ * one fewer.
+ */
+export interface SharedCount {
+  take(accountId: string, admit: (elsewhere: number) => void): Promise<void>;
+  give(accountId: string): void;
+}
+
 /** One count per account, refused past `config.limits[name]` (read on each acquire). */
 export class AccountCounter {
   private readonly held = new Map<string, number>();
+  /** In a cluster: the count of every node (see take). */
+  private shared: SharedCount | null = null;
 
   constructor(
     private readonly limits: LimitsConfig,
@@ -107,15 +119,54 @@ export class AccountCounter {
     };
   }
 
-  /** Takes one for a connection, given back when it closes. */
-  acquireFor(accountId: string, connection: { once(event: 'close', listener: () => void): unknown }): Lease {
-    const lease = this.acquire(accountId);
-    connection.once('close', () => lease.release());
-    return lease;
-  }
-
   count(accountId: string): number {
     return this.held.get(accountId) ?? 0;
+  }
+
+  /** Counts across the nodes of a cluster from now on (take, takeFor). */
+  share(shared: SharedCount): void {
+    this.shared = shared;
+  }
+
+  /**
+   * Takes one, or throws 429 limit_reached when the account holds the limit already: on this node, or
+   * in a cluster (share) on all its live nodes together.
+   */
+  async take(accountId: string): Promise<Lease> {
+    const local = this.acquire(accountId);
+    const shared = this.shared;
+    if (!shared) return local;
+    try {
+      await shared.take(accountId, (elsewhere) => this.checkHeld(accountId, elsewhere));
+    } catch (error) {
+      local.release();
+      throw error;
+    }
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        local.release();
+        shared.give(accountId);
+      },
+    };
+  }
+
+  /** take() for a connection, given back when it closes (also when it closed while being counted). */
+  async takeFor(
+    accountId: string,
+    connection: { once(event: 'close', listener: () => void): unknown },
+  ): Promise<Lease> {
+    let lease: Lease | null = null;
+    let closed = false;
+    connection.once('close', () => {
+      closed = true;
+      lease?.release();
+    });
+    lease = await this.take(accountId);
+    if (closed) lease.release();
+    return lease;
   }
 }
 

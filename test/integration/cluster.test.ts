@@ -33,6 +33,7 @@ import { fakeOpenAiEngine } from '../helpers/ai-platform.js';
 import { type FakeAi, startFakeOpenAI } from '../helpers/fake-ai.js';
 import { type LocalApp, startTextApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
+import { type Opened, expectLimit, openStream } from '../helpers/streams.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 import { failover, freePort } from '../helpers/failover.js';
 import { type TestDatabase, testDatabase } from '../helpers/test-store.js';
@@ -430,6 +431,55 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       );
     } finally {
       await Promise.all(clients.map((client) => client.stop()));
+    }
+  });
+
+  it('counts an account’s open streams on every node against its limit, one at a time for its last slot', async () => {
+    const owner = await b.newAccount();
+    const created = await call<{ id: string }>(`${a.api}/projects`, {
+      key: owner.key,
+      body: { name: 'Streams', subdomain: 'streams-counted', deploy_source: 'upload' },
+    });
+    expect(created.status).toBe(201);
+    const follow = (tp: TestPlatform) =>
+      openStream(`${tp.api}/projects/${created.body.id}/logs?follow=1`, owner.key);
+    const counted = async () => {
+      const rows = await a.platform.db
+        .selectFrom('account_streams')
+        .select('count')
+        .where('account_id', '=', owner.accountId)
+        .execute();
+      return rows.reduce((sum, row) => sum + Number(row.count), 0);
+    };
+    const open: Opened[] = [];
+    const limit = a.platform.config.limits.streams;
+    for (const tp of [a, b]) tp.platform.config.limits.streams = 3;
+    try {
+      for (const tp of [a, a, b]) {
+        const stream = await follow(tp);
+        expect(stream.status).toBe(200);
+        open.push(stream);
+      }
+      expectLimit(await follow(b), 'streams', 3);
+      expectLimit(await follow(a), 'streams', 3);
+      // A stream closed on A frees its slot for either node; two asking at once, only one gets it.
+      open.shift()!.close();
+      await until(async () => (await counted()) === 2, 'the closed stream to be counted out', 5_000, 20);
+      for (let round = 0; round < 3; round++) {
+        const raced = await Promise.all([follow(a), follow(b)]);
+        const accepted = raced.filter((stream) => stream.status === 200);
+        expect(accepted, `round ${round}`).toHaveLength(1);
+        expectLimit(
+          raced.find((stream) => stream.status !== 200)!,
+          'streams',
+          3,
+        );
+        accepted[0]!.close();
+        await until(async () => (await counted()) === 2, 'the raced stream to be counted out', 5_000, 20);
+      }
+    } finally {
+      for (const stream of open) stream.close();
+      for (const tp of [a, b]) tp.platform.config.limits.streams = limit;
     }
   });
 

@@ -15,58 +15,10 @@ import type { CapturedRequestDetail } from '../../src/shared/api/tunnels.js';
 import { archiveOf, gitRepo, waitFor, waitForLog } from '../helpers/deploy.js';
 import { type LocalApp, startLocalApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
-import {
-  type CallResult,
-  type TestPlatform,
-  call,
-  expectProblem,
-  startPlatform,
-} from '../helpers/platform.js';
+import { type Opened, expectLimit, openStream, readJson } from '../helpers/streams.js';
+import { type CallResult, type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 const MiB = 1024 * 1024;
-
-/** What an opened stream answered: 200 and a way to close it, or a refusal with its problem. */
-interface Opened extends CallResult {
-  close(): void;
-}
-
-/** Opens an event stream (GET log follow, POST agent stream) and resolves once it is answered. */
-function openStream(url: string, key: string, body?: unknown): Promise<Opened> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      agent: false,
-      timeout: 10_000,
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url}`)));
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const headers = new Headers(res.headers as Record<string, string>);
-      if (res.statusCode === 200) {
-        res.on('error', () => undefined);
-        res.resume();
-        resolve({ status: 200, headers, body: undefined, close: () => req.destroy() });
-        return;
-      }
-      readJson(res).then((parsed) =>
-        resolve({ status: res.statusCode ?? 0, headers, body: parsed, close() {} }),
-      );
-    });
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
-
-async function readJson(res: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString();
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
 
 /** Opens the live traffic feed of a tunnel; resolves once it is open, or with its refusal. */
 function openTraffic(tp: TestPlatform, key: string, tunnel: string): Promise<Opened> {
@@ -114,17 +66,6 @@ function connectRaw(tp: TestPlatform, key: string, subdomain: string): Promise<C
     req.on('error', reject);
     req.end();
   });
-}
-
-/** Asserts a 429 limit_reached problem for `name` at `value`, with a detail that says what to do. */
-function expectLimit(result: CallResult, name: string, value: number): void {
-  const problem = expectProblem(result, 429, 'limit_reached') as unknown as {
-    detail: string;
-    limit: { name: string; value: number };
-  };
-  expect(problem.limit).toEqual({ name, value });
-  expect(problem.detail).toContain(`limit "${name}" is ${value}`);
-  expect(problem.detail).toContain(`--limit-${name}`);
 }
 
 async function createUploadProject(

@@ -172,12 +172,18 @@ export class Cluster {
     this.listener = null;
     // Its advisory locks go with its connection: another node takes its jobs over.
     await listener?.end().catch(() => undefined);
-    if (this.clustered)
+    if (this.clustered) {
+      await this.db
+        .deleteFrom('account_streams')
+        .where('node_id', '=', this.nodeId)
+        .execute()
+        .catch(() => undefined);
       await this.db
         .deleteFrom('cluster_nodes')
         .where('id', '=', this.nodeId)
         .execute()
         .catch(() => undefined);
+    }
   }
 
   private async beat(): Promise<void> {
@@ -205,6 +211,7 @@ export class Cluster {
       if (dead.length > 0) {
         const ids = dead.map((row) => row.id);
         await this.db.deleteFrom('tunnel_holders').where('node_id', 'in', ids).execute();
+        await this.db.deleteFrom('account_streams').where('node_id', 'in', ids).execute();
         await this.db.deleteFrom('cluster_nodes').where('id', 'in', ids).execute();
       }
       // Tunnels no node has held for an hour are forgotten (as a node forgets its offline tunnels).

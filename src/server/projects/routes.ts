@@ -290,7 +290,7 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
         raw.write(`event: log\nid: ${line.seq}\ndata: ${JSON.stringify(publicLine(line))}\n\n`);
       };
       // An open stream holds one of the account's stream slots until it closes.
-      const slot = limits.streams.acquireFor(request.caller.accountId, raw);
+      const slot = await limits.streams.takeFor(request.caller.accountId, raw);
       const unfollow = logs.follow(project.id, (lines) => {
         if (live) lines.forEach(send);
         else pending.push(...lines);

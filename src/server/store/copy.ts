@@ -39,6 +39,7 @@ export const TABLE_ORDER = [
   'tunnel_holders',
   'registry_leftovers',
   'certificate_orders',
+  'account_streams',
 ] as const satisfies ReadonlyArray<keyof Database>;
 
 // Every table of the schema is in the list: a table added to schema.ts and not here fails to compile.

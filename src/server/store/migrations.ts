@@ -536,6 +536,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // An account's open streams counted per node in a cluster (cluster/streams.ts): its stream limit is
+  // the account's across the nodes.
+  '0025_account_streams': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('account_streams')
+        .addColumn('node_id', 'text', (c) => c.notNull())
+        .addColumn('account_id', 'text', (c) => c.notNull())
+        .addColumn('count', intType(db), (c) => c.notNull())
+        .addPrimaryKeyConstraint('account_streams_pk', ['node_id', 'account_id'])
+        .execute();
+    },
+  },
   // The userinfo of repo_url (`https://user:TOKEN@…`) moves to this column, sealed with the server
   // secret. A migration cannot read that secret: ProjectService.sealStoredRepoCredentials() seals the
   // rows stored before this column, at each start, before anything reads them.

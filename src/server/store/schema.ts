@@ -206,6 +206,14 @@ export interface Database {
   tunnel_holders: TunnelHoldersTable;
   registry_leftovers: RegistryLeftoversTable;
   certificate_orders: CertificateOrdersTable;
+  account_streams: AccountStreamsTable;
+}
+
+/** How many streams each node of a cluster has open for an account (cluster/streams.ts). */
+export interface AccountStreamsTable {
+  node_id: string;
+  account_id: string;
+  count: number;
 }
 
 /**

@@ -86,7 +86,7 @@ export async function acceptTunnel(
   known?.stream?.release();
   let stream: Lease;
   try {
-    stream = limits.streams.acquire(caller.accountId);
+    stream = await limits.streams.take(caller.accountId);
   } catch (error) {
     if (slot !== known?.slot) slot.release();
     throw error;

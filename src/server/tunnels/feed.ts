@@ -20,7 +20,7 @@ export async function openTrafficFeed(
   const caller = await callerOf(auth, req);
   const tunnel = tunnels.find(caller.accountId, tunnelUrl);
   // The feed holds one of the account's stream slots until its connection closes.
-  limits.streams.acquireFor(caller.accountId, socket);
+  await limits.streams.takeFor(caller.accountId, socket);
   wss.handleUpgrade(req, socket, head, (ws) => {
     const send = (request: CapturedRequest) => {
       // A subscriber that does not keep up misses entries rather than growing the edge's memory.

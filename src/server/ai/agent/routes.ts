@@ -158,7 +158,7 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
       const { accountId } = request.caller;
       // The stream holds one of the account's stream slots until its connection closes; taken before
       // the run is admitted, so that a refused stream costs no AI call.
-      accountLimits(config).streams.acquireFor(accountId, reply.raw);
+      await accountLimits(config).streams.takeFor(accountId, reply.raw);
       const engine = await prepare(accountId, request.body.engine);
 
       const raw = reply.raw;
