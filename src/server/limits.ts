@@ -153,11 +153,14 @@ export class AccountCounter {
     };
   }
 
-  /** take() for a connection, given back when it closes (also when it closed while being counted). */
+  /**
+   * take() for a connection, given back when it closes; null when it closed while it was being counted
+   * (in a cluster, a round trip to the store): given back already, and nothing more is to be done for it.
+   */
   async takeFor(
     accountId: string,
     connection: { once(event: 'close', listener: () => void): unknown },
-  ): Promise<Lease> {
+  ): Promise<Lease | null> {
     let lease: Lease | null = null;
     let closed = false;
     connection.once('close', () => {
@@ -165,8 +168,9 @@ export class AccountCounter {
       lease?.release();
     });
     lease = await this.take(accountId);
-    if (closed) lease.release();
-    return lease;
+    if (!closed) return lease;
+    lease.release();
+    return null;
   }
 }
 

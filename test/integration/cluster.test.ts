@@ -6,13 +6,16 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import WebSocket from 'ws';
 import { TunnelClient } from '../../src/core/tunnel/client.js';
 import { buildPlatform } from '../../src/server/app.js';
 import type { PlatformConfigInput } from '../../src/server/config.js';
+import { accountLimits } from '../../src/server/limits.js';
 import type { Project } from '../../src/shared/api/projects.js';
 import type { CapturedRequest, Tunnel } from '../../src/shared/api/tunnels.js';
 import {
@@ -434,23 +437,32 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     }
   });
 
-  it('counts an account’s open streams on every node against its limit, one at a time for its last slot', async () => {
-    const owner = await b.newAccount();
+  /** The streams the store counts for an account, all nodes together. */
+  async function streamsCounted(accountId: string): Promise<number> {
+    const rows = await a.platform.db
+      .selectFrom('account_streams')
+      .select('count')
+      .where('account_id', '=', accountId)
+      .execute();
+    return rows.reduce((sum, row) => sum + Number(row.count), 0);
+  }
+
+  /** A project created through A, to follow the logs of. */
+  async function uploadProject(key: string, subdomain: string) {
     const created = await call<{ id: string }>(`${a.api}/projects`, {
-      key: owner.key,
-      body: { name: 'Streams', subdomain: 'streams-counted', deploy_source: 'upload' },
+      key,
+      body: { name: subdomain, subdomain, deploy_source: 'upload' },
     });
     expect(created.status).toBe(201);
+    return created;
+  }
+
+  it('counts an account’s open streams on every node against its limit, one at a time for its last slot', async () => {
+    const owner = await b.newAccount();
+    const created = await uploadProject(owner.key, 'streams-counted');
     const follow = (tp: TestPlatform) =>
       openStream(`${tp.api}/projects/${created.body.id}/logs?follow=1`, owner.key);
-    const counted = async () => {
-      const rows = await a.platform.db
-        .selectFrom('account_streams')
-        .select('count')
-        .where('account_id', '=', owner.accountId)
-        .execute();
-      return rows.reduce((sum, row) => sum + Number(row.count), 0);
-    };
+    const counted = () => streamsCounted(owner.accountId);
     const open: Opened[] = [];
     const limit = a.platform.config.limits.streams;
     for (const tp of [a, b]) tp.platform.config.limits.streams = 3;
@@ -481,6 +493,38 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
       for (const stream of open) stream.close();
       for (const tp of [a, b]) tp.platform.config.limits.streams = limit;
     }
+  });
+
+  it('gives back the slot of a follow that went away while it was being counted, and follows nothing for it', async () => {
+    const owner = await b.newAccount();
+    const created = await uploadProject(owner.key, 'streams-gone');
+    const local = () => accountLimits(a.platform.config).streams.count(owner.accountId);
+    const counted = () => streamsCounted(owner.accountId);
+    // The account's lock held from here: the follow waits on its count until the test lets it go.
+    await a.platform.db.connection().execute(async (held) => {
+      const lock = sql`hashtextextended(${`wharf streams ${owner.accountId}`}, 0)`;
+      await sql`select pg_advisory_lock(${lock})`.execute(held);
+      try {
+        const follow = request(`${a.api}/projects/${created.body.id}/logs?follow=1`, {
+          headers: { 'x-api-key': owner.key },
+          agent: false,
+        });
+        follow.on('error', () => undefined);
+        follow.end();
+        await until(async () => local() === 1, 'the follow to wait on its count', 5_000, 20);
+        follow.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        await sql`select pg_advisory_unlock(${lock})`.execute(held);
+      }
+    });
+    await until(
+      async () => local() === 0 && (await counted()) === 0,
+      'the slot to be given back on the node and in the store',
+      5_000,
+      20,
+    );
+    expect(a.platform.logs.followersOf(created.body.id)).toBe(0);
   });
 
   it('lets only one of two tunnels connecting at once on two nodes take an account’s last slot', async () => {

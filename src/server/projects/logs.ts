@@ -96,6 +96,11 @@ export class LogStore {
     this.followers.on(projectId, listener);
     return () => this.followers.off(projectId, listener);
   }
+
+  /** How many follow a project's lines now (for the platform's own accounting and its tests). */
+  followersOf(projectId: string): number {
+    return this.followers.listenerCount(projectId);
+  }
 }
 
 function toLine(row: {

@@ -291,6 +291,11 @@ export const projectRoutes: FastifyPluginAsyncZod<ProjectRoutesOptions> = async 
       };
       // An open stream holds one of the account's stream slots until it closes.
       const slot = await limits.streams.takeFor(request.caller.accountId, raw);
+      if (!slot) {
+        // Gone while its slot was counted: nothing to follow, nobody to answer.
+        reply.hijack();
+        return;
+      }
       const unfollow = logs.follow(project.id, (lines) => {
         if (live) lines.forEach(send);
         else pending.push(...lines);

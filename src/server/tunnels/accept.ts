@@ -148,6 +148,8 @@ export async function acceptTunnel(
     }
   }
   if (socket.destroyed) {
+    // Gone before its close could be heard: both slots go back here.
+    stream.release();
     leave();
     return;
   }

@@ -20,7 +20,8 @@ export async function openTrafficFeed(
   const caller = await callerOf(auth, req);
   const tunnel = tunnels.find(caller.accountId, tunnelUrl);
   // The feed holds one of the account's stream slots until its connection closes.
-  await limits.streams.takeFor(caller.accountId, socket);
+  // Gone while its slot was counted (its slot is back already): nothing to feed.
+  if (!(await limits.streams.takeFor(caller.accountId, socket))) return;
   wss.handleUpgrade(req, socket, head, (ws) => {
     const send = (request: CapturedRequest) => {
       // A subscriber that does not keep up misses entries rather than growing the edge's memory.

@@ -158,7 +158,11 @@ export const aiAgentRoutes: FastifyPluginAsyncZod<AgentRoutesOptions> = async (a
       const { accountId } = request.caller;
       // The stream holds one of the account's stream slots until its connection closes; taken before
       // the run is admitted, so that a refused stream costs no AI call.
-      await accountLimits(config).streams.takeFor(accountId, reply.raw);
+      if (!(await accountLimits(config).streams.takeFor(accountId, reply.raw))) {
+        // Gone while its slot was counted: no run for nobody.
+        reply.hijack();
+        return;
+      }
       const engine = await prepare(accountId, request.body.engine);
 
       const raw = reply.raw;
