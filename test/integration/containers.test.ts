@@ -184,8 +184,10 @@ http.createServer((req, res) => res.end(process.env.SERVICE_NAME + ' ' + process
     expect((await viaEdge(tp.edgePort, 'c-multi.localhost', '/')).body).toBe('web yes 3000');
     expect((await viaEdge(tp.edgePort, 'c-multi-api.localhost', '/')).body).toBe('api yes 5000');
     expect(await containersOf(tp, project.id)).toHaveLength(1);
-    // A worker counts as up once it stays up, not once it printed: its line may come a moment later.
+    // A service counts as up once it answers (a worker once it stays up), not once its output was
+    // copied into the log: its lines may come a moment later.
     await waitForLog(tp, project.id, /^worker jobs started$/);
+    await waitForLog(tp, project.id, /^api listening$/);
     const logs = await call<{ logs: Array<{ service: string | null; line: string }> }>(
       `${tp.api}/projects/${project.id}`,
       { key: tp.key },
