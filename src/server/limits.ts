@@ -6,6 +6,7 @@
 import type { LimitsConfig, PlatformConfig } from './config.js';
 import { ApiError } from './errors.js';
 import type { Store } from './store/open.js';
+import { KeyedTurns } from './turns.js';
 
 /** The limits that refuse a request (capture memory is shared out, and the body limit is a 413). */
 /** A byte count as people read it: `100 MiB`, `512 KiB`, `100 bytes`. */
@@ -185,7 +186,7 @@ export class AccountLimits {
   readonly tunnels: AccountCounter;
   readonly streams: AccountCounter;
   /** Per account: the project creation in progress, so that two at once cannot both pass the count. */
-  private readonly creating = new Map<string, Promise<unknown>>();
+  private readonly creating = new KeyedTurns();
   /** Project id → the account and until when its deploy counts as building without the store saying so. */
   private readonly starting = new Map<string, { accountId: string; until: number }>();
 
@@ -196,8 +197,7 @@ export class AccountLimits {
 
   /** Runs `create` if the account has fewer projects than its limit, one creation at a time per account. */
   createProject<T>(db: Store, accountId: string, create: () => Promise<T>): Promise<T> {
-    const previous = this.creating.get(accountId) ?? Promise.resolve();
-    const result = previous.then(async () => {
+    return this.creating.run(accountId, async () => {
       const { count } = await db
         .selectFrom('projects')
         .select((eb) => eb.fn.countAll<number>().as('count'))
@@ -206,15 +206,6 @@ export class AccountLimits {
       if (Number(count) >= this.config.projects) throw limitReached('projects', this.config.projects);
       return create();
     });
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.creating.set(accountId, settled);
-    void settled.then(() => {
-      if (this.creating.get(accountId) === settled) this.creating.delete(accountId);
-    });
-    return result;
   }
 
   /**

@@ -2,10 +2,14 @@
 // order as the store keeps it), made with openssl.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A self-signed certificate for `name` (its CN and only SAN) with a P-256 key; null without openssl. */
+/**
+ * A self-signed certificate for `name`, a DNS name or an IP address (its CN and only SAN), with a P-256
+ * key; null without openssl.
+ */
 export function selfSignedCertificate(name: string, days = 1): { certPem: string; keyPem: string } | null {
   if (spawnSync('openssl', ['version']).error) return null;
   const dir = mkdtempSync(join(tmpdir(), 'wharf-cert-'));
@@ -25,7 +29,7 @@ export function selfSignedCertificate(name: string, days = 1): { certPem: string
         '-subj',
         `/CN=${name}`,
         '-addext',
-        `subjectAltName=DNS:${name}`,
+        `subjectAltName=${isIP(name) ? 'IP' : 'DNS'}:${name}`,
         '-keyout',
         'key.pem',
         '-out',

@@ -182,13 +182,18 @@ describe('the on-demand budget of an account', () => {
     }
   }, 30_000);
 
-  it('takes no more than the budget from handshakes on two nodes at once, and forgets orders of a day ago', async () => {
+  it('takes no more than the budget from handshakes on two nodes at once, and forgets every account’s orders of a day ago', async () => {
     const dayAgo = new Date(Date.now() - 24 * 3_600_000 - 1_000).toISOString();
     await db
       .insertInto('certificate_orders')
       .values(
         [1, 2, 3].map((n) => ({ account_id: 'acct-c', host: `old${n}.acct-c.tun.test`, ordered_at: dayAgo })),
       )
+      .execute();
+    // An account that orders no more: its old orders go with the others'.
+    await db
+      .insertInto('certificate_orders')
+      .values({ account_id: 'acct-quiet', host: 'old.acct-quiet.tun.test', ordered_at: dayAgo })
       .execute();
     const events: string[] = [];
     const a = node(events, 3);
@@ -200,6 +205,7 @@ describe('the on-demand budget of an account', () => {
       expect(taken).toHaveLength(3);
       expect(taken.every((host) => hosts.includes(host))).toBe(true);
       expect(refusals(events)).toHaveLength(5);
+      expect(await orders('acct-quiet')).toEqual([]);
     } finally {
       await a.close();
       await b.close();

@@ -527,6 +527,78 @@ describe.skipIf(reason !== null)('two platform nodes on one database', () => {
     expect(a.platform.logs.followersOf(created.body.id)).toBe(0);
   });
 
+  it('records again the tunnels and streams of a node taken for dead that comes back', async () => {
+    const owner = await b.newAccount();
+    const created = await uploadProject(owner.key, 'revived');
+    const clients: TunnelClient[] = [];
+    const aNode = a.platform.cluster.nodeId;
+    const holderOf = async (subdomain: string) =>
+      (
+        await a.platform.db
+          .selectFrom('tunnel_holders')
+          .select(['node_id', 'tunnel_id'])
+          .where('subdomain', '=', subdomain)
+          .executeTakeFirst()
+      )?.node_id ?? null;
+    const follow = await openStream(`${a.api}/projects/${created.body.id}/logs?follow=1`, owner.key);
+    try {
+      expect(follow.status).toBe(200);
+      await tunnelClient(clients, a, owner.key, 'revived-one').start();
+      const leaving = tunnelClient(clients, a, owner.key, 'revived-two');
+      await leaving.start();
+      // Each tunnel connection holds a stream slot too.
+      await until(
+        async () => (await streamsCounted(owner.accountId)) === 3,
+        'the three streams counted',
+        5_000,
+        20,
+      );
+      expect(await holderOf('revived-one')).toBe(aNode);
+
+      // What B does once A has not been seen for a minute (a long pause): A's rows go.
+      await b.platform.db.deleteFrom('tunnel_holders').where('node_id', '=', aNode).execute();
+      await b.platform.db.deleteFrom('account_streams').where('node_id', '=', aNode).execute();
+      await b.platform.db.deleteFrom('cluster_nodes').where('id', '=', aNode).execute();
+      // One tunnel leaves meanwhile: its stream is not counted again, nor is it held.
+      await leaving.stop();
+
+      await until(
+        async () => (await holderOf('revived-one')) === aNode,
+        'A to record the tunnel it holds again once its heartbeat finds its row gone',
+        10_000,
+        50,
+      );
+      await until(
+        async () => (await streamsCounted(owner.accountId)) === 2,
+        'A to record its open streams again (the follow and the tunnel still connected)',
+        5_000,
+        20,
+      );
+      expect([null, '']).toContain(await holderOf('revived-two'));
+      // B counts them against the account again, and forwards the tunnel's traffic to A.
+      const limit = b.platform.config.limits.streams;
+      b.platform.config.limits.streams = 2;
+      try {
+        expectLimit(
+          await openStream(`${b.api}/projects/${created.body.id}/logs?follow=1`, owner.key),
+          'streams',
+          2,
+        );
+      } finally {
+        b.platform.config.limits.streams = limit;
+      }
+      await until(
+        async () => (await viaEdge(b.edgePort, 'revived-one.tunnel.localhost', '/again')).status === 200,
+        'B to forward the tunnel’s traffic to A again',
+        5_000,
+        50,
+      );
+    } finally {
+      follow.close();
+      await Promise.all(clients.map((client) => client.stop()));
+    }
+  });
+
   it('lets only one of two tunnels connecting at once on two nodes take an account’s last slot', async () => {
     const owner = await b.newAccount();
     const clients: TunnelClient[] = [];

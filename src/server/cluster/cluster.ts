@@ -68,7 +68,7 @@ export class Cluster {
   readonly nodeId: string;
   /** Whether other nodes share this database (`--node-url` given). */
   readonly clustered: boolean;
-  private readonly events = new EventEmitter<{ event: [ClusterEvent]; resync: [] }>();
+  private readonly events = new EventEmitter<{ event: [ClusterEvent]; resync: []; revived: [] }>();
   private listener: pg.Client | null = null;
   private closed = false;
   private heartbeat: NodeJS.Timeout | null = null;
@@ -120,6 +120,16 @@ export class Cluster {
   onResync(listener: () => void): () => void {
     this.events.on('resync', listener);
     return () => this.events.off('resync', listener);
+  }
+
+  /**
+   * Calls `listener` when this node, taken for dead by the others (no heartbeat for a minute: a long
+   * pause) and its rows cleaned up, is alive again: what it had recorded of itself (the tunnels it
+   * holds, its stream counts) is to be written again.
+   */
+  onRevived(listener: () => void): () => void {
+    this.events.on('revived', listener);
+    return () => this.events.off('revived', listener);
   }
 
   /** Tells every node, this one first (in-process, at once). */
@@ -196,11 +206,14 @@ export class Cluster {
         .where('id', '=', this.nodeId)
         .executeTakeFirst();
       // Taken for dead and cleaned up by another node (a long pause): say it is alive again.
-      if (Number(updated.numUpdatedRows) === 0)
+      if (Number(updated.numUpdatedRows) === 0) {
         await this.db
           .insertInto('cluster_nodes')
           .values({ id: this.nodeId, url: this.config.nodeUrl!, started_at: now, seen_at: now })
           .execute();
+        this.nodes = null;
+        this.events.emit('revived');
+      }
       // Nodes gone for good (no heartbeat for a minute) leave the table, with the tunnels they held.
       const gone = new Date(Date.now() - 6 * NODE_LOST_MS).toISOString();
       const dead = await this.db

@@ -2,7 +2,8 @@
 // feed that reaches another node is forwarded to the holder. A client that reconnects to another node
 // (its node died, or a load balancer sent it elsewhere) takes its subdomain over there: the row moves,
 // and the old holder, if alive, is told to let its connection go.
-import { type Kysely, type Transaction, sql } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { lockAccount } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import type { Database } from '../store/schema.js';
 import type { Cluster } from './cluster.js';
@@ -68,9 +69,7 @@ export class TunnelHolders {
     const others = admit ? await this.otherLiveNodes() : [];
     await this.db.transaction().execute(async (trx) => {
       if (admit) {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`wharf tunnels ${accountId}`}, 0))`.execute(
-          trx,
-        );
+        await lockAccount(trx, 'tunnels', accountId);
         admit(others.length === 0 ? 0 : await countHeld(trx, accountId, subdomain, others));
       }
       await trx
@@ -87,6 +86,33 @@ export class TunnelHolders {
         .execute();
     });
     this.cluster.publish({ kind: 'tunnel-taken', subdomain, node: this.cluster.nodeId });
+  }
+
+  /**
+   * This node's rows were lost (it was taken for dead, cluster.ts): the tunnels it still holds are
+   * recorded again, unless another node took one meanwhile (its client reconnected there; this node is
+   * told to let it go). `stillHeld` is asked once a row is written: a tunnel whose client left while it
+   * was being written is released again, since its release may have come first.
+   */
+  async restore(
+    tunnels: Iterable<{ subdomain: string; accountId: string; id: string; connectedAt: string }>,
+    stillHeld: (subdomain: string, tunnelId: string) => boolean,
+  ): Promise<void> {
+    for (const tunnel of tunnels) {
+      await this.db
+        .insertInto('tunnel_holders')
+        .values({
+          subdomain: tunnel.subdomain,
+          account_id: tunnel.accountId,
+          tunnel_id: tunnel.id,
+          node_id: this.cluster.nodeId,
+          connected_at: tunnel.connectedAt,
+        })
+        .onConflict((c) => c.column('subdomain').doNothing())
+        .execute();
+      if (!stillHeld(tunnel.subdomain, tunnel.id)) await this.release(tunnel.subdomain, tunnel.id);
+      this.cache.delete(tunnel.subdomain);
+    }
   }
 
   /**

@@ -7,8 +7,7 @@
 // handshake waits. Failures back off (doubling, up to a day) and keep serving the old certificate.
 import { type SecureContext, createSecureContext } from 'node:tls';
 import { deriveKeyEncryptionKey, openAiKey, sealAiKey, type SealedKey } from '../ai/keys.js';
-import { sql } from 'kysely';
-import { locksRows } from '../store/dialect.js';
+import { lockAccount } from '../store/dialect.js';
 import type { Store } from '../store/open.js';
 import type { TlsCertificatesTable } from '../store/schema.js';
 import { type AcmeIssuer, type ChallengeSolver, describeAcmeError } from './acme.js';
@@ -256,17 +255,10 @@ export class CertificateManager {
     const now = this.now();
     const dayAgo = new Date(now.getTime() - 24 * 3_600_000).toISOString();
     const refusedAt = await this.options.db.transaction().execute(async (trx) => {
-      if (locksRows(trx)) {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`wharf certificate orders ${account}`}, 0))`.execute(
-          trx,
-        );
-      }
-      // The account's orders of more than a day ago count no more.
-      await trx
-        .deleteFrom('certificate_orders')
-        .where('account_id', '=', account)
-        .where('ordered_at', '<=', dayAgo)
-        .execute();
+      await lockAccount(trx, 'certificate orders', account);
+      // Orders of more than a day ago count no more: every account's go, so that an account that
+      // orders no more leaves none behind.
+      await trx.deleteFrom('certificate_orders').where('ordered_at', '<=', dayAgo).execute();
       const { n } = await trx
         .selectFrom('certificate_orders')
         .select((eb) => eb.fn.countAll<number>().as('n'))

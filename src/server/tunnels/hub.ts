@@ -77,6 +77,15 @@ export class TunnelHub {
     nodes.cluster.on((event) => {
       if (event.kind === 'tunnel-taken' && event.node !== nodes.cluster.nodeId) this.letGo(event.subdomain);
     });
+    nodes.cluster.onRevived(() => {
+      const online = [...this.tunnels.all()].filter((tunnel) => tunnel.online);
+      nodes.holders
+        .restore(
+          online,
+          (subdomain, id) => this.tunnels.get(subdomain)?.id === id && this.tunnels.isOnline(subdomain),
+        )
+        .catch((error: unknown) => nodes.cluster.onError(error as Error, 'recording the tunnels held again'));
+    });
   }
 
   /** The tunnel's client connected elsewhere: its connection here is told so (a GOAWAY) and closed. */
