@@ -673,8 +673,14 @@ describe.skipIf(!hasBwrap)('tenant output floods in the sandbox', () => {
     expect(log.shortLines.some((l) => DROPPED.test(l))).toBe(true);
     expect(log.longestBytes).toBeLessThanOrEqual(MAX_LINE_BYTES + 64);
 
-    const after = settledMemory();
-    expect(held(after) - held(before)).toBeLessThan(LINE_BYTES / 2);
+    // Held is what stays in every snapshot: the least of a few is measured, as in the flood above (one
+    // snapshot under a loaded CI caught 35 MiB that the next ones no longer held).
+    const after = await leastHeld(5);
+    const grown = {
+      heapMiB: (after.heapUsed - before.heapUsed) / MiB,
+      buffersMiB: (after.arrayBuffers - before.arrayBuffers) / MiB,
+    };
+    expect(held(after) - held(before), JSON.stringify(grown)).toBeLessThan(LINE_BYTES / 2);
     expect((await viaEdge(tp.edgePort, victimPage.host, '/')).body).toBe(victimPage.body);
   }, 90_000);
 });

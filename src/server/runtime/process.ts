@@ -37,7 +37,8 @@ export interface RunningProcess {
   exited: Promise<ProcessExit>;
   /**
    * With `statusPipe`: what the program wrote on its fd 4 (its first 4 KiB), once every holder of the
-   * pipe closed it or a second after the program exited, whichever is first.
+   * pipe closed it; nothing ('') when it is still open a second after the program exited (a process
+   * left behind holds it, or this process was too busy to read it: either way, not known).
    */
   status?: Promise<string>;
   /** SIGTERM to the whole group, SIGKILL after `graceMs`; resolves once the process has exited. */
@@ -122,8 +123,10 @@ function readStatus(pipe: Readable, exited: Promise<ProcessExit>): Promise<strin
   const text = () => Buffer.concat(chunks).toString('utf8');
   return new Promise((resolve) => {
     pipe.once('close', () => resolve(text()));
-    // A process the program left behind may hold the pipe open: what came by then is the status.
-    void exited.then(() => setTimeout(() => resolve(text()), 1_000).unref());
+    // A process the program left behind may hold the pipe open. What was read by then may be only a
+    // part (on a loaded machine the timer can come before the read of what is in the pipe already):
+    // no status, rather than one that could read as a sandbox that was never set up.
+    void exited.then(() => setTimeout(() => resolve(''), 1_000).unref());
   });
 }
 

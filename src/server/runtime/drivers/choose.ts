@@ -104,6 +104,10 @@ function sandboxDriver(config: PlatformConfig, db: Store): ChosenDriver {
     users: root ? new StoredSandboxUsers(db, config.sandbox.uidBase) : null,
     cgroups: 'reason' in cgroups ? null : cgroups,
   });
+  if (driver.ownMountsRefused !== null)
+    notes.push(
+      `mounts made on this machine after an app started show up inside its sandbox: no mount namespace of its own (${driver.ownMountsRefused})`,
+    );
   if (!root)
     notes.push(
       'apps run as this platform’s user inside the sandbox (start it as root for a user per project)',

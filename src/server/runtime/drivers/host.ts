@@ -9,6 +9,8 @@
 //   writable place besides a private /tmp); the platform's data folder, the user's Wharf home, /root and
 //   /home are empty in there, and so are the per-user runtime folders (/run/user: a desktop session's
 //   D-Bus and agents) and the container engines' sockets and state, the doors out of the sandbox;
+// - the mounts are a private copy of the machine's, taken at the start: one made on the machine later
+//   does not show up inside (ownMounts);
 // - the app sees only its own processes (pid namespace), its own IPC and host name;
 // - when the platform runs as root, each project's commands run as a user of their own (one uid per
 //   project from `uidBase`), without capabilities and with no_new_privs, so one tenant cannot read or
@@ -82,6 +84,8 @@ export interface SandboxOptions {
   /** Control groups for resource limits, or null where they cannot be used. */
   cgroups: Cgroups | null;
   bwrap?: string;
+  /** The `unshare` that gives bwrap a mount namespace of its own (ownMounts). */
+  unshare?: string;
 }
 
 /** Where the command's script is put inside the sandbox (a private tmpfs). */
@@ -98,27 +102,32 @@ export class SandboxDriver implements CommandDriver {
   private readonly uids = new Map<string, number>();
   private readonly groups = new Map<string, { files: string[]; limits: string }>();
 
+  /**
+   * What bwrap is started through: a mount namespace of its own with private propagation (ownMounts),
+   * or nothing where this machine refuses one (then `ownMountsRefused` says why).
+   */
+  private readonly frame: string[];
+  readonly ownMountsRefused: string | null = null;
+
   constructor(private readonly options: SandboxOptions) {
     this.bwrap = options.bwrap ?? 'bwrap';
-    let probe;
-    for (let attempt = 1; ; attempt++) {
-      probe = spawnSync(
-        this.bwrap,
-        ['--json-status-fd', '3', '--ro-bind', '/', '/', '--unshare-pid', 'true'],
-        { encoding: 'utf8', env: CLEAN_ENV, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] },
-      );
-      const status = (probe.output?.[3] as string | null | undefined) ?? '';
-      if (probe.error || probe.status === 0 || attempt === SETUP_ATTEMPTS || !setupFailed(status)) break;
+    const root = process.getuid?.() === 0;
+    const own = ownMounts(root, options.unshare);
+    const framed = probeSandbox([...own, this.bwrap]);
+    if (framed.ok) {
+      this.frame = own;
+      return;
     }
-    if (probe.error || probe.status !== 0) {
+    const plain = probeSandbox([this.bwrap]);
+    if (!plain.ok) {
       throw new SandboxUnavailableError(
         `the sandbox runtime needs bubblewrap (bwrap), which ${
-          probe.error
-            ? 'is not installed'
-            : `does not run here (${probe.stderr.trim() || `exit ${probe.status}`})`
+          plain.missing ? 'is not installed' : `does not run here (${plain.reason})`
         }: install it (apt-get install bubblewrap) or use --runtime process on a machine only you use`,
       );
     }
+    this.frame = [];
+    this.ownMountsRefused = framed.missing ? 'unshare (util-linux) is not installed' : framed.reason;
   }
 
   /** Whether each project runs as a user of its own (the platform runs as root). */
@@ -170,7 +179,7 @@ export class SandboxDriver implements CommandDriver {
       startProcess({
         ...spec,
         env: CLEAN_ENV,
-        argv: [...join, ...this.sandboxArgs(spec), ...drop, '--', '/bin/sh', SCRIPT_PATH],
+        argv: [...join, ...this.frame, ...this.sandboxArgs(spec), ...drop, '--', '/bin/sh', SCRIPT_PATH],
         script: commandScript(spec.command, spec.env),
         statusPipe: true,
       });
@@ -293,9 +302,54 @@ export function runSockets(dir = '/run'): string[] {
  * How many times one start of a sandbox is tried. bwrap's setup can fail on a busy machine: it remounts
  * each mount under / read-only one by one, and one that goes away meanwhile (a container's file system
  * on a machine that also runs Docker) fails the whole setup with "Unable to apply mount flags: remount
- * ...: Invalid argument" (bubblewrap#650). Trying again finds the table as it is now.
+ * ...: Invalid argument" (bubblewrap#650). Started in a mount namespace of its own (ownMounts), bwrap
+ * reads a table nothing changes; where that is refused, trying again finds the table as it is now.
  */
 const SETUP_ATTEMPTS = 3;
+
+/**
+ * The mount namespace bwrap starts in: a copy of the machine's, made private. bwrap builds the sandbox's
+ * root from the mount table it reads; where that table is shared with the machine (systemd makes / a
+ * shared mount), two things go wrong without it:
+ * - a mount that goes away while bwrap remounts the ones it read fails the setup (bubblewrap#650; a
+ *   machine that also runs containers mounts and unmounts all the time): in a private copy nothing
+ *   comes or goes, so the setup no longer races;
+ * - a mount made on the machine after an app started shows up inside its sandbox, and writable: bwrap
+ *   made its mounts read-only, not the ones that arrive later. In a private copy none arrive.
+ * A mount removed from the machine later is removed from the copy too once its mount point is deleted
+ * (Linux detaches mounts on a deleted mount point in every namespace), so a container engine's cleanup
+ * is not held up.
+ * As root, `unshare --mount` is enough; any other user needs a user namespace for it, mapped to itself,
+ * in which bwrap then makes its own (where this is refused, e.g. Ubuntu's AppArmor rule for user
+ * namespaces, bwrap starts without it and the setup races are retried).
+ */
+export function ownMounts(root: boolean, unshare = 'unshare'): string[] {
+  return root
+    ? [unshare, '--mount', '--propagation', 'private']
+    : [unshare, '--user', '--map-current-user', '--mount', '--propagation', 'private'];
+}
+
+type Probe = { ok: true } | { ok: false; missing: boolean; reason: string };
+
+/** Whether `argv` (bwrap, maybe after a frame) starts a sandbox here; a setup race is tried again. */
+function probeSandbox(argv: string[]): Probe {
+  for (let attempt = 1; ; attempt++) {
+    const probe = spawnSync(
+      argv[0]!,
+      [...argv.slice(1), '--json-status-fd', '3', '--ro-bind', '/', '/', '--unshare-pid', 'true'],
+      { encoding: 'utf8', env: CLEAN_ENV, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] },
+    );
+    if (probe.error) {
+      const missing = (probe.error as NodeJS.ErrnoException).code === 'ENOENT';
+      return { ok: false, missing, reason: probe.error.message };
+    }
+    if (probe.status === 0) return { ok: true };
+    const status = (probe.output?.[3] as string | null | undefined) ?? '';
+    if (attempt === SETUP_ATTEMPTS || !setupFailed(status)) {
+      return { ok: false, missing: false, reason: probe.stderr.trim() || `exit ${probe.status}` };
+    }
+  }
+}
 
 /**
  * Whether bwrap's --json-status-fd output says the sandbox was created ("child-pid") but never ran the
