@@ -513,8 +513,6 @@ function refusedCluster(config: PlatformConfig): string | null {
     if ((config.registry.username === null) !== (config.registry.password === null))
       return 'WHARF_REGISTRY_USER and WHARF_REGISTRY_PASSWORD go together: set both or neither';
   }
-  if (config.runtime === 'swarm' && config.front === 'haproxy')
-    return '--front haproxy does not route to Swarm services yet: run the swarm runtime without it';
   if (config.nodeUrl === null) return null;
   if (!/^https?:\/\/[^/]+\/?$/.test(config.nodeUrl))
     return `--node-url must be this node's edge as the other nodes reach it, such as http://10.0.0.5:8788 (no path)`;

@@ -32,6 +32,28 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
 /**
+ * A Node app started with `node server.js` (a Procfile) that says which task or container answered
+ * (`/task`), answers `/slow` after 300 ms, and exits on `/crash`.
+ */
+export function taskApp(greeting: string): Files {
+  return nodeApp(greeting, {
+    Procfile: 'web: node server.js\n',
+    'server.js': `
+const http = require('node:http');
+const os = require('node:os');
+const server = http.createServer((req, res) => {
+  if (req.url === '/task') return res.end(os.hostname());
+  if (req.url === '/crash') { res.end('bye'); setTimeout(() => process.exit(3), 10); return; }
+  if (req.url === '/slow') return setTimeout(() => res.end(${JSON.stringify(greeting)} + ' slow'), 300);
+  res.end(${JSON.stringify(greeting)} + ' ' + req.url);
+});
+server.listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`,
+  });
+}
+
+/**
  * Starts a deploy through `tp` whose image build sleeps a minute (FROM `base`), and resolves once the
  * build is in its sleep: for tests of what happens to a deploy under way.
  */
@@ -263,11 +285,19 @@ export function startedPorts(lines: string[]): number[] {
   });
 }
 
-/** Upload `files` as the project's source and deploy it; resolves once it runs (fails with the logs). */
-export async function deployFiles(tp: TestPlatform, id: string, files: Files): Promise<ProjectDetail> {
+/**
+ * Upload `files` as the project's source and deploy it; resolves once it runs (fails with the logs).
+ * `timeoutMs` is for a deploy that pushes to a registry: its first push carries the base image too.
+ */
+export async function deployFiles(
+  tp: TestPlatform,
+  id: string,
+  files: Files,
+  timeoutMs?: number,
+): Promise<ProjectDetail> {
   await upload(tp, id, archiveOf(files));
   await deploy(tp, id);
-  const detail = await waitFor(tp, id, settled);
+  const detail = await waitFor(tp, id, settled, timeoutMs);
   if (detail.project.status !== 'running') {
     throw new Error(
       `project ${id} is ${detail.project.status}: ${detail.project.last_deploy_error}; logs:\n${detail.logs.map((l) => `  ${l.line}`).join('\n')}`,

@@ -36,6 +36,7 @@ import { startDns, type FakeDns } from '../helpers/dns.js';
 import { type TestPlatform, call } from '../helpers/platform.js';
 import { assertBuilt, runWharf, wharfBin, wharfEnv } from '../helpers/cli.js';
 import { quietPort } from '../helpers/ports.js';
+import { sentTo } from '../helpers/front.js';
 
 const haproxy = findHaproxy();
 // CI installs HAProxy: there the suite must run, not skip.
@@ -79,33 +80,8 @@ async function startFront(config: PlatformConfigInput): Promise<FrontPlatform> {
   };
 }
 
-/** `show stat` of HAProxy's current worker(s), through the master CLI in the front's folder. */
-function masterCli(dir: string, line: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(join(dir, 'master.sock'));
-    let answer = '';
-    socket.setTimeout(5_000, () => socket.destroy(new Error(`no answer to ${line}`)));
-    socket.on('data', (d: Buffer) => (answer += d.toString()));
-    socket.once('error', reject);
-    socket.once('close', () => resolve(answer));
-    socket.end(`${line}\n`);
-  });
-}
-
-/** Sessions HAProxy has sent to each address so far (`stot`), in its current worker. */
-async function sentTo(dir: string): Promise<Map<string, number>> {
-  const csv = await masterCli(dir, '@1 show stat');
-  const lines = csv.split('\n').filter(Boolean);
-  const columns = lines[0]!.slice(2).split(',');
-  const [addr, stot, svname] = [columns.indexOf('addr'), columns.indexOf('stot'), columns.indexOf('svname')];
-  const sent = new Map<string, number>();
-  for (const line of lines.slice(1)) {
-    const fields = line.split(',');
-    if (fields[svname] === 'FRONTEND' || fields[svname] === 'BACKEND') continue;
-    sent.set(fields[addr]!, (sent.get(fields[addr]!) ?? 0) + Number(fields[stot]));
-  }
-  return sent;
-}
+/** The front's servers for an app on `port` of this machine. */
+const onThisMachine = (port: number) => [{ host: '127.0.0.1', port }];
 
 /**
  * The fixture: `<greeting> <path>`, /headers answers the request's headers, POST /echo the size and
@@ -220,7 +196,7 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
     await tp.running.front!.sync();
     const routes = await tp.running.front!.routes();
     expect(routes.map((r) => r.host)).toEqual(['front-app-api.localhost', 'front-app.localhost']);
-    expect(routes.find((r) => r.host === 'front-app.localhost')!.port).toBe(appPort);
+    expect(routes.find((r) => r.host === 'front-app.localhost')!.servers).toEqual(onThisMachine(appPort));
 
     const before = await sentTo(tp.running.front!.dir);
     expect((await viaEdge(tp.edgePort, 'front-app.localhost', '/x')).body).toBe('hello v1 /x');
@@ -263,7 +239,9 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
     });
     expect(verified.body.verified).toBe(true);
     await tp.running.front!.sync();
-    expect((await tp.running.front!.routes()).find((r) => r.host === 'www.front.test')?.port).toBe(appPort);
+    expect((await tp.running.front!.routes()).find((r) => r.host === 'www.front.test')?.servers).toEqual(
+      onThisMachine(appPort),
+    );
     const before = (await sentTo(tp.running.front!.dir)).get(`127.0.0.1:${appPort}`) ?? 0;
     expect((await viaEdge(tp.edgePort, 'www.front.test', '/d')).body).toBe('hello v1 /d');
     expect((await sentTo(tp.running.front!.dir)).get(`127.0.0.1:${appPort}`)).toBe(before + 1);
@@ -372,8 +350,8 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
     expect(seen.get('hello v1 slow')).toBeGreaterThan(0);
     expect(seen.get('hello v2 slow')).toBeGreaterThan(0);
     appPort = portOf(tp, appId);
-    expect((await tp.running.front!.routes()).find((r) => r.host === 'front-app.localhost')!.port).toBe(
-      appPort,
+    expect((await tp.running.front!.routes()).find((r) => r.host === 'front-app.localhost')!.servers).toEqual(
+      onThisMachine(appPort),
     );
   }, 60_000);
 
@@ -400,8 +378,8 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
     await tp.running.front!.sync();
     appPort = portOf(tp, appId);
     expect(appPort).not.toBe(before);
-    expect((await tp.running.front!.routes()).find((r) => r.host === 'front-app.localhost')!.port).toBe(
-      appPort,
+    expect((await tp.running.front!.routes()).find((r) => r.host === 'front-app.localhost')!.servers).toEqual(
+      onThisMachine(appPort),
     );
     const sent = (await sentTo(tp.running.front!.dir)).get(`127.0.0.1:${appPort}`) ?? 0;
     expect((await viaEdge(tp.edgePort, 'front-app.localhost', '/again')).body).toBe('hello v2 /again');
@@ -422,7 +400,9 @@ describe.skipIf(!haproxy)('the HAProxy front over plain HTTP', () => {
       15_000,
       100,
     );
-    expect((await front.routes()).find((r) => r.host === 'front-app.localhost')!.port).toBe(appPort);
+    expect((await front.routes()).find((r) => r.host === 'front-app.localhost')!.servers).toEqual(
+      onThisMachine(appPort),
+    );
   }, 20_000);
 
   it('answers Wharf’s page once the app is stopped', async () => {

@@ -20,8 +20,8 @@ import {
   deployFiles,
   keepRequesting,
   logLines,
-  nodeApp,
   settled,
+  taskApp as app,
   upload,
   viaEdge,
   waitFor,
@@ -47,23 +47,6 @@ const reason = await requireSwarm();
 const podman = await requirePodman();
 const images = testImages() ?? { node: 'unset', python: 'unset' };
 const docker = new Docker();
-
-/** A Node app started with `node server.js`, that says which task answered. */
-const app = (greeting: string) => ({
-  ...nodeApp(greeting),
-  Procfile: 'web: node server.js\n',
-  'server.js': `
-const http = require('node:http');
-const os = require('node:os');
-const server = http.createServer((req, res) => {
-  if (req.url === '/task') return res.end(os.hostname());
-  if (req.url === '/crash') { res.end('bye'); setTimeout(() => process.exit(3), 10); return; }
-  res.end(${JSON.stringify(greeting)} + ' ' + req.url);
-});
-server.listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
-`,
-});
 
 async function servicesOf(tp: TestPlatform, projectId: string) {
   return docker.listServices({
@@ -470,7 +453,7 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
     ).toBe(true);
   }, 180_000);
 
-  it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s, at the next start if the registry was down', async () => {
+  it('deletes the registry’s copy of a release’s image once the release is gone, one a delete missed at the next start, and all of a deleted project’s, once the registry answers again if it was down', async () => {
     // keepReleases 1 keeps only the serving release: each deploy lets the one before it go, once its
     // service has drained.
     const dataDir = mkdtempSync(join(tmpdir(), 'wharf-swarm-registry-prune-'));
@@ -499,7 +482,8 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       const tags = () => registryTags(registry, repository);
       const releaseIds: string[] = [];
       for (const version of ['one', 'two', 'three']) {
-        await deployFiles(pruning, project.id, app(`version ${version}`));
+        // The first push carries the base image through the relay: 23 s once on a loaded CI machine.
+        await deployFiles(pruning, project.id, app(`version ${version}`), 150_000);
         releaseIds.push((await releasesOf(pruning, project.id)).find((r) => r.current)!.id);
       }
       // What the platform still keeps (the current release and those it can roll back to).
@@ -588,6 +572,36 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       );
       expect(await registryTags(registry, otherRepository)).toEqual([]);
       expect(janitor.deleted).toBe(kept.length + 1);
+
+      // A project deleted while the registry is down, the platform running on: its repository is
+      // emptied once the registry answers again, without a restart (here swept every half second).
+      await pruning.platform.app.close();
+      pruning = await startPlatform({ ...pruningConfig, registrySweepMs: 500 });
+      const later = await createProject(pruning, {
+        name: 'Later',
+        subdomain: 's-later',
+        deploy_source: 'upload',
+      });
+      const laterRepository = `wharf/${later.id.toLowerCase()}`;
+      await pushStray(`${registry.host}/${laterRepository}:rel_later`);
+      relay.down = true;
+      const laterGone = await call(`${pruning.api}/projects/${later.id}`, {
+        key: pruning.key,
+        method: 'DELETE',
+      });
+      expect(laterGone.status).toBe(200);
+      await pruning.platform.runtime.registryImages!.idle();
+      // Swept again and again while the registry is down: nothing is lost meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await leftovers()).toEqual([later.id]);
+      expect(await registryTags(registry, laterRepository)).toEqual(['rel_later']);
+      relay.down = false;
+      await until(
+        async () => (await leftovers()).length === 0,
+        'the deleted project’s repository to be emptied once the registry answers again',
+        30_000,
+      );
+      expect(await registryTags(registry, laterRepository)).toEqual([]);
     } finally {
       await pruning.close();
       await relay.close();
@@ -603,7 +617,7 @@ describe.skipIf(reason !== null)('the swarm runtime with a registry', () => {
       await publishTestImage(
         ref,
         {
-          'server.js': app('from their registry')['server.js'],
+          'server.js': app('from their registry')['server.js']!,
           Dockerfile: `FROM ${images.node}\nCOPY server.js /srv/\nENV PORT=7000\nEXPOSE 7000\nCMD ["node", "/srv/server.js"]\n`,
         },
         { authconfig: theirs.authconfig! },

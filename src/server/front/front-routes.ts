@@ -1,11 +1,12 @@
-// The front's routing table: the hosts HAProxy sends straight to an app's port (each app and service
-// host, each verified custom domain of a project), from the store and where the runtime runs them now.
+// The front's routing table: the hosts HAProxy sends straight to an app's servers (each app and service
+// host, each verified custom domain of a project), from the store and where the runtime runs them now:
+// a port on this machine, or the ports of a Swarm service's tasks.
 import type { PlatformConfig } from '../config.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import type { FrontRoute } from './haproxy-config.js';
 
-/** The hosts to send straight to an app's port: each app and service host, each verified domain. */
+/** The hosts to send straight to an app's servers: each app and service host, each verified domain. */
 export async function frontRoutes(
   db: Store,
   config: PlatformConfig,
@@ -27,21 +28,13 @@ export async function frontRoutes(
   const routes: FrontRoute[] = [];
   for (const row of hosts) {
     const service = row.label === row.subdomain ? null : row.label.slice(row.subdomain.length + 1);
-    const port = portOf(runtime, row.id, service);
-    if (port !== null) routes.push({ host: `${row.label}.${config.baseDomain}`, port, hsts: false });
+    // Static, down, deploying: none, and the Node edge answers.
+    const servers = runtime.servers(row.id, service);
+    if (servers) routes.push({ host: `${row.label}.${config.baseDomain}`, servers, hsts: false });
   }
   for (const row of domains) {
-    const port = portOf(runtime, row.project_id!, null);
-    if (port !== null) routes.push({ host: row.domain, port, hsts: row.hsts === 1 });
+    const servers = runtime.servers(row.project_id!, null);
+    if (servers) routes.push({ host: row.domain, servers, hsts: row.hsts === 1 });
   }
   return routes;
-}
-
-/** The port a host of the project goes to now, or null (static, down, deploying: the Node edge). */
-function portOf(runtime: Runtime, projectId: string, service: string | null): number | null {
-  const target = runtime.target(projectId, service);
-  if (target?.kind !== 'proxy') return null;
-  // Asked where it is, not sent a request: nothing to drain.
-  target.done();
-  return target.port;
 }

@@ -1,8 +1,9 @@
 // `--front haproxy`: HAProxy takes the public edge port (and the HTTPS port) and the Node edge moves
 // behind it, on a Unix socket. Wharf writes HAProxy's configuration from its routing table: hosts of
 // apps and services that run on a port, and verified custom domains linked to them, go straight to
-// 127.0.0.1:<port> (the Node edge as the backup server, for Wharf's pages when the app stops
-// answering); everything else goes to the Node edge. Certificates issued by the certificate manager are
+// 127.0.0.1:<port>, or to each task of a Swarm service on its machine's port, in turn (the Node edge
+// as the backup server, for Wharf's pages when the app stops answering); everything else goes to the
+// Node edge. Certificates issued by the certificate manager are
 // written for HAProxy (chain and key, 0600, in a 0700 folder). A change (a deploy switching ports, a
 // project stopped, a domain verified, a certificate issued) rewrites the files and reloads HAProxy
 // through its master CLI, a few at once after a short pause; a version being replaced is stopped only
@@ -25,7 +26,13 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { Store } from '../store/open.js';
 import { CertificateFiles, writeAtomic, writePages } from './front-files.js';
 import { frontRoutes } from './front-routes.js';
-import { EDGE_SOCKET, MASTER_SOCKET, type FrontRoute, renderFrontConfig } from './haproxy-config.js';
+import {
+  EDGE_SOCKET,
+  MASTER_SOCKET,
+  type FrontRoute,
+  type FrontServer,
+  renderFrontConfig,
+} from './haproxy-config.js';
 import {
   Haproxy,
   type HaproxyInstall,
@@ -168,7 +175,7 @@ export class FrontProxy {
     }
     this.unsubscribe = this.deps.runtime.routes.subscribe({
       changed: () => this.schedule(),
-      released: (ports) => this.released(ports),
+      released: (servers) => this.released(servers),
     });
     this.resync = setInterval(() => void this.applyNow(), RESYNC_MS);
     this.resync.unref();
@@ -254,14 +261,14 @@ export class FrontProxy {
   }
 
   /**
-   * A version of an app on `ports` is about to stop: resolves once HAProxy routes nothing new to those
-   * ports and no worker (a replaced one finishing its requests included) has a request on them.
+   * A version of an app answering at `servers` is about to stop: resolves once HAProxy routes nothing
+   * new to them and no worker (a replaced one finishing its requests included) has a request on them.
    */
-  async released(ports: number[]): Promise<void> {
+  async released(servers: FrontServer[]): Promise<void> {
     const haproxy = this.haproxy;
-    if (!haproxy || ports.length === 0) return;
+    if (!haproxy || servers.length === 0) return;
     await this.sync();
-    const addresses = ports.map((port) => `127.0.0.1:${port}`);
+    const addresses = servers.map((server) => `${server.host}:${server.port}`);
     const deadline = Date.now() + RELEASE_TIMEOUT_MS;
     while (!this.closed && Date.now() < deadline) {
       const procs = await haproxy.processes().catch(() => null);

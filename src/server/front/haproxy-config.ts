@@ -1,6 +1,7 @@
 // The HAProxy front's configuration, as a pure function of a routing snapshot: which hosts go straight
-// to an app's port (with the Node edge as the backup server, so that an app that stops answering gets
-// Wharf's own pages), which custom domains send HSTS, and which certificates it serves. Everything else
+// to an app's servers (its port on this machine, or its Swarm tasks' ports on their machines; with the
+// Node edge as the backup server, so that an app that stops answering gets Wharf's own pages), which
+// custom domains send HSTS, and which certificates it serves. Everything else
 // (tunnel hosts, `api.<base_domain>`, static sites, apps that are down or deploying, unknown hosts,
 // ACME challenges, bodies of unknown length) goes to the Node edge, over a Unix socket with the PROXY
 // protocol (v2, with the TLS flag), so that the Node edge sees the client's address and whether it came
@@ -9,12 +10,20 @@
 // Hostnames come from tenants (subdomains, custom domains): each one is checked against a strict
 // pattern here, and ends up only in map and list files (one name a line), never in the configuration's
 // own text. Paths in the configuration are fixed relative names: HAProxy runs in the front's folder.
+import { createHash } from 'node:crypto';
+import { isIPv4 } from 'node:net';
 import { isHostname } from '../../shared/dns-label.js';
 
-/** A host HAProxy sends straight to an app on 127.0.0.1. */
-export interface FrontRoute {
+/** Where an app answers: an IPv4 address and a port. */
+export interface FrontServer {
   host: string;
   port: number;
+}
+
+/** A host HAProxy sends straight to an app's servers (in turn, when there are several). */
+export interface FrontRoute {
+  host: string;
+  servers: FrontServer[];
   /** A custom domain whose owner turned HSTS on. */
   hsts: boolean;
 }
@@ -52,7 +61,7 @@ export interface FrontConfigOptions {
 /** The files the front's folder holds, by relative name. */
 export interface FrontFiles {
   'haproxy.cfg': string;
-  /** `<host> <backend>` for every host routed straight to an app. */
+  /** `<host> <backend>` for every host routed straight to an app's servers. */
   'hosts.map': string;
   /** Custom domains that send Strict-Transport-Security over HTTPS. */
   'hsts.lst': string;
@@ -80,6 +89,26 @@ export function isFrontHostname(host: string, options: { wildcard?: boolean } = 
 
 function isPort(port: number): boolean {
   return Number.isInteger(port) && port >= 1 && port <= 65_535;
+}
+
+/** Why HAProxy cannot be given `server`, or null. */
+function badServer(server: FrontServer): string | null {
+  if (!isIPv4(server.host)) return `${JSON.stringify(server.host)} is not an IPv4 address`;
+  return isPort(server.port) ? null : `port ${server.port} is not a port`;
+}
+
+/** The servers in one order, each once, as `host:port`. */
+function serverKeys(servers: readonly FrontServer[]): string[] {
+  return [...new Set(servers.map((s) => `${s.host}:${s.port}`))].sort();
+}
+
+/**
+ * A backend per set of servers, shared by the hosts of one app: `app_<port>` for an app on one port of
+ * this machine, `app_<digest>` for one on several servers or another machine.
+ */
+function backendOf(keys: readonly string[]): string {
+  if (keys.length === 1 && keys[0]!.startsWith('127.0.0.1:')) return `app_${keys[0]!.slice(10)}`;
+  return `app_${createHash('sha256').update(keys.join(',')).digest('hex').slice(0, 16)}`;
 }
 
 /** A certificate's file name in the front's `certs/` folder: `*.<domain>` becomes `_.<domain>.pem`. */
@@ -112,13 +141,22 @@ export interface RenderedFront {
 /** The configuration and its files for `snapshot`. Deterministic: the same input, the same text. */
 export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigOptions): RenderedFront {
   const skipped: string[] = [];
-  const routes = new Map<string, FrontRoute>();
+  const routes = new Map<string, { host: string; backend: string; hsts: boolean }>();
+  /** Each backend's servers, `host:port` in order. */
+  const backends = new Map<string, string[]>();
   for (const route of snapshot.routes) {
     const host = route.host.toLowerCase();
+    const bad = route.servers.map(badServer).find((why) => why !== null);
     if (!isFrontHostname(host)) skipped.push(`${JSON.stringify(route.host)}: not a hostname`);
-    else if (!isPort(route.port)) skipped.push(`${host}: port ${route.port} is not a port`);
+    else if (route.servers.length === 0) skipped.push(`${host}: no server`);
+    else if (bad) skipped.push(`${host}: ${bad}`);
     else if (host === options.apiHost) skipped.push(`${host}: the API's own host`);
-    else if (!routes.has(host)) routes.set(host, { ...route, host });
+    else if (!routes.has(host)) {
+      const keys = serverKeys(route.servers);
+      const backend = backendOf(keys);
+      backends.set(backend, keys);
+      routes.set(host, { host, backend, hsts: route.hsts });
+    }
   }
   if (!isFrontHostname(options.apiHost)) throw new Error(`"${options.apiHost}" is not a hostname`);
   const account = /^[a-z_][a-z0-9_-]{0,31}$/;
@@ -129,7 +167,6 @@ export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigO
     throw new Error(`the body limit ${options.bodyBytes} is not a byte count`);
   }
   const hosts = [...routes.values()].sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
-  const ports = [...new Set(hosts.map((r) => r.port))].sort((a, b) => a - b);
   const certificates = snapshot.certificates.filter((file) => {
     if (CERT_FILE.test(file)) return true;
     skipped.push(`${JSON.stringify(file)}: not a certificate file of the front`);
@@ -237,22 +274,32 @@ export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigO
     'backend node_edge',
     `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl`,
   );
-  for (const port of ports) {
-    lines.push(
-      '',
-      `backend app_${port}`,
-      // A refused connection marks the app down at once: its requests then go to the Node edge (which
-      // routes to where the app is now, or answers Wharf's page) until a check finds it up again.
-      `  server app ipv4@127.0.0.1:${port} check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down`,
-      `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl backup`,
-    );
+  // Apps on this machine by port, then the others by name.
+  const order = ([name, keys]: [string, string[]]) =>
+    keys.length === 1 && name === `app_${keys[0]!.slice(10)}` ? Number(keys[0]!.slice(10)) : Infinity;
+  const sorted = [...backends].sort(
+    (a, b) => order(a) - order(b) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+  );
+  for (const [backend, servers] of sorted) {
+    lines.push('', `backend ${backend}`);
+    // Several servers (a Swarm service's tasks) take requests in turn.
+    if (servers.length > 1) lines.push('  balance roundrobin');
+    for (const [index, server] of servers.entries()) {
+      // A refused connection marks a server down at once: its requests then go to the others, or to
+      // the Node edge (which routes to where the app is now, or answers Wharf's page) until a check
+      // finds it up again.
+      lines.push(
+        `  server ${servers.length > 1 ? `app${index + 1}` : 'app'} ipv4@${server} check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down`,
+      );
+    }
+    lines.push(`  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl backup`);
   }
   // An empty list is written as one comment line, which HAProxy skips: the file must exist.
   const list = (items: string[]) => (items.length === 0 ? '# none\n' : `${items.join('\n')}\n`);
   return {
     files: {
       'haproxy.cfg': `${lines.join('\n')}\n`,
-      'hosts.map': list(hosts.map((r) => `${r.host} app_${r.port}`)),
+      'hosts.map': list(hosts.map((r) => `${r.host} ${r.backend}`)),
       'hsts.lst': list(hosts.filter((r) => r.hsts).map((r) => r.host)),
       'crt-list.txt': list(certificates),
     },

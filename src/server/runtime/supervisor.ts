@@ -109,15 +109,18 @@ export interface SupervisorDeps {
   /** The serving instance went down for good: the runtime marks the project failed. */
   wentDown(project: Supervised, error: string): Promise<void>;
   closed(): boolean;
-  /** Where a project's requests go changed: a unit came up (on its ports) or went down (routes.ts). */
+  /**
+   * Where a project's requests go changed: a unit came up (on its ports) or went down, or a service's
+   * tasks answer elsewhere now (routes.ts).
+   */
   changed?(projectId: string): void;
   /**
    * The login an image source's project keeps for the registry `image` is in (its registry
    * credentials), or null: what a Swarm machine without the image pulls it with.
    */
   sourceAuth?(projectId: string, image: string): Promise<RegistryAuth | null>;
-  /** A drained instance is about to stop: resolves once a front proxy sends its ports nothing more. */
-  released?(ports: number[]): Promise<void>;
+  /** A drained instance is about to stop: resolves once a front proxy sends its servers nothing more. */
+  released?(servers: Endpoint[]): Promise<void>;
 }
 
 export class Supervisor {
@@ -218,8 +221,7 @@ export class Supervisor {
     instance.retiring = true;
     if (options.drain) {
       const deadline = Date.now() + DRAIN_TIMEOUT_MS;
-      const ports = instance.services.map((s) => s.port).filter((p): p is number => p !== null);
-      await this.deps.released?.(ports);
+      await this.deps.released?.(instance.services.flatMap((live) => serversOf(live) ?? []));
       while (instance.services.some((s) => s.inflight > 0) && Date.now() < deadline) await sleep(25);
     }
     for (const live of instance.services) live.up = false;
@@ -271,10 +273,7 @@ export class Supervisor {
    * kept-alive connection went, taken again while it is still one of the service's endpoints.
    */
   target(instance: Instance, service: string | null, stay?: Endpoint): EdgeTarget {
-    const live =
-      service === null
-        ? mainService(instance.services)
-        : instance.services.find((s) => s.spec.name === service);
+    const live = serviceOf(instance, service);
     if (!live) {
       return {
         kind: 'no-service',
@@ -299,6 +298,17 @@ export class Supervisor {
         done = true;
       },
     };
+  }
+
+  /**
+   * Every address a request for `service` (null: the main one) may go to now, for a front proxy's
+   * routing table; null when none is an app's (static, a worker, down): the Node edge answers those.
+   */
+  servers(instance: Instance, service: string | null): Endpoint[] | null {
+    const live = serviceOf(instance, service);
+    if (!live || live.spec.kind === 'worker' || live.spec.kind === 'static' || !live.up) return null;
+    const servers = serversOf(live);
+    return servers && servers.length > 0 ? servers : null;
   }
 
   private async launch(project: Supervised, instance: Instance, unit: Unit, build: Build | null) {
@@ -515,9 +525,12 @@ export class Supervisor {
       watcher: this.watcher(docker),
       onLine: this.outputSink(project, instance.plan),
       onEndpoints: (endpoints) => {
-        const before = unit.services.map((s) => s.up);
+        const before = unit.services.map((s) => s.endpoints);
         setEndpoints(unit, endpoints);
-        if (unit.services.some((s, i) => s.up !== before[i])) this.deps.changed?.(project.id);
+        // A front proxy with its own routing table must hear of a task that moved, not only of one
+        // that came up or went down.
+        if (unit.services.some((s, i) => !sameEndpoints(s.endpoints, before[i] ?? null)))
+          this.deps.changed?.(project.id);
       },
     });
   }
@@ -761,6 +774,29 @@ function nextEndpoint(live: LiveService, stay?: Endpoint): Endpoint | null {
 
 function local(port: number): Endpoint {
   return { host: '127.0.0.1', port };
+}
+
+/** The service a request for `service` (null: the main one) is for, if the instance has it. */
+function serviceOf(instance: Instance, service: string | null): LiveService | undefined {
+  return service === null
+    ? mainService(instance.services)
+    : instance.services.find((s) => s.spec.name === service);
+}
+
+/** Where a web service answers: its tasks' endpoints (swarm), or its port on this machine. */
+function serversOf(live: LiveService): Endpoint[] | null {
+  if (live.endpoints) return live.endpoints.map((endpoint) => ({ ...endpoint }));
+  return live.port === null ? null : [local(live.port)];
+}
+
+function sameEndpoints(a: readonly Endpoint[] | null, b: readonly Endpoint[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  const key = (list: readonly Endpoint[]) =>
+    list
+      .map((e) => `${e.host} ${e.port}`)
+      .sort()
+      .join(',');
+  return a.length === b.length && key(a) === key(b);
 }
 
 /** What runs a container plan's unit: its image and command, its env, its ports inside, its limits. */

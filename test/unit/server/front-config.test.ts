@@ -30,11 +30,14 @@ const options: FrontConfigOptions = {
   runAs: null,
 };
 
+/** An app on `port` of this machine. */
+const at = (port: number) => [{ host: '127.0.0.1', port }];
+
 const snapshot: FrontSnapshot = {
   routes: [
-    { host: 'shop.example.com', port: 40001, hsts: false },
-    { host: 'shop-api.example.com', port: 40002, hsts: false },
-    { host: 'www.shop.test', port: 40001, hsts: true },
+    { host: 'shop.example.com', servers: at(40001), hsts: false },
+    { host: 'shop-api.example.com', servers: at(40002), hsts: false },
+    { host: 'www.shop.test', servers: at(40001), hsts: true },
   ],
   certificates: [],
 };
@@ -82,6 +85,44 @@ describe('renderFrontConfig', () => {
     expect(cfg).toContain(`gt ${100 * 1024 * 1024}`);
   });
 
+  it('sends the hosts of an app on several servers (a Swarm service’s tasks) to them in turn', () => {
+    const tasks = [
+      { host: '10.0.0.12', port: 30_002 },
+      { host: '10.0.0.11', port: 30_001 },
+    ];
+    const { files, skipped } = renderFrontConfig(
+      {
+        routes: [
+          { host: 'swarm.example.com', servers: tasks, hsts: false },
+          // The same servers in another order: the same backend.
+          { host: 'www.swarm.test', servers: [...tasks].reverse(), hsts: false },
+          { host: 'shop.example.com', servers: at(40001), hsts: false },
+        ],
+        certificates: [],
+      },
+      options,
+    );
+    expect(skipped).toEqual([]);
+    const backend = /^swarm\.example\.com (app_[0-9a-f]{16})$/m.exec(files['hosts.map'])![1]!;
+    expect(files['hosts.map']).toContain(`www.swarm.test ${backend}\n`);
+    expect(files['hosts.map']).toContain('shop.example.com app_40001\n');
+    const cfg = files['haproxy.cfg'];
+    expect(cfg).toContain(
+      `backend ${backend}\n  balance roundrobin\n` +
+        '  server app1 ipv4@10.0.0.11:30001 check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down\n' +
+        '  server app2 ipv4@10.0.0.12:30002 check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down\n' +
+        '  server edge unix@edge.sock send-proxy-v2-ssl backup',
+    );
+    // Another set of servers, another backend; one machine's port is its own.
+    const moved = renderFrontConfig(
+      { routes: [{ host: 'swarm.example.com', servers: [tasks[0]!], hsts: false }], certificates: [] },
+      options,
+    );
+    expect(moved.files['hosts.map']).not.toContain(backend);
+    expect(moved.files['hosts.map']).toMatch(/^swarm\.example\.com app_[0-9a-f]{16}\n$/);
+    if (haproxy) expect(check(files)).toBeNull();
+  });
+
   it('is the same text for the same table, whatever the order it came in', () => {
     const reversed = { ...snapshot, routes: [...snapshot.routes].reverse() };
     expect(renderFrontConfig(reversed, options).files).toEqual(renderFrontConfig(snapshot, options).files);
@@ -108,7 +149,7 @@ describe('renderFrontConfig', () => {
     expect(standard.files['haproxy.cfg']).toContain('location https://%[var(txn.host)]%[pathq]');
   });
 
-  it('leaves out (and says so) a host that is not a plain DNS name, a bad port, and the API host', () => {
+  it('leaves out (and says so) a host that is not a plain DNS name, a bad server, and the API host', () => {
     const hostile = [
       'evil.test\n  bind 0.0.0.0:1',
       'evil.test app_1\nother.test',
@@ -127,21 +168,40 @@ describe('renderFrontConfig', () => {
     const { files, skipped } = renderFrontConfig(
       {
         routes: [
-          ...hostile.map((host) => ({ host, port: 40001, hsts: true })),
-          { host: 'ok.test', port: 0, hsts: false },
-          { host: 'ok.test', port: 70_000, hsts: false },
-          { host: 'api.example.com', port: 40001, hsts: false },
-          { host: 'Mixed.Case.Test', port: 40003, hsts: false },
+          ...hostile.map((host) => ({ host, servers: at(40001), hsts: true })),
+          { host: 'ok.test', servers: at(0), hsts: false },
+          { host: 'ok.test', servers: at(70_000), hsts: false },
+          { host: 'api.example.com', servers: at(40001), hsts: false },
+          { host: 'Mixed.Case.Test', servers: at(40003), hsts: false },
+          // Servers come from Docker, yet nothing but an IPv4 address and a port gets in.
+          { host: 'ok.test', servers: [], hsts: false },
+          {
+            host: 'ok.test',
+            servers: [{ host: '10.0.0.1:1 backup\n  server x 1.2.3.4', port: 1 }],
+            hsts: false,
+          },
+          { host: 'ok.test', servers: [{ host: 'node.example.com', port: 30_000 }], hsts: false },
+          { host: 'ok.test', servers: [{ host: '::1', port: 30_000 }], hsts: false },
+          {
+            host: 'ok.test',
+            servers: [
+              { host: '10.0.0.1', port: 30_000 },
+              { host: '10.0.0.2', port: -1 },
+            ],
+            hsts: false,
+          },
         ],
         certificates: ['../../etc/shadow', 'certs/x.pem\n  bind :1', 'certs/ok.test.pem'],
       },
       options,
     );
-    expect(skipped).toHaveLength(hostile.length + 3 + 2);
+    expect(skipped).toHaveLength(hostile.length + 3 + 5 + 2);
     expect(files['hosts.map']).toBe('mixed.case.test app_40003\n');
     expect(files['hsts.lst']).toBe('# none\n');
     expect(files['crt-list.txt']).toBe('certs/ok.test.pem\n');
-    expect(files['haproxy.cfg']).not.toMatch(/evil|quote|%\[src\]\.test|bind 0\.0\.0\.0:1|shadow/);
+    expect(files['haproxy.cfg']).not.toMatch(
+      /evil|quote|%\[src\]\.test|bind 0\.0\.0\.0:1|shadow|1\.2\.3\.4|10\.0\.0/,
+    );
   });
 
   it('never lets a generated host or certificate line break out of its file (property)', () => {
@@ -149,7 +209,7 @@ describe('renderFrontConfig', () => {
       fc.property(fc.array(fc.string({ maxLength: 30 }), { maxLength: 8 }), (hosts) => {
         const { files } = renderFrontConfig(
           {
-            routes: hosts.map((host, i) => ({ host, port: 40_000 + i, hsts: i % 2 === 0 })),
+            routes: hosts.map((host, i) => ({ host, servers: at(40_000 + i), hsts: i % 2 === 0 })),
             certificates: hosts.map((host) => `certs/${host}.pem`),
           },
           options,

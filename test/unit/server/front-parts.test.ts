@@ -227,21 +227,24 @@ describe('RouteEvents', () => {
     expect(heard).toEqual(['prj_1']);
   });
 
-  it('waits for every listener to release ports, a failing one counting as done', async () => {
+  it('waits for every listener to release servers, a failing one counting as done', async () => {
     const routes = new RouteEvents();
     const order: string[] = [];
     routes.subscribe({
       changed: () => undefined,
-      released: async (ports) => {
+      released: async (servers) => {
         await new Promise((r) => setTimeout(r, 30));
-        order.push(`slow ${ports.join(',')}`);
+        order.push(`slow ${servers.map((s) => `${s.host}:${s.port}`).join(',')}`);
       },
     });
     routes.subscribe({ changed: () => undefined, released: () => Promise.reject(new Error('gone')) });
     routes.subscribe({ changed: () => undefined });
-    await routes.released([4000, 4001]);
+    await routes.released([
+      { host: '127.0.0.1', port: 4000 },
+      { host: '10.0.0.2', port: 30_001 },
+    ]);
     order.push('released');
-    expect(order).toEqual(['slow 4000,4001', 'released']);
+    expect(order).toEqual(['slow 127.0.0.1:4000,10.0.0.2:30001', 'released']);
     await routes.released([]);
   });
 });
