@@ -175,6 +175,11 @@ export interface PlatformConfig {
    */
   registry: RegistryConfig | null;
   /**
+   * How often the registry is asked again for the deletes it missed while it did not answer (the
+   * images of releases gone, the repositories of projects deleted meanwhile).
+   */
+  registrySweepMs: number;
+  /**
    * Whether a platform shutting down stops its apps' containers too. Off: they keep serving while it
    * is down, and the next start follows them again without a restart.
    */
@@ -234,6 +239,8 @@ export interface RegistryConfig {
   host: string;
   username: string | null;
   password: string | null;
+  /** Where Docker's engine keeps the CAs it trusts for registries (registry-api.ts); /etc/docker/certs.d. */
+  certsDir?: string;
 }
 
 /** `host[:port]` of a registry: a DNS name or IPv4 address, and a port, no scheme nor path. */
@@ -290,6 +297,7 @@ export function resolveConfig(partial: PlatformConfigInput = {}): PlatformConfig
     sandbox: { uidBase: 200_000, memoryMiB: 2048, pids: 1024, cpus: 1, ...partial.sandbox },
     images: { ...DEFAULT_IMAGES, ...partial.images },
     registry: partial.registry ?? null,
+    registrySweepMs: partial.registrySweepMs ?? 5 * 60_000,
     stopContainersOnExit: partial.stopContainersOnExit ?? false,
     gitHostUrl: (partial.gitHostUrl ?? 'https://github.com').replace(/\/+$/, ''),
     localRepos: partial.localRepos ?? true,

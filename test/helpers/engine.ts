@@ -10,13 +10,20 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { type IncomingMessage, createServer as createHttpServer, request as httpRequest } from 'node:http';
+import {
+  type IncomingMessage,
+  type ServerResponse,
+  createServer as createHttpServer,
+  request as httpRequest,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { PLATFORM_LABEL, buildImage } from '../../src/server/runtime/drivers/docker.js';
+import type { TokenService } from './registry-tokens.js';
 
 export interface TestImages {
   /** Debian bookworm's nodejs and npm (Node 18), bash, ca-certificates. */
@@ -178,7 +185,13 @@ export function bcryptHash(password: string): string {
   return hash;
 }
 
-function registryConfig(dir: string, port: number, htpasswd: string | null, deletes: boolean): string {
+function registryConfig(
+  dir: string,
+  port: number,
+  htpasswd: string | null,
+  deletes: boolean,
+  tokens: { service: TokenService; bundle: string } | null,
+): string {
   // JSON strings are valid YAML double-quoted scalars: no quoting surprises with paths.
   const q = JSON.stringify;
   return [
@@ -196,6 +209,16 @@ function registryConfig(dir: string, port: number, htpasswd: string | null, dele
     `  addr: ${q(`127.0.0.1:${port}`)}`,
     `  secret: ${q(randomBytes(16).toString('hex'))}`,
     ...(htpasswd ? ['auth:', '  htpasswd:', '    realm: wharf-test', `    path: ${q(htpasswd)}`] : []),
+    ...(tokens
+      ? [
+          'auth:',
+          '  token:',
+          `    realm: ${q(tokens.service.realm)}`,
+          `    service: ${q(tokens.service.service)}`,
+          `    issuer: ${q(tokens.service.issuer)}`,
+          `    rootcertbundle: ${q(tokens.bundle)}`,
+        ]
+      : []),
     '',
   ].join('\n');
 }
@@ -211,13 +234,14 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * Debian's `docker-registry serve` on 127.0.0.1 and a free port, storing into a fresh temporary
- * folder; with `auth`, behind basic auth (htpasswd); `deletes: false`, refusing deletes (405), as
- * distribution does by default. Resolves once GET /v2/ answers 200 (at most 20 s). close() stops it and
+ * folder; with `auth`, behind basic auth (htpasswd); with `tokens`, behind that token service instead
+ * (its clients need a token from it); `deletes: false`, refusing deletes (405), as distribution does
+ * by default. Resolves once GET /v2/ answers 200 (at most 20 s). close() stops it and
  * removes the folder.
  */
 export async function startRegistry(
   auth?: RegistryAuth,
-  options: { deletes?: boolean } = {},
+  options: { deletes?: boolean; tokens?: TokenService } = {},
 ): Promise<TestRegistry> {
   if (auth && (!auth.user || /[:\n]/.test(auth.user) || /\n/.test(auth.password))) {
     throw new Error('registry user names cannot be empty or contain ":" or newlines');
@@ -231,18 +255,24 @@ export async function startRegistry(
   try {
     mkdirSync(join(dir, 'data'));
     let htpasswd: string | null = null;
-    if (auth) {
+    let tokens: { service: TokenService; bundle: string } | null = null;
+    if (options.tokens) {
+      tokens = { service: options.tokens, bundle: join(dir, 'token-root.pem') };
+      writeFileSync(tokens.bundle, options.tokens.certPem);
+    } else if (auth) {
       htpasswd = join(dir, 'htpasswd');
       writeFileSync(htpasswd, `${auth.user}:${bcryptHash(auth.password)}\n`, { mode: 0o600 });
     }
-    const headers: Record<string, string> = auth
-      ? { authorization: `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` }
-      : {};
+    const headers: Record<string, string> = tokens
+      ? { authorization: `Bearer ${tokens.service.mint([])}` }
+      : auth
+        ? { authorization: `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` }
+        : {};
     // The free port may be taken between freePort() and the registry's listen: then try another.
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       const config = join(dir, 'config.yml');
-      writeFileSync(config, registryConfig(dir, port, htpasswd, options.deletes ?? true));
+      writeFileSync(config, registryConfig(dir, port, htpasswd, options.deletes ?? true, tokens));
       const output: string[] = [];
       const started: ChildProcess = spawn('docker-registry', ['serve', config], {
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -323,7 +353,10 @@ export async function registryTags(
   return (((await answer.json()) as { tags: string[] | null }).tags ?? []).sort();
 }
 
-/** A plain HTTP relay in front of a registry: what is asked of it can be watched, and it can go down. */
+/**
+ * A relay in front of a registry, plain HTTP or (with `tls`) HTTPS, as a TLS-terminating proxy serves
+ * one: what is asked of it can be watched, and it can go down.
+ */
 export interface RegistryRelay {
   /** host:port, to name as the registry. */
   host: string;
@@ -335,8 +368,10 @@ export interface RegistryRelay {
 export async function startRegistryRelay(
   target: string,
   onRequest: (req: IncomingMessage) => void = () => undefined,
+  /** With `tls.clientCa`, a client must present a certificate that CA signed. */
+  options: { tls?: { certPem: string; keyPem: string; clientCa?: string } } = {},
 ): Promise<RegistryRelay> {
-  const server = createHttpServer((req, res) => {
+  const relayRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (relay.down) {
       req.socket.destroy();
       return;
@@ -352,7 +387,19 @@ export async function startRegistryRelay(
     );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
-  });
+  };
+  const server = options.tls
+    ? createHttpsServer(
+        {
+          cert: options.tls.certPem,
+          key: options.tls.keyPem,
+          ...(options.tls.clientCa
+            ? { ca: options.tls.clientCa, requestCert: true, rejectUnauthorized: true }
+            : {}),
+        },
+        relayRequest,
+      )
+    : createHttpServer(relayRequest);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const relay: RegistryRelay = {
     host: `127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -79,6 +79,8 @@ export class Runtime {
   private readonly images: ImageJanitor;
   /** The registry's copies of built images whose releases are gone (swarm runtime with --registry). */
   readonly registryImages: RegistryJanitor | null;
+  /** Asks the registry again for what it missed (sweepRegistry), every `registrySweepMs`. */
+  private readonly registrySweeps: NodeJS.Timeout | null = null;
   private readonly warn: (message: string) => void;
 
   constructor(
@@ -128,6 +130,14 @@ export class Runtime {
     this.warn = warn;
     this.registryImages =
       chosen.kind === 'swarm' && config.registry ? new RegistryJanitor(config.registry, warn) : null;
+    if (this.registryImages) {
+      this.registrySweeps = setInterval(() => {
+        this.sweepRegistry('behind').catch((error: unknown) =>
+          this.warn(`sweeping the registry again failed: ${String(error)}`),
+        );
+      }, config.registrySweepMs);
+      this.registrySweeps.unref();
+    }
     const commands = chosen.driver ?? {
       kind: 'process' as const,
       prepare: async () => {},
@@ -155,7 +165,7 @@ export class Runtime {
       resources,
       closed: () => this.closed,
       changed: (projectId) => this.routes.changed(projectId),
-      released: (ports) => this.routes.released(ports),
+      released: (servers) => this.routes.released(servers),
       sourceAuth: async (projectId, image) => {
         const row = await db
           .selectFrom('projects')
@@ -440,7 +450,7 @@ export class Runtime {
    */
   async restore(options: { except?: ReadonlySet<string>; rows?: ProjectsTable[] } = {}): Promise<void> {
     const rows = options.rows ?? (await this.prepareRestore());
-    this.sweepRegistry().catch((error: unknown) =>
+    this.sweepRegistry('every project').catch((error: unknown) =>
       this.warn(`sweeping the registry failed: ${String(error)}`),
     );
     killOrphans(join(this.config.dataDir, 'apps'));
@@ -491,6 +501,7 @@ export class Runtime {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.registrySweeps) clearInterval(this.registrySweeps);
     await Promise.all(
       [...this.states.values()].map(async (state) => {
         for (const timer of state.timers) clearTimeout(timer);
@@ -519,6 +530,15 @@ export class Runtime {
   target(projectId: string, service: string | null, stay?: Endpoint): EdgeTarget | null {
     const instance = this.states.get(projectId)?.current;
     return instance ? this.supervisor.target(instance, service, stay) : null;
+  }
+
+  /**
+   * Every address a request for `service` (null: the main one) of a project may go to now, or null
+   * when the Node edge answers it (static, a worker, stopped, down): a front proxy's routing table.
+   */
+  servers(projectId: string, service: string | null): Endpoint[] | null {
+    const instance = this.states.get(projectId)?.current;
+    return instance ? this.supervisor.servers(instance, service) : null;
   }
 
   /**
@@ -789,30 +809,40 @@ export class Runtime {
   }
 
   /**
-   * The registry's images of releases that went while their deletes could not be made (the registry
-   * was down, the platform stopped first): deleted now, for every project, and every image of the
-   * deleted projects whose repositories a delete could not empty (run where restore runs).
+   * Deletes the registry's images of releases that went while their deletes could not be made (the
+   * registry was down, the platform stopped first), and every image of the deleted projects noted in
+   * registry_leftovers whose repositories a delete could not empty. At a start (where restore runs)
+   * every project's repository is read; while the platform runs, every `registrySweepMs`, only those
+   * of the projects whose deletes the registry did not answer since (takeBehind), and nothing is asked
+   * while nothing is behind.
    */
-  private async sweepRegistry(): Promise<void> {
+  private async sweepRegistry(scope: 'every project' | 'behind'): Promise<void> {
     const janitor = this.registryImages;
-    if (!janitor) return;
+    if (!janitor || this.closed) return;
+    const noted = (await this.db.selectFrom('registry_leftovers').select('project_id').execute()).map(
+      (row) => row.project_id,
+    );
+    if (scope === 'behind' && !janitor.isBehind() && noted.length === 0) return;
     const projects = new Set(
       (await this.db.selectFrom('projects').select('id').execute()).map((project) => project.id),
     );
-    const ofProjects = janitor
-      .sweep([...projects], (id) => this.releases.liveIds(id))
-      .catch((error: unknown) => this.warn(`sweeping the registry failed: ${String(error)}`));
-    const leftovers = await this.db.selectFrom('registry_leftovers').select('project_id').execute();
-    const deleted = leftovers.map((row) => row.project_id).filter((id) => !projects.has(id));
+    const live = scope === 'behind' ? janitor.takeBehind().filter((id) => projects.has(id)) : [...projects];
     // A row of a project that is still there (its delete failed after it was noted) stays for later.
-    if (deleted.length > 0) await this.forgetLeftovers(await janitor.sweep(deleted, async () => []));
-    await ofProjects;
+    const deleted = noted.filter((id) => !projects.has(id));
+    const sweeps = await Promise.allSettled([
+      live.length > 0 ? janitor.sweep(live, (id) => this.releases.liveIds(id)) : null,
+      deleted.length > 0
+        ? janitor.sweep(deleted, async () => []).then((emptied) => this.forgetLeftovers(emptied))
+        : null,
+    ]);
+    const failed = sweeps.find((sweep) => sweep.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
    * Deletes every image of a project being deleted from the platform's registry, in the background; it
-   * is noted first, so that the next start empties its repository if this cannot (the registry is down,
-   * the platform stops first).
+   * is noted first, so that a later sweep empties its repository if this cannot (the registry is down,
+   * the platform stops first): sweepRegistry, while it runs and at its next start.
    */
   private async emptyRegistry(projectId: string): Promise<void> {
     const janitor = this.registryImages;
