@@ -102,13 +102,29 @@ function serverKeys(servers: readonly FrontServer[]): string[] {
   return [...new Set(servers.map((s) => `${s.host}:${s.port}`))].sort();
 }
 
+/** An app's backend in the configuration: its name, its servers, and where it is listed. */
+interface AppBackend {
+  name: string;
+  /** `host:port` each, in order. */
+  servers: string[];
+  /** The port of an app on one port of this machine (listed first, by port); null for the others. */
+  localPort: number | null;
+}
+
+const LOCAL = '127.0.0.1:';
+
 /**
  * A backend per set of servers, shared by the hosts of one app: `app_<port>` for an app on one port of
  * this machine, `app_<digest>` for one on several servers or another machine.
  */
-function backendOf(keys: readonly string[]): string {
-  if (keys.length === 1 && keys[0]!.startsWith('127.0.0.1:')) return `app_${keys[0]!.slice(10)}`;
-  return `app_${createHash('sha256').update(keys.join(',')).digest('hex').slice(0, 16)}`;
+function backendOf(servers: readonly FrontServer[]): AppBackend {
+  const keys = serverKeys(servers);
+  if (keys.length === 1 && keys[0]!.startsWith(LOCAL)) {
+    const port = Number(keys[0]!.slice(LOCAL.length));
+    return { name: `app_${port}`, servers: keys, localPort: port };
+  }
+  const digest = createHash('sha256').update(keys.join(',')).digest('hex').slice(0, 16);
+  return { name: `app_${digest}`, servers: keys, localPort: null };
 }
 
 /** A certificate's file name in the front's `certs/` folder: `*.<domain>` becomes `_.<domain>.pem`. */
@@ -142,8 +158,7 @@ export interface RenderedFront {
 export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigOptions): RenderedFront {
   const skipped: string[] = [];
   const routes = new Map<string, { host: string; backend: string; hsts: boolean }>();
-  /** Each backend's servers, `host:port` in order. */
-  const backends = new Map<string, string[]>();
+  const backends = new Map<string, AppBackend>();
   for (const route of snapshot.routes) {
     const host = route.host.toLowerCase();
     const bad = route.servers.map(badServer).find((why) => why !== null);
@@ -152,10 +167,9 @@ export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigO
     else if (bad) skipped.push(`${host}: ${bad}`);
     else if (host === options.apiHost) skipped.push(`${host}: the API's own host`);
     else if (!routes.has(host)) {
-      const keys = serverKeys(route.servers);
-      const backend = backendOf(keys);
-      backends.set(backend, keys);
-      routes.set(host, { host, backend, hsts: route.hsts });
+      const backend = backendOf(route.servers);
+      backends.set(backend.name, backend);
+      routes.set(host, { host, backend: backend.name, hsts: route.hsts });
     }
   }
   if (!isFrontHostname(options.apiHost)) throw new Error(`"${options.apiHost}" is not a hostname`);
@@ -275,13 +289,13 @@ export function renderFrontConfig(snapshot: FrontSnapshot, options: FrontConfigO
     `  server edge unix@${EDGE_SOCKET} send-proxy-v2-ssl`,
   );
   // Apps on this machine by port, then the others by name.
-  const order = ([name, keys]: [string, string[]]) =>
-    keys.length === 1 && name === `app_${keys[0]!.slice(10)}` ? Number(keys[0]!.slice(10)) : Infinity;
-  const sorted = [...backends].sort(
-    (a, b) => order(a) - order(b) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+  const sorted = [...backends.values()].sort(
+    (a, b) =>
+      (a.localPort ?? Infinity) - (b.localPort ?? Infinity) ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
   );
-  for (const [backend, servers] of sorted) {
-    lines.push('', `backend ${backend}`);
+  for (const { name, servers } of sorted) {
+    lines.push('', `backend ${name}`);
     // Several servers (a Swarm service's tasks) take requests in turn.
     if (servers.length > 1) lines.push('  balance roundrobin');
     for (const [index, server] of servers.entries()) {
