@@ -34,3 +34,29 @@ export function gatheredWriter(to: Writable, full: () => void): (chunk: Buffer) 
     return gathering || ok;
   };
 }
+
+/** Parts that come to less than this are joined into one buffer; larger ones are written as they are. */
+const JOIN_BELOW = 16 * 1024;
+
+/**
+ * Writes the parts a framer handed out (an edited head, then the body bytes that followed it in the
+ * same read) with `write` as one write: small ones joined, larger ones corked into one writev, so that
+ * a 64 KiB body is not copied into a new buffer to put a head before it. Returns what `write` said of
+ * the last of them, or false if any said stop.
+ */
+export function writeParts(
+  to: Writable,
+  write: (chunk: Buffer) => boolean,
+  parts: readonly Buffer[],
+): boolean {
+  if (parts.length === 1) return parts[0]!.length === 0 || write(parts[0]!);
+  let size = 0;
+  for (const part of parts) size += part.length;
+  if (size === 0) return true;
+  if (size < JOIN_BELOW) return write(Buffer.concat(parts, size));
+  to.cork();
+  let ok = true;
+  for (const part of parts) if (part.length > 0 && !write(part)) ok = false;
+  to.uncork();
+  return ok;
+}

@@ -36,8 +36,12 @@ export const MAX_METADATA = 16 * 1024;
 const MAX_WINDOW = 2 ** 31 - 1;
 /** A receiver gives its window back in steps of at least this much (small exchanges send no WINDOW). */
 const CREDIT_STEP = STREAM_WINDOW / 4;
-/** Frames gathered in one turn up to this size are joined into one buffer; larger ones go as a writev. */
-const JOIN_LIMIT = 64 * 1024;
+/**
+ * A payload this large goes to the socket as it is, in the turn's writev; the frames' headers and
+ * smaller payloads between such ones are joined into one buffer (a copy costs less than a writev's
+ * entry up to a few KiB, far more than it for a body).
+ */
+const WRITE_WHOLE = 8 * 1024;
 /** The code a stream reset from the other side, or cut with its connection, closes with (HTTP/2's CANCEL). */
 export const MUX_CANCEL = 8;
 
@@ -69,7 +73,7 @@ export class MuxStream extends Duplex {
   private received = 0;
   private credited = 0;
   /** A write waiting for the peer's window: the bytes left and its callback. */
-  private stalled: { chunk: Buffer; done: (error?: Error | null) => void } | null = null;
+  private stalled: { chunks: Buffer[]; done: (error?: Error | null) => void } | null = null;
   private remoteEnded = false;
   private localEnded = false;
 
@@ -97,7 +101,18 @@ export class MuxStream extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.send(chunk, done);
+    this.send([chunk], done);
+  }
+
+  /** Writes made while corked (a head and the body after it) go out in the same turn's frames. */
+  override _writev(
+    chunks: Array<{ chunk: Buffer; encoding: BufferEncoding }>,
+    done: (error?: Error | null) => void,
+  ): void {
+    this.send(
+      chunks.map(({ chunk }) => chunk),
+      done,
+    );
   }
 
   override _final(done: (error?: Error | null) => void): void {
@@ -160,21 +175,23 @@ export class MuxStream extends Duplex {
     const stalled = this.stalled;
     if (stalled) {
       this.stalled = null;
-      this.send(stalled.chunk, stalled.done);
+      this.send(stalled.chunks, stalled.done);
     }
   }
 
-  private send(chunk: Buffer, done: (error?: Error | null) => void): void {
-    let rest = chunk;
-    while (rest.length > 0) {
-      const size = Math.min(rest.length, this.sendWindow, MAX_PAYLOAD);
-      if (size === 0) {
-        this.stalled = { chunk: rest, done };
-        return;
+  private send(chunks: Buffer[], done: (error?: Error | null) => void): void {
+    for (let i = 0; i < chunks.length; i++) {
+      let rest = chunks[i]!;
+      while (rest.length > 0) {
+        const size = Math.min(rest.length, this.sendWindow, MAX_PAYLOAD);
+        if (size === 0) {
+          this.stalled = { chunks: [rest, ...chunks.slice(i + 1)], done };
+          return;
+        }
+        this.mux.sendFrame(DATA, this.id, size === rest.length ? rest : rest.subarray(0, size));
+        this.sendWindow -= size;
+        rest = rest.subarray(size);
       }
-      this.mux.sendFrame(DATA, this.id, size === rest.length ? rest : rest.subarray(0, size));
-      this.sendWindow -= size;
-      rest = rest.subarray(size);
     }
     this.mux.whenWritable(done);
   }
@@ -368,10 +385,24 @@ export class Mux extends EventEmitter<{
     this.parts = [];
     this.size = 0;
     if (this.closed) return;
-    if (size <= JOIN_LIMIT) this.socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+    if (!parts.some((part) => part.length >= WRITE_WHOLE))
+      this.socket.write(joinParts(parts, 0, parts.length, size));
     else {
       this.socket.cork();
-      for (const part of parts) this.socket.write(part);
+      let from = 0;
+      let joined = 0;
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i]!;
+        if (part.length < WRITE_WHOLE) {
+          joined += part.length;
+          continue;
+        }
+        if (joined > 0) this.socket.write(joinParts(parts, from, i, joined));
+        this.socket.write(part);
+        from = i + 1;
+        joined = 0;
+      }
+      if (joined > 0) this.socket.write(joinParts(parts, from, parts.length, joined));
       this.socket.uncork();
     }
     this.full = this.socket.writableNeedDrain;
@@ -516,4 +547,16 @@ function metadataOf(payload: Buffer): Record<string, string> {
     metadata[key] = String(value);
   }
   return metadata;
+}
+
+/** parts[from..to) (`size` bytes in all) as one buffer: the part itself when there is one. */
+function joinParts(parts: readonly Buffer[], from: number, to: number, size: number): Buffer {
+  if (to - from === 1) return parts[from]!;
+  const joined = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    joined.set(parts[i]!, at);
+    at += parts[i]!.length;
+  }
+  return joined;
 }

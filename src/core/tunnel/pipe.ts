@@ -14,7 +14,7 @@ import {
   rewriteHead,
   withoutLastLine,
 } from './http1.js';
-import { gatheredWriter } from './gather.js';
+import { gatheredWriter, writeParts } from './gather.js';
 import type { MuxStream } from './mux.js';
 import { OURS, STREAM_HEADERS, noAnswerText } from './protocol.js';
 
@@ -125,9 +125,7 @@ export function answerPipe(stream: PipeStream, options: PipeOptions): void {
 
   const write = gatheredWriter(socket, () => stream.pause());
   const toApp = (parts: Buffer[]) => {
-    for (const part of parts) {
-      if (part.length > 0 && !write(part)) stream.pause();
-    }
+    if (parts.length > 0 && !writeParts(socket, write, parts)) stream.pause();
   };
   const release = (upgraded: boolean) => {
     if (held === null) return;
@@ -208,8 +206,7 @@ export function answerPipe(stream: PipeStream, options: PipeOptions): void {
       responses.raw = true;
       out = [chunk];
     }
-    const data = out.length === 1 ? out[0]! : Buffer.concat(out);
-    if (data.length > 0 && !stream.write(data)) socket.pause();
+    if (out.length > 0 && !writeParts(stream, (part) => stream.write(part), out)) socket.pause();
   });
   socket.on('end', () => {
     try {

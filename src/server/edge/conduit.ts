@@ -19,7 +19,7 @@ import {
   headerValue,
   rewriteHead,
 } from '../../core/tunnel/http1.js';
-import { gatheredWriter } from '../../core/tunnel/gather.js';
+import { gatheredWriter, writeParts } from '../../core/tunnel/gather.js';
 import { OURS } from '../../core/tunnel/protocol.js';
 import type { HeaderList } from '../../shared/api/tunnels.js';
 import { type EdgePage, pageResponse } from './pages.js';
@@ -269,8 +269,8 @@ export class Conduit {
 
   private toUpstream(parts: Buffer[]): void {
     if (parts.length === 0 || this.upstream.destroyed) return;
-    const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-    if (!this.upstream.write(data)) this.upstreamFull = true;
+    const upstream = this.upstream;
+    if (!writeParts(upstream, (part) => upstream.write(part), parts)) this.upstreamFull = true;
   }
 
   /** No request is in flight or under way, and the connection is still HTTP. */
@@ -324,8 +324,8 @@ export class Conduit {
     }
     // What the framer passes on, when heads may be rewritten (a head cut over two chunks comes out
     // whole with the second); else the chunk as it came.
-    const data = this.options.responseHop && out !== null ? joined(out) : chunk;
-    if (data.length > 0 && !this.toPublic(data)) this.upstream.pause();
+    const parts = this.options.responseHop && out !== null ? out : [chunk];
+    if (parts.length > 0 && !writeParts(this.socket, this.toPublic, parts)) this.upstream.pause();
   }
 
   /** A response went out whole: reroute once none is left, else read on (or wait, idle). */
@@ -497,13 +497,6 @@ function withoutHopHeaders(head: MessageHead): Buffer | undefined {
   if (listed === null && !hasAnyHeader(head.headers, RESPONSE_HOP)) return undefined;
   return rewriteHead(head.raw, listed ? new Set([...RESPONSE_HOP, ...listed]) : RESPONSE_HOP, []);
 }
-
-function joined(parts: Buffer[]): Buffer {
-  if (parts.length === 1) return parts[0]!;
-  return parts.length === 0 ? EMPTY : Buffer.concat(parts);
-}
-
-const EMPTY = Buffer.alloc(0);
 
 /** A Host header's name: lowercase, without its port or a final dot. */
 export function normalizeHost(value: string | undefined): string {

@@ -252,6 +252,29 @@ describe('flow control', () => {
     await writeAll;
   });
 
+  it('sends writes made while corked together, in order, waiting for the window in the middle of them', async () => {
+    const { edge, client } = await joined();
+    const opened = once(client, 'stream') as Promise<[MuxStream]>;
+    const out = edge.open({});
+    const [inbound] = await opened;
+    inbound.pause();
+    // Three writes of 3 MiB: the window (4 MiB) runs out in the second.
+    const pieces = [0, 1, 2].map(() => randomBytes(3 * MiB));
+    let written = false;
+    out.cork();
+    for (const piece of pieces) out.write(piece);
+    out.write(Buffer.alloc(0), () => (written = true));
+    out.uncork();
+    await until(() => inbound.readableLength >= STREAM_WINDOW - 64 * 1024, 'a window to arrive');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(inbound.readableLength).toBeLessThanOrEqual(STREAM_WINDOW);
+    expect(written).toBe(false);
+    const all = read(inbound, 9 * MiB);
+    inbound.resume();
+    expect(sha(await all)).toBe(sha(Buffer.concat(pieces)));
+    await until(() => written, 'the corked writes to be done');
+  });
+
   it('cuts writes larger than a frame may be, and they arrive whole', async () => {
     const { edge, client } = await joined();
     const opened = once(client, 'stream') as Promise<[MuxStream]>;
