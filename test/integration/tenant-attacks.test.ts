@@ -218,14 +218,8 @@ async function keepsServing(
   return { answered, slowestHealthMs };
 }
 
-/**
- * How fast /health must answer during a flood, and how many rounds of health and the victim's page
- * (100 ms apart) must come in 4 s. A platform the flood stopped answers none in that time; one that
- * keeps serving on a shared 2-core machine, with the flooding app and another test file busy beside
- * it, was seen at 1.7 s for its slowest answer and at 8 rounds (fresh-clone CI of cd8008a).
- */
-const HEALTH_MS = 3_000;
-const ROUNDS_IN_4S = 5;
+/** How fast /health must answer during a flood (a shared 2-core machine is slow, but not this slow). */
+const HEALTH_MS = 1_500;
 
 /**
  * An app of the attacker whose start command prints the long line, then lines without end: the
@@ -255,7 +249,7 @@ async function floodFromTheApp(
     const serving = await keepsServing(tp, victim, 4_000);
     // What was seen, said by any check below that fails (this one has failed once under a loaded CI).
     const seen = () => JSON.stringify({ serving, ...followed });
-    expect(serving.answered, seen()).toBeGreaterThanOrEqual(ROUNDS_IN_4S);
+    expect(serving.answered, seen()).toBeGreaterThan(10);
     expect(serving.slowestHealthMs, seen()).toBeLessThan(HEALTH_MS);
 
     // The line was stored in pieces, each marked as cut and the next as continuing it; what came
@@ -654,7 +648,7 @@ describe.skipIf(!hasBwrap)('tenant output floods in the sandbox', () => {
       done.catch(() => undefined);
       const serving = await keepsServing(tp, victimPage, 60_000, () => !building);
       detail = await done;
-      expect(serving.answered).toBeGreaterThanOrEqual(ROUNDS_IN_4S);
+      expect(serving.answered).toBeGreaterThan(10);
       expect(serving.slowestHealthMs).toBeLessThan(HEALTH_MS);
     } finally {
       followed.close();
