@@ -41,8 +41,8 @@ const JOIN_BELOW = 16 * 1024;
 /**
  * Writes the parts a framer handed out (an edited head, then the body bytes that followed it in the
  * same read) with `write` as one write: small ones joined, larger ones corked into one writev, so that
- * a 64 KiB body is not copied into a new buffer to put a head before it. Returns what `write` said of
- * the last of them, or false if any said stop.
+ * a 64 KiB body is not copied into a new buffer to put a head before it. Returns false when `write`
+ * said to stop.
  */
 export function writeParts(
   to: Writable,

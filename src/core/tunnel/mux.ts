@@ -385,24 +385,21 @@ export class Mux extends EventEmitter<{
     this.parts = [];
     this.size = 0;
     if (this.closed) return;
-    if (!parts.some((part) => part.length >= WRITE_WHOLE))
-      this.socket.write(joinParts(parts, 0, parts.length, size));
-    else {
+    if (!parts.some((part) => part.length >= WRITE_WHOLE)) {
+      this.socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+    } else {
       this.socket.cork();
-      let from = 0;
-      let joined = 0;
-      for (let i = 0; i < parts.length; i++) {
-        const part = parts[i]!;
+      let run: Buffer[] = [];
+      for (const part of parts) {
         if (part.length < WRITE_WHOLE) {
-          joined += part.length;
+          run.push(part);
           continue;
         }
-        if (joined > 0) this.socket.write(joinParts(parts, from, i, joined));
+        if (run.length > 0) this.socket.write(run.length === 1 ? run[0]! : Buffer.concat(run));
+        run = [];
         this.socket.write(part);
-        from = i + 1;
-        joined = 0;
       }
-      if (joined > 0) this.socket.write(joinParts(parts, from, parts.length, joined));
+      if (run.length > 0) this.socket.write(run.length === 1 ? run[0]! : Buffer.concat(run));
       this.socket.uncork();
     }
     this.full = this.socket.writableNeedDrain;
@@ -547,16 +544,4 @@ function metadataOf(payload: Buffer): Record<string, string> {
     metadata[key] = String(value);
   }
   return metadata;
-}
-
-/** parts[from..to) (`size` bytes in all) as one buffer: the part itself when there is one. */
-function joinParts(parts: readonly Buffer[], from: number, to: number, size: number): Buffer {
-  if (to - from === 1) return parts[from]!;
-  const joined = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (let i = from; i < to; i++) {
-    joined.set(parts[i]!, at);
-    at += parts[i]!.length;
-  }
-  return joined;
 }
