@@ -321,20 +321,31 @@ describe.each([
   });
 });
 
+/** A tunnel client of the platform's for `localPort` on `subdomain`, started (and stopped after all). */
+async function startClient(
+  localPort: number,
+  subdomain: string,
+  more: { capture?: boolean } = {},
+): Promise<TunnelClient> {
+  const client = new TunnelClient({
+    platformUrl: tp.api.replace(/\/api\/v1$/, ''),
+    apiKey: tp.key,
+    localPort,
+    subdomain,
+    ...more,
+  });
+  clients.push(client);
+  await client.start();
+  return client;
+}
+
 describe('a tunnel whose bodies grow large', () => {
   it('moves its connections to streams the client reads, and back to relayed ones when they shrink, capturing each exchange once, bodies whole', async () => {
     const big = await startRecordingApp((req, res) =>
       res.end(req.url === '/big' ? 'b'.repeat(64 * 1024) : 'small'),
     );
     const connections = () => Math.max(0, ...big.received.map((r) => r.connection));
-    const client = new TunnelClient({
-      platformUrl: tp.api.replace(/\/api\/v1$/, ''),
-      apiKey: tp.key,
-      localPort: big.port,
-      subdomain: 'relay-switch',
-    });
-    clients.push(client);
-    await client.start();
+    const client = await startClient(big.port, 'relay-switch');
     const onClient: Array<{ id: string; size: number; kept: number }> = [];
     client.on('exchange', (e) =>
       onClient.push({ id: e.request.id, size: e.request.response_size, kept: e.responseBody.length }),
@@ -359,6 +370,33 @@ describe('a tunnel whose bodies grow large', () => {
       await until(() => onClient.length === 161, 'the client to capture all 161');
       expect(new Set(onClient.map((e) => e.id))).toEqual(new Set(edge.body.map((r) => r.id)));
       for (const e of onClient) expect(e.kept).toBe(e.size);
+    } finally {
+      agent.destroy();
+      await big.close();
+    }
+  });
+
+  it('stays relayed for a client that takes no captures: no bodies are sent to it, so none would cross twice', async () => {
+    const big = await startRecordingApp((_req, res) => res.end('b'.repeat(64 * 1024)));
+    const connections = () => Math.max(0, ...big.received.map((r) => r.connection));
+    await startClient(big.port, 'relay-big-quiet', { capture: false });
+    const tunnel = edgeTunnel('relay-big-quiet')!;
+    expect([tunnel.relays, tunnel.captures]).toEqual([true, null]);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const ask = () => viaEdge(tp.edgePort, 'relay-big-quiet.tunnel.localhost', '/big', { agent });
+      for (let i = 0; i < 40; i++) expect((await ask()).body).toHaveLength(64 * 1024);
+      expect(tunnel.relayNow).toBe(true);
+      // One public connection, one relay stream, one connection to the app: never moved to a read stream.
+      expect(connections()).toBe(1);
+      // The edge captured all of them for the platform's own history, bodies whole.
+      await until(() => tunnel.ring.total === 40, 'the edge to capture all 40');
+      const edge = await call<Array<{ id: string; response_size: number }>>(
+        `${tp.api}/tunnels/relay-big-quiet/requests`,
+        { key: tp.key },
+      );
+      expect(edge.body).toHaveLength(40);
+      for (const r of edge.body) expect(r.response_size).toBe(64 * 1024);
     } finally {
       agent.destroy();
       await big.close();

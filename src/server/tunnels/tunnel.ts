@@ -97,12 +97,13 @@ export class Tunnel {
 
   /**
    * Whether a public connection goes to the client as a relay stream now: its client offered `relay`,
-   * and the tunnel's bodies are small. A relay client is sent its captures, bodies and all, so large
-   * bodies would cross the tunnel twice; a client that reads the stream keeps them as they pass. Past
-   * 32 KiB on average, new streams are read by the client; under 8 KiB, relayed again.
+   * and it takes no captures or the tunnel's bodies are small. A relay client is sent its captures,
+   * bodies and all, so large bodies would cross the tunnel twice; a client that reads the stream keeps
+   * them as they pass. Past 32 KiB on average, new streams are read by the client; under 8 KiB,
+   * relayed again.
    */
   get relayNow(): boolean {
-    return this.relays && this.relaying;
+    return this.relays && (this.relaying || this.captures === null);
   }
 
   /**
