@@ -7,12 +7,13 @@
 import type http2 from 'node:http2';
 import { type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TunnelClient } from '../../src/core/tunnel/client.js';
+import type { TunnelClient } from '../../src/core/tunnel/client.js';
 import type { CapturedRequest } from '../../src/shared/api/tunnels.js';
 import { type LocalApp, type ReceivedRequest, startRecordingApp } from '../helpers/local-app.js';
 import { until } from '../helpers/poll.js';
 import type { Mux } from '../../src/core/tunnel/mux.js';
 import { openMuxStreams, openStreams } from '../helpers/tunnel-streams.js';
+import { startTunnelClient } from '../helpers/tunnel-client.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
 
 let tp: TestPlatform;
@@ -44,18 +45,7 @@ async function startTunnel(
   relay = true,
   mux = true,
 ): Promise<TunnelClient> {
-  const client = new TunnelClient({
-    platformUrl: tp.api.replace(/\/api\/v1$/, ''),
-    apiKey: tp.key,
-    localPort,
-    subdomain,
-    pipe,
-    relay,
-    mux,
-  });
-  await client.start();
-  clients.push(client);
-  return client;
+  return startTunnelClient(tp, { localPort, subdomain, pipe, relay, mux }, clients);
 }
 
 function host(sub: string): string {

@@ -19,6 +19,7 @@ import { TUNNEL_HEADERS, TUNNEL_UPGRADE_PROTOCOL } from '../../src/shared/api/tu
 import { CaptureSender } from '../../src/server/tunnels/capture-sender.js';
 import type { Tunnel } from '../../src/server/tunnels/tunnel.js';
 import { type LocalApp, startRecordingApp, startTextApp } from '../helpers/local-app.js';
+import { startTunnelClient } from '../helpers/tunnel-client.js';
 import { viaEdge } from '../helpers/deploy.js';
 import { until } from '../helpers/poll.js';
 import { type TestPlatform, call, startPlatform } from '../helpers/platform.js';
@@ -149,16 +150,11 @@ describe('a relay client', () => {
   });
 
   it('sends its app the Host it asked for, and one that does not capture is sent no captures', async () => {
-    const client = new TunnelClient({
-      platformUrl: tp.api.replace(/\/api\/v1$/, ''),
-      apiKey: tp.key,
-      localPort: app.port,
-      subdomain: 'relay-quiet',
-      hostHeader: 'app.internal:8080',
-      capture: false,
-    });
-    clients.push(client);
-    await client.start();
+    const client = await startTunnelClient(
+      tp,
+      { localPort: app.port, subdomain: 'relay-quiet', hostHeader: 'app.internal:8080', capture: false },
+      clients,
+    );
     const exchanges: string[] = [];
     client.on('exchange', (e) => exchanges.push(e.request.id));
     const tunnel = edgeTunnel('relay-quiet')!;
@@ -321,31 +317,13 @@ describe.each([
   });
 });
 
-/** A tunnel client of the platform's for `localPort` on `subdomain`, started (and stopped after all). */
-async function startClient(
-  localPort: number,
-  subdomain: string,
-  more: { capture?: boolean } = {},
-): Promise<TunnelClient> {
-  const client = new TunnelClient({
-    platformUrl: tp.api.replace(/\/api\/v1$/, ''),
-    apiKey: tp.key,
-    localPort,
-    subdomain,
-    ...more,
-  });
-  clients.push(client);
-  await client.start();
-  return client;
-}
-
 describe('a tunnel whose bodies grow large', () => {
   it('moves its connections to streams the client reads, and back to relayed ones when they shrink, capturing each exchange once, bodies whole', async () => {
     const big = await startRecordingApp((req, res) =>
       res.end(req.url === '/big' ? 'b'.repeat(64 * 1024) : 'small'),
     );
     const connections = () => Math.max(0, ...big.received.map((r) => r.connection));
-    const client = await startClient(big.port, 'relay-switch');
+    const client = await startTunnelClient(tp, { localPort: big.port, subdomain: 'relay-switch' }, clients);
     const onClient: Array<{ id: string; size: number; kept: number }> = [];
     client.on('exchange', (e) =>
       onClient.push({ id: e.request.id, size: e.request.response_size, kept: e.responseBody.length }),
@@ -379,7 +357,11 @@ describe('a tunnel whose bodies grow large', () => {
   it('stays relayed for a client that takes no captures: no bodies are sent to it, so none would cross twice', async () => {
     const big = await startRecordingApp((_req, res) => res.end('b'.repeat(64 * 1024)));
     const connections = () => Math.max(0, ...big.received.map((r) => r.connection));
-    await startClient(big.port, 'relay-big-quiet', { capture: false });
+    await startTunnelClient(
+      tp,
+      { localPort: big.port, subdomain: 'relay-big-quiet', capture: false },
+      clients,
+    );
     const tunnel = edgeTunnel('relay-big-quiet')!;
     expect([tunnel.relays, tunnel.captures]).toEqual([true, null]);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -389,7 +371,7 @@ describe('a tunnel whose bodies grow large', () => {
       expect(tunnel.relayNow).toBe(true);
       // One public connection, one relay stream, one connection to the app: never moved to a read stream.
       expect(connections()).toBe(1);
-      // The edge captured all of them for the platform's own history, bodies whole.
+      // The edge captured all of them for the platform's own history, each with its whole size.
       await until(() => tunnel.ring.total === 40, 'the edge to capture all 40');
       const edge = await call<Array<{ id: string; response_size: number }>>(
         `${tp.api}/tunnels/relay-big-quiet/requests`,
