@@ -34,6 +34,10 @@
 // --bulk-only: the bulk streams alone (download and upload, with the RSS), e.g. to profile them;
 // --direction download|upload: one of the two.
 // --capture on|off (with --quick): that way alone, e.g. for a profile of one of them.
+// --variants A,B (with --quick): capture stays on, and where the rounds would switch it off and on they
+// set globalThis.WHARF_VARIANT to B and A in both processes instead: two versions of the data path
+// compared in the same processes, round by round (a change tried behind a temporary check of that
+// global; separate builds in separate runs differ by more than most changes do).
 // --rate N (with --quick): N requests/s offered instead of as many as wrk gets through: the CPU per
 // request then compares two versions without the saturated machine's noise.
 //
@@ -79,6 +83,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     body: { type: 'string', default: '13 B' },
     capture: { type: 'string' },
+    variants: { type: 'string' },
   },
 });
 
@@ -204,6 +209,10 @@ async function servePlatform(dataDir) {
   answerStats(() => platform.app.close());
   process.on('message', (message) => {
     if (message?.cmd === 'capture') {
+      if (variantFor(message.on) !== null) {
+        globalThis.WHARF_VARIANT = variantFor(message.on);
+        return process.send({ cmd: 'capture', ok: true });
+      }
       // A build from before the switch existed would ignore it: say so rather than measure nothing.
       if (!('capture' in platform.tunnels)) return process.send({ cmd: 'capture', ok: false });
       platform.tunnels.capture = message.on;
@@ -233,6 +242,10 @@ async function serveClient({ module, platformUrl, apiKey, localPort, transport }
   answerStats();
   process.on('message', (message) => {
     if (message?.cmd === 'capture') {
+      if (variantFor(message.on) !== null) {
+        globalThis.WHARF_VARIANT = variantFor(message.on);
+        return process.send({ cmd: 'capture', ok: true });
+      }
       start(message.on).then(() => process.send({ cmd: 'capture', ok: true }));
     }
   });
@@ -248,11 +261,16 @@ function start(mode, args = []) {
   const profile = values['cpu-prof']
     ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof'], '--cpu-prof-name', `${mode}.cpuprofile`]
     : [];
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', mode, '--dist', values.dist, ...args], {
-    stdio: 'inherit',
-    // The flags `wharf` runs Node with, as the platform and the client run in use.
-    execArgv: [...wharfNodeFlags(), ...profile, ...values['node-flag']],
-  });
+  const variants = values.variants === undefined ? [] : ['--variants', values.variants];
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['--serve', mode, '--dist', values.dist, ...variants, ...args],
+    {
+      stdio: 'inherit',
+      // The flags `wharf` runs Node with, as the platform and the client run in use.
+      execArgv: [...wharfNodeFlags(), ...profile, ...values['node-flag']],
+    },
+  );
   return new Promise((resolve, reject) => {
     child.once('message', (info) => resolve({ child, ...info }));
     child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)));
@@ -364,6 +382,13 @@ async function fixedRate(target, path, rate) {
   return { requests: result.requests.average, total: result.requests.total };
 }
 
+/** --variants A,B: the variant for capture on (A) and for capture off (B); null without the option. */
+function variantFor(on) {
+  if (values.variants === undefined) return null;
+  const [a = '', b = ''] = values.variants.split(',');
+  return on ? a : b;
+}
+
 /** --quick: one load (13 B, or --body '64 KiB'), round after round, capture on and off in turn. */
 async function quick(targets, cpuOf, platform, client, rounds) {
   const quickPath = new Map(BODIES).get(values.body);
@@ -402,13 +427,19 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   const pairs =
     rows.on.length === rows.off.length ? rows.on.map((on, i) => ({ on: on.rps, off: rows.off[i].rps })) : [];
   console.log(`\n${values.body} at 50 connections, medians of ${rows.direct.length} rounds`);
+  const label = (on) =>
+    values.variants === undefined
+      ? `capture ${on ? 'on ' : 'off'}`
+      : `variant '${variantFor(on)}'`.padEnd(
+          Math.max(...values.variants.split(',').map((v) => v.length)) + 10,
+        );
   console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
   for (const way of ['off', 'on']) {
     const r = rows[way];
     if (r.length === 0) continue;
     const rps = median(r.map((x) => x.rps));
     console.log(
-      `  capture ${way.padEnd(3)}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs; page faults/request: ${fmt(median(r.map((x) => x.edgeFaults)), 2)}, ${fmt(median(r.map((x) => x.clientFaults)), 2)}`,
+      `  ${label(way === 'on')}  ${fmt(rps).padStart(7)} req/s  ratio ${fmt(rps / direct, 3)}  CPU/request: platform ${fmt(median(r.map((x) => x.edge)), 1)} µs, client ${fmt(median(r.map((x) => x.client)), 1)} µs; page faults/request: ${fmt(median(r.map((x) => x.edgeFaults)), 2)}, ${fmt(median(r.map((x) => x.clientFaults)), 2)}`,
     );
     const calls = (key, i) => fmt(median(r.map((x) => x[key][i])), 2);
     console.log(
@@ -418,12 +449,14 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   if (pairs.length > 0 && !values.rate) {
     const c = summarizePairs(pairs);
     console.log(
-      `  capture costs ${fmt(c.cost * 100, 1)} %, the median of the rounds' (${c.costs.map((x) => fmt(x * 100, 0)).join(', ')} %)`,
+      `  ${values.variants === undefined ? 'capture' : `variant '${variantFor(true)}'`} costs ${fmt(c.cost * 100, 1)} %, the median of the rounds' (${c.costs.map((x) => fmt(x * 100, 0)).join(', ')} %)`,
     );
   }
 }
 
 async function main() {
+  if (values.variants !== undefined && (!values.quick || values.variants.split(',').length !== 2))
+    throw new Error('--variants takes two names, A,B, and goes with --quick');
   const temp = mkdtempSync(join(tmpdir(), 'wharf-bench-tunnel-'));
   const dataDir = join(temp, 'data');
   const moduleDir = join(temp, 'module');
