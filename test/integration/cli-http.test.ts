@@ -145,6 +145,16 @@ describe('wharf http', () => {
       .find((l) => l.includes('/hello?from=edge'))!;
     expect(line).toMatch(/^\d\d:\d\d:\d\d {2}GET /);
 
+    // Requests stored in one batch are printed in one write, still a line each.
+    await Promise.all([1, 2, 3, 4, 5].map((i) => get(tp.edgePort, `/batch-${i}`, host)));
+    await run.waitFor(() => (run.stdout().match(/\/batch-\d/g) ?? []).length === 5, 'the batch’s lines');
+    const batch = run
+      .stdout()
+      .split('\n')
+      .filter((l) => l.includes('/batch-'));
+    expect(batch).toHaveLength(5);
+    for (const l of batch) expect(l).toMatch(/^\d\d:\d\d:\d\d {2}GET\s+\/batch-[1-5]\s+200\s+\d+ ms$/);
+
     // A request the app fails: the line says why.
     await get(tp.edgePort, '/fail', host);
     // No response from the app: the status is the tunnel client's own 502, beside why.
@@ -200,7 +210,11 @@ describe('wharf http', () => {
     const mirror = new Mirror(join(run.home, 'mirror.db'));
     try {
       const paths = mirror.captures.list({}).requests.map((r) => r.path);
-      expect(paths).toEqual(['/after', '/fail', '/hello?from=edge']);
+      // Newest first; the batch's five, sent at once, in whichever order they were stored.
+      expect(paths).toHaveLength(8);
+      expect(paths.slice(0, 2)).toEqual(['/after', '/fail']);
+      expect(paths.slice(2, 7).sort()).toEqual(['/batch-1', '/batch-2', '/batch-3', '/batch-4', '/batch-5']);
+      expect(paths[7]).toBe('/hello?from=edge');
     } finally {
       mirror.close();
     }
