@@ -27,7 +27,7 @@ import { type CapturedExchange, Scratch, bodyInto, bodyLength } from '../capture
 import { capturedTunnels, listCaptures, tunnelMatch } from './captures-query.js';
 import { indexedText } from './captures-text.js';
 
-export { CAPTURES_MIGRATION, migrateCapturesToSpecFields } from './captures-schema.js';
+export { CAPTURES_FIFO_MERGES, CAPTURES_MIGRATION, migrateCapturesToSpecFields } from './captures-schema.js';
 export { ftsQuery } from './captures-query.js';
 
 const DEFAULT_CAPTURE_LIMIT_BYTES = 256 * 1024 * 1024;

@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import type { Project } from '../../shared/api/projects.js';
 import {
+  CAPTURES_FIFO_MERGES,
   CAPTURES_MIGRATION,
   CaptureStore,
   type CaptureStoreOptions,
@@ -36,6 +37,8 @@ const MIGRATIONS: Array<string | ((db: SQLite.Database) => void)> = [
   CAPTURES_MIGRATION,
   // 3: stored exchanges in SPEC.md §2.4's fields (captures.ts).
   migrateCapturesToSpecFields,
+  // 4: the search index merges away evicted rows a whole segment at a time (captures-schema.ts).
+  CAPTURES_FIFO_MERGES,
 ];
 
 export interface MirrorScope {

@@ -438,6 +438,46 @@ describe('CaptureStore', () => {
     expect(mirror.captures.list({ q: 'word39' }).total).toBe(1);
   });
 
+  it('under eviction without end, keeps its file bounded and its search right (the index merges whole segments away)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-captures-'));
+    dirs.push(dir);
+    const file = join(dir, 'mirror.db');
+    const mirror = open(file, 400_000);
+    const config = new SQLite(file, { readonly: true });
+    try {
+      expect(config.prepare("SELECT v FROM captured_fts_config WHERE k = 'deletemerge'").get()).toEqual({
+        v: 100,
+      });
+      const pages = () => config.pragma('page_count', { simple: true }) as number;
+      const sizes: number[] = [];
+      let last = '';
+      for (let round = 0; round < 6; round++) {
+        for (let i = 0; i < 1_500; i++) {
+          const e = exchange({
+            path: `/r${round}/n${i}`,
+            responseHeaders: json,
+            responseBody: `{"word":"w${round}x${i}"}`,
+          });
+          last = e.request.id;
+          mirror.captures.add(e, origin);
+        }
+        mirror.captures.flush();
+        expect(mirror.captures.stats().bytes).toBeLessThanOrEqual(400_000);
+        sizes.push(pages());
+      }
+      // Rounds 3 to 6 write as much as the first two and evict as much as they write: the file
+      // stops growing once the history is full (its free pages reused).
+      expect(Math.max(...sizes.slice(3))).toBeLessThanOrEqual(1.25 * sizes[2]!);
+      // What was evicted is not found; what is kept is.
+      expect(mirror.captures.list({ q: 'w0x5' }).total).toBe(0);
+      expect(mirror.captures.list({ q: 'w5x1499' }).total).toBe(1);
+      expect(mirror.captures.list({ limit: 1 }).requests[0]!.id).toBe(last);
+      expect(mirror.integrityCheck()).toBe('ok');
+    } finally {
+      config.close();
+    }
+  });
+
   it('clears everything or one tunnel', () => {
     const mirror = open();
     mirror.captures.add(exchange({ path: '/a', requestHeaders: [{ name: 'x', value: 'findme' }] }), origin);
@@ -649,6 +689,20 @@ describe('the Mirror upgrade to SPEC.md §2.4 fields (user_version 3)', () => {
     // New exchanges go in beside the upgraded ones.
     mirror.captures.add(exchange({ path: '/new' }), origin);
     expect(mirror.captures.list({}).total).toBe(4);
+  });
+
+  it('then sets the search index to merge evicted rows away a whole segment at a time (user_version 4)', () => {
+    const file = oldDatabase();
+    open(file).close();
+    const db = new SQLite(file, { readonly: true });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(4);
+      expect(db.prepare("SELECT v FROM captured_fts_config WHERE k = 'deletemerge'").get()).toEqual({
+        v: 100,
+      });
+    } finally {
+      db.close();
+    }
   });
 
   it('runs once: a database already upgraded is left as it is', () => {
