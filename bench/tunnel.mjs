@@ -87,6 +87,9 @@ const { values } = parseArgs({
   },
 });
 
+/** --variants A,B as [A, B], or null without the option. */
+const VARIANTS = values.variants === undefined ? null : values.variants.split(',');
+
 const ROOT = new URL('..', import.meta.url);
 const DIST = pathToFileURL(`${resolve(fileURLToPath(ROOT), values.dist)}/`);
 const SUBDOMAIN = 'bench';
@@ -209,7 +212,7 @@ async function servePlatform(dataDir) {
   answerStats(() => platform.app.close());
   process.on('message', (message) => {
     if (message?.cmd === 'capture') {
-      if (variantFor(message.on) !== null) {
+      if (VARIANTS !== null) {
         globalThis.WHARF_VARIANT = variantFor(message.on);
         return process.send({ cmd: 'capture', ok: true });
       }
@@ -242,7 +245,7 @@ async function serveClient({ module, platformUrl, apiKey, localPort, transport }
   answerStats();
   process.on('message', (message) => {
     if (message?.cmd === 'capture') {
-      if (variantFor(message.on) !== null) {
+      if (VARIANTS !== null) {
         globalThis.WHARF_VARIANT = variantFor(message.on);
         return process.send({ cmd: 'capture', ok: true });
       }
@@ -382,11 +385,9 @@ async function fixedRate(target, path, rate) {
   return { requests: result.requests.average, total: result.requests.total };
 }
 
-/** --variants A,B: the variant for capture on (A) and for capture off (B); null without the option. */
+/** The variant for capture on (A) and for capture off (B); null without --variants. */
 function variantFor(on) {
-  if (values.variants === undefined) return null;
-  const [a = '', b = ''] = values.variants.split(',');
-  return on ? a : b;
+  return VARIANTS === null ? null : VARIANTS[on ? 0 : 1];
 }
 
 /** --quick: one load (13 B, or --body '64 KiB'), round after round, capture on and off in turn. */
@@ -428,11 +429,9 @@ async function quick(targets, cpuOf, platform, client, rounds) {
     rows.on.length === rows.off.length ? rows.on.map((on, i) => ({ on: on.rps, off: rows.off[i].rps })) : [];
   console.log(`\n${values.body} at 50 connections, medians of ${rows.direct.length} rounds`);
   const label = (on) =>
-    values.variants === undefined
+    VARIANTS === null
       ? `capture ${on ? 'on ' : 'off'}`
-      : `variant '${variantFor(on)}'`.padEnd(
-          Math.max(...values.variants.split(',').map((v) => v.length)) + 10,
-        );
+      : `variant '${variantFor(on)}'`.padEnd(Math.max(...VARIANTS.map((v) => v.length)) + 10);
   console.log(`  direct       ${fmt(direct).padStart(7)} req/s`);
   for (const way of ['off', 'on']) {
     const r = rows[way];
@@ -449,13 +448,13 @@ async function quick(targets, cpuOf, platform, client, rounds) {
   if (pairs.length > 0 && !values.rate) {
     const c = summarizePairs(pairs);
     console.log(
-      `  ${values.variants === undefined ? 'capture' : `variant '${variantFor(true)}'`} costs ${fmt(c.cost * 100, 1)} %, the median of the rounds' (${c.costs.map((x) => fmt(x * 100, 0)).join(', ')} %)`,
+      `  ${VARIANTS === null ? 'capture' : `variant '${variantFor(true)}'`} costs ${fmt(c.cost * 100, 1)} %, the median of the rounds' (${c.costs.map((x) => fmt(x * 100, 0)).join(', ')} %)`,
     );
   }
 }
 
 async function main() {
-  if (values.variants !== undefined && (!values.quick || values.variants.split(',').length !== 2))
+  if (VARIANTS !== null && (!values.quick || VARIANTS.length !== 2))
     throw new Error('--variants takes two names, A,B, and goes with --quick');
   const temp = mkdtempSync(join(tmpdir(), 'wharf-bench-tunnel-'));
   const dataDir = join(temp, 'data');
