@@ -18,7 +18,11 @@ export default defineConfig({
       externalizeDeps: { include: ['better-sqlite3'] },
       sourcemap: true,
       rolldownOptions: {
-        input: { index: resolve(root, 'src/main/index.ts') },
+        input: {
+          index: resolve(root, 'src/main/index.ts'),
+          // The traffic history's writer thread, beside index.js (src/main/index.ts passes its path).
+          'history-writer': resolve(root, 'src/core/mirror/history-writer.ts'),
+        },
       },
     },
   },

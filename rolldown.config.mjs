@@ -11,7 +11,13 @@
 import { defineConfig } from 'rolldown';
 
 export default defineConfig({
-  input: { cli: 'src/cli/index.ts', platform: 'src/server/app.ts', tunnel: 'src/core/tunnel/client.ts' },
+  input: {
+    cli: 'src/cli/index.ts',
+    platform: 'src/server/app.ts',
+    tunnel: 'src/core/tunnel/client.ts',
+    // The traffic history's writer thread (core/mirror/history-thread.ts loads it by this name).
+    'history-writer': 'src/core/mirror/history-writer.ts',
+  },
   platform: 'node',
   external: [/^node:/, 'better-sqlite3', 'dockerode'],
   resolve: { extensionAlias: { '.js': ['.ts', '.js'] } },

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { wharfHome } from '../server/config.js';
 import { parsePort } from './options.js';
-import { wharfPackage } from './package-root.js';
+import { wharfPackage } from '../core/package-root.js';
 import { UsageError, type Io } from './io.js';
 
 interface AppOptions {

@@ -11,7 +11,7 @@ import { BridgeError, type LocalTunnel } from '../shared/bridge.js';
 import { DNS_LABEL_PATTERN, RESERVED_SUBDOMAINS, isHostHeaderMode } from '../shared/dns-label.js';
 import { apiKeyOption, caOption, localPort, platformOption, secretStore, wharfHomeDir } from './connect.js';
 import { CommandExit, type Io } from './io.js';
-import { wharfPackage } from './package-root.js';
+import { wharfPackage } from '../core/package-root.js';
 
 export const DEFAULT_INSPECT = '127.0.0.1:4040';
 

@@ -15,7 +15,7 @@ import { projectsCommand } from './projects.js';
 import { releasesCommand } from './releases.js';
 import { rollbackCommand } from './rollback.js';
 import { stopCommand } from './stop.js';
-import { wharfPackage } from './package-root.js';
+import { wharfPackage } from '../core/package-root.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;

@@ -26,7 +26,9 @@ import { LogFollowers } from './api-client/log-follower.js';
 import { toDetail } from './capture/capture.js';
 import { toCurl } from './capture/curl.js';
 import { toHar } from './capture/har.js';
+import { TrafficHistory } from './mirror/history-thread.js';
 import { Mirror } from './mirror/mirror.js';
+import { wharfPackage } from './package-root.js';
 import { AgentRuns } from './agent-runs.js';
 import { type LocalPlatformInfo, PlatformConnection } from './platform-connection.js';
 import { ProjectSync } from './project-sync.js';
@@ -45,6 +47,11 @@ export interface EngineOptions {
   localPlatform?: () => Promise<LocalPlatformInfo>;
   /** Defaults to `<home>/mirror.db`; `:memory:` in tests. */
   mirrorFile?: string;
+  /**
+   * The traffic history's built writer thread (history-writer.js): by default the command's, in the
+   * package's dist/; the desktop app passes the one built beside its main process.
+   */
+  historyWriter?: string;
   /** How often to refresh while someone listens to events. */
   pollIntervalMs?: number;
   /** How often to refresh while a project is building (at most pollIntervalMs). */
@@ -78,6 +85,8 @@ type Handlers = { [K in BridgeOperation]: (input: CheckedInput<K>) => Promise<Br
 export class Engine implements Bridge {
   private readonly events = new EventEmitter();
   private readonly mirror: Mirror;
+  /** The traffic history, written and read in a thread of its own (history-thread.ts). */
+  private readonly history: TrafficHistory;
   private readonly platform: PlatformConnection;
   private readonly sync: ProjectSync;
   private closed = false;
@@ -89,15 +98,20 @@ export class Engine implements Bridge {
   });
 
   constructor(private readonly options: EngineOptions) {
-    this.mirror = new Mirror(options.mirrorFile ?? join(options.home, 'mirror.db'), {
+    const mirrorFile = options.mirrorFile ?? join(options.home, 'mirror.db');
+    // Opened (and migrated) here first: the writer thread then opens a file of the current version.
+    this.mirror = new Mirror(mirrorFile);
+    this.history = new TrafficHistory({
+      file: mirrorFile,
+      writerScript: options.historyWriter ?? join(wharfPackage().root, 'dist', 'history-writer.js'),
       captures: {
         ...(options.trafficHistoryBytes === undefined ? {} : { limitBytes: options.trafficHistoryBytes }),
         ...(options.trafficFlushMs === undefined ? {} : { flushMs: options.trafficFlushMs }),
       },
     });
-    this.mirror.captures.on('stored', (requests) => this.emit('traffic', { requests }));
+    this.history.on('stored', (requests) => this.emit('traffic', { requests }));
     // A batch that could not be written is lost for the history; the tunnel itself carries on.
-    this.mirror.captures.on('failed', () => undefined);
+    this.history.on('failed', () => undefined);
     this.platform = new PlatformConnection({
       home: options.home,
       secrets: options.secrets,
@@ -125,7 +139,7 @@ export class Engine implements Bridge {
     });
     this.tunnels = new Tunnels({
       platform: () => this.platform.credentials(),
-      store: (exchange, origin) => this.mirror.captures.add(exchange, origin),
+      store: (exchange, origin) => this.history.add(exchange, origin),
       changed: () => this.emit('tunnels', this.tunnels.views()),
       closing: () => this.closed,
       ...(options.tunnelBackoffMs === undefined ? {} : { backoffMs: options.tunnelBackoffMs }),
@@ -163,8 +177,9 @@ export class Engine implements Bridge {
     await this.tunnels.stopAll();
     await polled;
     // Stores what the tunnels captured last (and sends it) before the listeners go.
-    this.mirror.captures.flush();
+    await this.history.flush().catch(() => undefined);
     this.events.removeAllListeners();
+    await this.history.close();
     this.mirror.close();
   }
 
@@ -222,25 +237,20 @@ export class Engine implements Bridge {
       return this.tunnels.stop(tunnel);
     },
     'traffic.list': async (query) =>
-      this.mirror.captures.list(
-        query,
-        query.tunnelId === undefined ? undefined : this.tunnels.names(query.tunnelId),
-      ),
+      this.history.list(query, query.tunnelId === undefined ? undefined : this.tunnels.names(query.tunnelId)),
     'traffic.get': async ({ id }) => this.captured(id),
-    'traffic.tunnels': async () => this.mirror.captures.tunnels(),
+    'traffic.tunnels': async () => this.history.tunnels(),
     'traffic.replay': async (input) => this.replay(input),
     'traffic.clear': async ({ tunnelId }) => {
       return {
-        deleted: this.mirror.captures.clear(
-          tunnelId === undefined ? undefined : this.tunnels.names(tunnelId),
-        ),
+        deleted: await this.history.clear(tunnelId === undefined ? undefined : this.tunnels.names(tunnelId)),
       };
     },
     'traffic.har': async ({ ids }) => {
-      const requests = ids.map((id) => this.captured(id));
+      const requests = await Promise.all(ids.map((id) => this.captured(id)));
       return JSON.stringify(toHar(requests, { version: this.options.version ?? 'dev' }), null, 2);
     },
-    'traffic.curl': async ({ id }) => toCurl(this.captured(id)),
+    'traffic.curl': async ({ id }) => toCurl(await this.captured(id)),
     'account.usage': async () => this.platform.call((client) => client.usage()),
     'domains.list': async () => this.platform.call((client) => client.listDomains()),
     'domains.create': async ({ domain, project_id: projectId }) =>
@@ -305,8 +315,8 @@ export class Engine implements Bridge {
 
   // --- traffic --------------------------------------------------------------------------------
 
-  private captured(id: string): CapturedRequestDetail {
-    const stored = this.mirror.captures.get(id);
+  private async captured(id: string): Promise<CapturedRequestDetail> {
+    const stored = await this.history.get(id);
     if (!stored) throw new BridgeError('not_found', 404, `request ${id} is not in the traffic history`);
     return stored.detail;
   }
@@ -314,7 +324,7 @@ export class Engine implements Bridge {
   /** Replays a request of the history at its tunnel's local port (see replay.ts) and stores the answer. */
   private async replay(input: ReplayInput): Promise<CapturedRequestDetail> {
     const { id } = input;
-    const stored = this.mirror.captures.get(id);
+    const stored = await this.history.get(id);
     if (!stored) throw new BridgeError('not_found', 404, `request ${id} is not in the traffic history`);
     const original = stored.detail;
     const running =
@@ -336,14 +346,14 @@ export class Engine implements Bridge {
       tunnelId: running?.client.info?.id ?? original.tunnel_id,
     });
     if (captured.request.error?.startsWith('nothing is listening')) void running?.port.check();
-    this.mirror.captures.add(captured, {
+    this.history.add(captured, {
       tunnelKey: running?.key ?? stored.tunnelKey,
       subdomain: running?.view.subdomain ?? stored.subdomain,
       localPort: port,
       hostHeader: hostMode,
     });
     // Stored (and sent to listeners) now, so the answer can be looked up at once.
-    this.mirror.captures.flush();
+    await this.history.flush();
     return toDetail(captured);
   }
 

@@ -4,6 +4,7 @@
 // over IPC to one hardened window, shows the tray and a notification when a deploy ends, and closes
 // everything in order on quit.
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { app, dialog, session, type BrowserWindow } from 'electron';
 import { Engine } from '../core/engine.js';
 import { wharfHome } from '../server/config.js';
@@ -21,6 +22,9 @@ import {
   openExternally,
   showProject,
 } from './window.js';
+
+/** The traffic history's writer thread, built beside this bundle: out/main/history-writer.js. */
+const HISTORY_WRITER_FILE = fileURLToPath(new URL('./history-writer.js', import.meta.url));
 
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
@@ -126,6 +130,7 @@ function main(): void {
       const running = new Engine({
         home,
         secrets,
+        historyWriter: HISTORY_WRITER_FILE,
         localPlatform: async () => {
           // Loaded on first use: a remote-only user never loads the platform's server code.
           localPlatform ??= import('../server/local.js').then(({ ensureLocalPlatform }) =>

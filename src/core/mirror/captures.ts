@@ -8,9 +8,10 @@
 //   bodies that are text (by Content-Type, after undoing gzip/deflate/br; the first 128 KiB of each).
 //   User input is turned into a safe query: each word becomes a quoted prefix phrase, so FTS5 syntax
 //   in it means nothing.
-// - Writing shares the tunnel's thread, so it has a time budget (a token bucket: 10 % of the time,
-//   bursts of up to a second). Under a load that would exceed it, exchanges are still recorded, but
-//   without their bodies (flagged as truncated), so the tunnel keeps its speed.
+// - Writing has a time budget (a token bucket: by default 10 % of the time, bursts of up to a second).
+//   Under a load that would exceed it, exchanges are still recorded, but without their bodies (flagged
+//   as truncated). The Engine runs this store in a writer thread of its own (history-thread.ts), with
+//   half of that thread's time as the budget.
 // - The history is bounded by size (bodies, headers and indexed text; 256 MiB by default): the oldest
 //   exchanges are evicted first. The running total is kept in the database, so two processes sharing
 //   the file (`wharf app` and `wharf http`) keep one bound.
@@ -77,6 +78,8 @@ export interface CaptureStoreEvents {
 interface Pending {
   exchange: CapturedExchange;
   origin: CaptureOrigin;
+  /** The request as JSON, when the caller made it already. */
+  json: string | undefined;
 }
 
 interface RequestRow {
@@ -147,10 +150,13 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     };
   }
 
-  /** Queues an exchange; it is written with the next batch. */
-  add(exchange: CapturedExchange, origin: CaptureOrigin): void {
+  /**
+   * Queues an exchange; it is written with the next batch. `json`: its request as JSON, when the caller
+   * has it (the writer thread gets it so from the Engine's).
+   */
+  add(exchange: CapturedExchange, origin: CaptureOrigin, json?: string): void {
     if (this.closed) return;
-    this.pending.push({ exchange, origin });
+    this.pending.push({ exchange, origin, json });
     this.schedule(this.flushMs);
   }
 
@@ -230,7 +236,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
   }
 
   /** One exchange's rows; answers its size, or null when it was already there. */
-  private write({ exchange, origin }: Pending): number | null {
+  private write({ exchange, origin, json: given }: Pending): number | null {
     const keepBodies = this.bodiesAllowed(performance.now());
     const request = exchange.request;
     // Joined into buffers of the Mirror's own, not of each exchange's: SQLite copies them at once.
@@ -238,7 +244,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     const responseBody = keepBodies ? bodyInto(exchange, 'response', this.scratch.response) : EMPTY;
     const requestSize = bodyLength(exchange, 'request');
     const responseSize = bodyLength(exchange, 'response');
-    const json = JSON.stringify(request);
+    const json = given ?? JSON.stringify(request);
     const text = indexedText(request, requestBody, responseBody, {
       request: exchange.requestBodyTruncated,
       response: exchange.responseBodyTruncated,

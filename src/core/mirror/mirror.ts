@@ -58,11 +58,13 @@ export interface MirrorOptions {
 
 export class Mirror {
   private readonly db: SQLite.Database;
-  /** The traffic history of the tunnels. */
-  readonly captures: CaptureStore;
+  private store: CaptureStore | null = null;
 
   /** `file` is a path, or `:memory:`. */
-  constructor(file: string, options: MirrorOptions = {}) {
+  constructor(
+    file: string,
+    private readonly options: MirrorOptions = {},
+  ) {
     if (file !== ':memory:') {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       // Captured traffic holds cookies and tokens: the file (and its -wal and -shm, which SQLite
@@ -81,7 +83,14 @@ export class Mirror {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
-    this.captures = new CaptureStore(this.db, options.captures);
+  }
+
+  /**
+   * The traffic history of the tunnels, made on first use: the Engine's Mirror leaves it to the
+   * history's writer thread (history-thread.ts), which opens the file again for it.
+   */
+  get captures(): CaptureStore {
+    return (this.store ??= new CaptureStore(this.db, this.options.captures));
   }
 
   private migrate(): void {
@@ -183,7 +192,7 @@ export class Mirror {
   }
 
   close(): void {
-    this.captures.close();
+    this.store?.close();
     this.db.close();
   }
 }

@@ -1,5 +1,5 @@
-// Finds the wharf package's own files from wherever this code runs: src/cli under the tests, dist/
-// once bundled.
+// Finds the wharf package's own files from wherever this code runs: src/ under the tests, dist/ (the
+// command) or out/main (the desktop app) once built.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
