@@ -140,7 +140,7 @@ export class Scratch {
 }
 
 /** How many bytes of an exchange's body are kept (without joining a body still in parts). */
-export function bodyLength(exchange: CapturedExchange, which: 'request' | 'response'): number {
+export function bodyLength(exchange: ExchangeBodies, which: 'request' | 'response'): number {
   if (exchange instanceof Captured)
     return (which === 'request' ? exchange.requestKept : exchange.responseKept).length;
   return (which === 'request' ? exchange.requestBody : exchange.responseBody).length;
@@ -151,11 +151,7 @@ export function bodyLength(exchange: CapturedExchange, which: 'request' | 'respo
  * next use of `scratch`): a body still in parts is joined into `scratch` rather than into a buffer of
  * its own.
  */
-export function bodyInto(
-  exchange: CapturedExchange,
-  which: 'request' | 'response',
-  scratch: Scratch,
-): Buffer {
+export function bodyInto(exchange: ExchangeBodies, which: 'request' | 'response', scratch: Scratch): Buffer {
   if (exchange instanceof Captured)
     return (which === 'request' ? exchange.requestKept : exchange.responseKept).into(scratch);
   return which === 'request' ? exchange.requestBody : exchange.responseBody;
@@ -467,6 +463,9 @@ export interface CapturedExchange {
   requestBodyTruncated: boolean;
   responseBodyTruncated: boolean;
 }
+
+/** An exchange's bodies (as a CapturedExchange has them). */
+export type ExchangeBodies = Pick<CapturedExchange, 'requestBody' | 'responseBody'>;
 
 /** The API's detail shape: bodies as base64 (null when empty). */
 export function toDetail(exchange: CapturedExchange): CapturedRequestDetail {

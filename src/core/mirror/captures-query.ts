@@ -2,9 +2,10 @@
 // classes, path, header, duration, and full-text search through `ftsQuery`), its page newest first with
 // the total that matches, and the tunnels the history holds requests of.
 import type SQLite from 'better-sqlite3';
-import type { CapturedRequest } from '../../shared/api/tunnels.js';
+import { SET_COOKIE_SEPARATOR } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficTunnel } from '../../shared/bridge.js';
 import { type CheckedInput, STATUS_FILTER } from '../../shared/bridge-inputs.js';
+import { requestOfRow } from './captures-schema.js';
 
 const DEFAULT_PAGE = 200;
 
@@ -41,7 +42,7 @@ export function listCaptures(
         ORDER BY r.seq DESC LIMIT ?`,
     )
     .all(...params, filter.limit) as Array<{ json: string }>;
-  return { requests: rows.map((r) => JSON.parse(r.json) as CapturedRequest), total };
+  return { requests: rows.map((r) => requestOfRow(r.json)), total };
 }
 
 /**
@@ -130,12 +131,14 @@ function sqlFilter(
             .slice(colon + 1)
             .trim()
             .toLowerCase();
-    // The header objects have lower-case names, repeated values joined: one lookup per side.
-    const one = (object: string) =>
-      `instr(lower(coalesce(json_extract(r.json, '$.${object}.' || json_quote(?)), '')), ?) > 0
-        AND json_type(r.json, '$.${object}.' || json_quote(?)) IS NOT NULL`;
-    conditions.push(`((${one('request_headers')}) OR (${one('response_headers')}))`);
-    params.push(name, value, name, name, value, name);
+    // Matched as the header objects have it (headerObject: names in lower case, repeated values
+    // joined in order), from the lists the rows store: null when the name is not there.
+    const separator = name === 'set-cookie' ? SET_COOKIE_SEPARATOR : ', ';
+    const one = (list: string) =>
+      `instr(lower((SELECT group_concat(json_extract(h.value, '$.value'), ? ORDER BY h.key)
+          FROM json_each(r.json, '$.${list}') h WHERE lower(json_extract(h.value, '$.name')) = ?)), ?) > 0`;
+    conditions.push(`((${one('request_header_list')}) OR (${one('response_header_list')}))`);
+    params.push(separator, name, value, separator, name, value);
   }
   const { minDurationMs: min, maxDurationMs: max } = query;
   if (min !== undefined) {

@@ -117,3 +117,58 @@ function specCapturedRequest(old: Record<string, unknown>): CapturedRequest {
     error,
   };
 }
+
+/**
+ * A captured request as its row stores it: without `request_headers` and `response_headers`, which are
+ * the header lists again (headerObject's rule) and are made anew when the row is read. Rows written
+ * before this hold them too; they are made anew for those as well.
+ */
+export type RowRequest = Omit<CapturedRequest, 'request_headers' | 'response_headers'>;
+
+/** The JSON a row stores of a captured request (see RowRequest). */
+export function rowJson(request: RowRequest): string {
+  const row: RowRequest = {
+    id: request.id,
+    method: request.method,
+    path: request.path,
+    status_code: request.status_code,
+    duration_ms: request.duration_ms,
+    request_size: request.request_size,
+    response_size: request.response_size,
+    remote_addr: request.remote_addr,
+    timestamp: request.timestamp,
+    tunnel_id: request.tunnel_id,
+    url: request.url,
+    http_version: request.http_version,
+    request_header_list: request.request_header_list,
+    response_header_list: request.response_header_list,
+    error: request.error,
+    replay_of: request.replay_of,
+  };
+  return JSON.stringify(row);
+}
+
+/** The captured request of a row's JSON, its header objects made from its lists, fields in API order. */
+export function requestOfRow(json: string): CapturedRequest {
+  const row = JSON.parse(json) as RowRequest;
+  return {
+    id: row.id,
+    method: row.method,
+    path: row.path,
+    status_code: row.status_code,
+    duration_ms: row.duration_ms,
+    request_headers: headerObject(row.request_header_list),
+    response_headers: headerObject(row.response_header_list),
+    request_size: row.request_size,
+    response_size: row.response_size,
+    remote_addr: row.remote_addr,
+    timestamp: row.timestamp,
+    tunnel_id: row.tunnel_id,
+    url: row.url,
+    http_version: row.http_version,
+    request_header_list: row.request_header_list,
+    response_header_list: row.response_header_list,
+    error: row.error,
+    replay_of: row.replay_of,
+  };
+}

@@ -17,7 +17,7 @@ export interface IndexedText {
 
 /** The indexed text of an exchange, from the bodies being stored (empty when they are not kept). */
 export function indexedText(
-  request: CapturedRequest,
+  request: Pick<CapturedRequest, 'path' | 'request_header_list' | 'response_header_list'>,
   requestBody: Buffer,
   responseBody: Buffer,
   truncated: { request: boolean; response: boolean },

@@ -21,11 +21,18 @@
 // pages) is captures-query.ts, the indexed text captures-text.ts, the tables captures-schema.ts.
 import { EventEmitter } from 'node:events';
 import type SQLite from 'better-sqlite3';
-import type { CapturedRequest, CapturedRequestDetail } from '../../shared/api/tunnels.js';
+import type { CapturedRequestDetail } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficQuery, TrafficTunnel } from '../../shared/bridge.js';
 import { parseBridgeInput } from '../../shared/bridge-inputs.js';
-import { type CapturedExchange, Scratch, bodyInto, bodyLength } from '../capture/capture.js';
+import {
+  type CapturedExchange,
+  type ExchangeBodies,
+  Scratch,
+  bodyInto,
+  bodyLength,
+} from '../capture/capture.js';
 import { capturedTunnels, listCaptures, tunnelMatch } from './captures-query.js';
+import { type RowRequest, requestOfRow, rowJson } from './captures-schema.js';
 import { indexedText } from './captures-text.js';
 
 export { CAPTURES_FIFO_MERGES, CAPTURES_MIGRATION, migrateCapturesToSpecFields } from './captures-schema.js';
@@ -70,13 +77,22 @@ export interface CaptureStoreOptions {
 
 export interface CaptureStoreEvents {
   /** A batch was committed: the exchanges in the order they were stored. */
-  stored: [CapturedRequest[]];
+  stored: [RowRequest[]];
   /** A batch could not be written (disk full, database locked too long); it is dropped. */
   failed: [Error];
 }
 
+/**
+ * An exchange as the store takes it: a CapturedExchange, or what the writer thread makes of one (its
+ * request as its row stores it).
+ */
+export interface StorableExchange
+  extends ExchangeBodies, Pick<CapturedExchange, 'requestBodyTruncated' | 'responseBodyTruncated'> {
+  request: RowRequest;
+}
+
 interface Pending {
-  exchange: CapturedExchange;
+  exchange: StorableExchange;
   origin: CaptureOrigin;
   /** The request as JSON, when the caller made it already. */
   json: string | undefined;
@@ -154,7 +170,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
    * Queues an exchange; it is written with the next batch. `json`: its request as JSON, when the caller
    * has it (the writer thread gets it so from the Engine's).
    */
-  add(exchange: CapturedExchange, origin: CaptureOrigin, json?: string): void {
+  add(exchange: StorableExchange, origin: CaptureOrigin, json?: string): void {
     if (this.closed) return;
     this.pending.push({ exchange, origin, json });
     this.schedule(this.flushMs);
@@ -172,18 +188,18 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
   }
 
   /** Writes everything queued now (reads and close call it, so they see every exchange). */
-  flush(): CapturedRequest[] {
+  flush(): RowRequest[] {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    const stored: CapturedRequest[] = [];
+    const stored: RowRequest[] = [];
     while (this.pending.length > 0) stored.push(...this.writeChunk());
     return stored;
   }
 
   /** Writes the next chunk of the queue in one transaction; emits and returns what was stored. */
-  private writeChunk(): CapturedRequest[] {
+  private writeChunk(): RowRequest[] {
     let count = 0;
     let bytes = 0;
     while (count < this.pending.length && count < CHUNK_EXCHANGES && bytes < CHUNK_BYTES) {
@@ -193,11 +209,11 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     }
     const batch = this.pending.splice(0, count);
     if (batch.length === 0) return [];
-    let stored: CapturedRequest[];
+    let stored: RowRequest[];
     this.chunkStartedAt = performance.now();
     try {
       stored = this.db.transaction(() => {
-        const written: CapturedRequest[] = [];
+        const written: RowRequest[] = [];
         let size = 0;
         for (const item of batch) {
           const row = this.write(item);
@@ -244,7 +260,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     const responseBody = keepBodies ? bodyInto(exchange, 'response', this.scratch.response) : EMPTY;
     const requestSize = bodyLength(exchange, 'request');
     const responseSize = bodyLength(exchange, 'response');
-    const json = given ?? JSON.stringify(request);
+    const json = given ?? rowJson(request);
     const text = indexedText(request, requestBody, responseBody, {
       request: exchange.requestBodyTruncated,
       response: exchange.responseBodyTruncated,
@@ -347,7 +363,7 @@ export class CaptureStore extends EventEmitter<CaptureStoreEvents> {
     this.flush();
     const row = this.statements.get.get(id) as RequestRow | undefined;
     if (!row) return null;
-    const request = JSON.parse(row.json) as CapturedRequest;
+    const request = requestOfRow(row.json);
     return {
       detail: {
         ...request,

@@ -13,6 +13,7 @@ export interface HistoryWriterData {
 
 /** One exchange of a batch: its bodies are `[offset, length)` of the batch's buffer. */
 export interface WireExchange {
+  /** The request as its row stores it (captures-schema.ts, rowJson). */
   json: string;
   origin: CaptureOrigin;
   requestBody: number;

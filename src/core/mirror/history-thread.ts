@@ -21,7 +21,8 @@ import { Worker } from 'node:worker_threads';
 import type { CapturedRequest } from '../../shared/api/tunnels.js';
 import type { TrafficPage, TrafficQuery, TrafficTunnel } from '../../shared/bridge.js';
 import { type CapturedExchange, Scratch, bodyInto, bodyLength } from '../capture/capture.js';
-import type { CaptureOrigin, CaptureStoreEvents, CaptureStoreOptions, StoredCapture } from './captures.js';
+import type { CaptureOrigin, CaptureStoreOptions, StoredCapture } from './captures.js';
+import { rowJson } from './captures-schema.js';
 import type {
   FromWriter,
   HistoryMethod,
@@ -67,7 +68,14 @@ interface Call {
   reject(error: Error): void;
 }
 
-export class TrafficHistory extends EventEmitter<CaptureStoreEvents> {
+export interface TrafficHistoryEvents {
+  /** A batch was committed: the requests stored, in the order they were added. */
+  stored: [CapturedRequest[]];
+  /** A batch could not be written, or the writer stopped; what was lost is lost for the history. */
+  failed: [Error];
+}
+
+export class TrafficHistory extends EventEmitter<TrafficHistoryEvents> {
   private readonly worker: Worker;
   private readonly flushMs: number;
   /** Gathered here, not yet sent. */
@@ -130,7 +138,7 @@ export class TrafficHistory extends EventEmitter<CaptureStoreEvents> {
       this.dropped += 1;
       return;
     }
-    const json = JSON.stringify(exchange.request);
+    const json = rowJson(exchange.request);
     if (this.queuedBytes + json.length > this.queueLimit.bytes) {
       this.dropped += 1;
       return;

@@ -6,8 +6,8 @@
 // acknowledged by id, so the Engine announces only what is stored. Calls are answered in the order
 // they came, after every batch sent before them: a read sees every exchange added before it.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CapturedExchange } from '../capture/capture.js';
-import type { CaptureStore } from './captures.js';
+import type { CaptureStore, StorableExchange } from './captures.js';
+import type { RowRequest } from './captures-schema.js';
 import type {
   FromWriter,
   HistoryMethod,
@@ -85,9 +85,9 @@ function call(store: CaptureStore, method: HistoryMethod, args: unknown[]): unkn
 }
 
 /** An exchange of a batch; its bodies are views of the batch's buffer (SQLite copies them). */
-function exchangeOf(item: WireExchange, bodies: Buffer): CapturedExchange {
+function exchangeOf(item: WireExchange, bodies: Buffer): StorableExchange {
   return {
-    request: JSON.parse(item.json) as CapturedExchange['request'],
+    request: JSON.parse(item.json) as RowRequest,
     requestBody: bodies.subarray(item.requestBody, item.requestBody + item.requestLength),
     responseBody: bodies.subarray(item.responseBody, item.responseBody + item.responseLength),
     requestBodyTruncated: item.requestTruncated,

@@ -558,6 +558,62 @@ describe('CaptureStore', () => {
     expect(listed!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(listed).not.toHaveProperty('started_at');
   });
+
+  it('stores the header lists once, and reads the header objects made from them, as the request had them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-captures-'));
+    dirs.push(dir);
+    const file = join(dir, 'mirror.db');
+    const mirror = open(file);
+    const headers = {
+      requestHeaders: [
+        { name: 'X-Tag', value: 'one' },
+        { name: 'x-tag', value: 'two' },
+      ],
+      responseHeaders: [
+        { name: 'Set-Cookie', value: 'a=1' },
+        { name: 'Set-Cookie', value: 'b=2' },
+      ],
+    };
+    const now = exchange({ path: '/now', ...headers });
+    // A row as Wharf wrote it before: the header objects in its JSON too.
+    const before = exchange({ path: '/before', ...headers });
+    mirror.captures.add(now, origin);
+    mirror.captures.add(before, origin, JSON.stringify(before.request));
+    mirror.captures.flush();
+
+    const db = new SQLite(file, { readonly: true });
+    const rows = db.prepare('SELECT path, json FROM captured_requests ORDER BY seq').all() as Array<{
+      path: string;
+      json: string;
+    }>;
+    db.close();
+    const stored = JSON.parse(rows[0]!.json) as Record<string, unknown>;
+    expect(stored).not.toHaveProperty('request_headers');
+    expect(stored).not.toHaveProperty('response_headers');
+    expect(stored.request_header_list).toEqual(headers.requestHeaders);
+    expect(JSON.parse(rows[1]!.json)).toHaveProperty('request_headers');
+
+    for (const one of [now, before]) {
+      const {
+        request_body: _requestBody,
+        response_body: _responseBody,
+        request_body_truncated: _requestTruncated,
+        response_body_truncated: _responseTruncated,
+        ...request
+      } = mirror.captures.get(one.request.id)!.detail;
+      // The same fields, values and order as the request the exchange made.
+      expect(JSON.stringify(request)).toBe(JSON.stringify(one.request));
+      expect(request.request_headers).toEqual({ 'x-tag': 'one, two' });
+      expect(request.response_headers).toEqual({ 'set-cookie': 'a=1\nb=2' });
+      const [listed] = mirror.captures.list({ path: one.request.path }).requests;
+      expect(JSON.stringify(listed)).toBe(JSON.stringify(one.request));
+    }
+    // The header filter reads both kinds of row alike.
+    const paths = (header: string) => mirror.captures.list({ header }).requests.map((r) => r.path);
+    expect(paths('x-tag: one, tw')).toEqual(['/before', '/now']);
+    expect(paths('set-cookie: b=2')).toEqual(['/before', '/now']);
+    expect(paths('x-tag: three')).toEqual([]);
+  });
 });
 
 describe('the Mirror upgrade to SPEC.md §2.4 fields (user_version 3)', () => {

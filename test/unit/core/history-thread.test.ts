@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Exchange, type CapturedExchange } from '../../../src/core/capture/capture.js';
 import type { CaptureOrigin } from '../../../src/core/mirror/captures.js';
+import { rowJson } from '../../../src/core/mirror/captures-schema.js';
 import { TrafficHistory, type TrafficHistoryOptions } from '../../../src/core/mirror/history-thread.js';
 import { Mirror } from '../../../src/core/mirror/mirror.js';
 import { wharfPackage } from '../../../src/core/package-root.js';
@@ -109,7 +110,7 @@ describe('the traffic history in its writer thread', () => {
     const fits = exchange('/aa', 'a'.repeat(10)); // 20 bytes of bodies
     const shed = exchange('/bb', 'b'.repeat(20)); // 40
     const dropped = exchange('/cc');
-    const json = (one: CapturedExchange) => JSON.stringify(one.request).length;
+    const json = (one: CapturedExchange) => rowJson(one.request).length;
     // Room for the first whole and the second's request, not its bodies, and nothing of the third.
     const bytes = json(fits) + 20 + json(shed) + 39;
     const history = open({ queue: { exchanges: 100, bytes } });
