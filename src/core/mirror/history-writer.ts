@@ -38,9 +38,16 @@ if (mirror) {
   port.on('message', (message: ToWriter) => {
     switch (message.kind) {
       case 'add': {
-        const bodies = Buffer.from(message.bodies);
-        for (const item of message.items) store.add(exchangeOf(item, bodies), item.origin, item.json);
         failure = null;
+        const bodies = Buffer.from(message.bodies);
+        for (const item of message.items) {
+          try {
+            store.add(exchangeOf(item, bodies), item.origin, item.json);
+          } catch (error) {
+            // Not a request this writer can read: that exchange is lost, the rest are written.
+            failure = messageOf(error);
+          }
+        }
         const stored = store.flush();
         send({ kind: 'stored', ids: stored.map((request) => request.id), error: failure });
         return;

@@ -4,10 +4,12 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Exchange, type CapturedExchange } from '../../../src/core/capture/capture.js';
 import type { CaptureOrigin } from '../../../src/core/mirror/captures.js';
 import { rowJson } from '../../../src/core/mirror/captures-schema.js';
+import type { FromWriter, ToWriter, WireExchange } from '../../../src/core/mirror/history-protocol.js';
 import { TrafficHistory, type TrafficHistoryOptions } from '../../../src/core/mirror/history-thread.js';
 import { Mirror } from '../../../src/core/mirror/mirror.js';
 import { wharfPackage } from '../../../src/core/package-root.js';
@@ -191,6 +193,34 @@ describe('the traffic history in its writer thread', () => {
     expect(page.requests.map((r) => r.path)).toEqual(['/kept']);
     const stored = await second.get(page.requests[0]!.id);
     expect(Buffer.from(stored!.detail.request_body!, 'base64').toString()).toBe('through a restart');
+  });
+
+  it('writes the rest of a batch when one of its exchanges cannot be read, and says why', async () => {
+    const worker = new Worker(WRITER, { workerData: { file: ':memory:', captures: {} } });
+    try {
+      const good = exchange('/good');
+      const item = (json: string): WireExchange => ({
+        json,
+        origin,
+        requestBody: 0,
+        requestLength: 0,
+        responseBody: 0,
+        responseLength: 0,
+        requestTruncated: false,
+        responseTruncated: false,
+      });
+      const answer = new Promise<FromWriter>((resolve) => worker.once('message', resolve));
+      worker.postMessage({
+        kind: 'add',
+        items: [item('{"id": "req_broken'), item(rowJson(good.request))],
+        bodies: new ArrayBuffer(0),
+      } satisfies ToWriter);
+      const reply = await answer;
+      expect(reply).toMatchObject({ kind: 'stored', ids: [good.request.id] });
+      expect(reply.kind === 'stored' ? reply.error : null).toMatch(/JSON/);
+    } finally {
+      await worker.terminate();
+    }
   });
 
   it('keeps a history shared by two writers within one bound', async () => {
